@@ -1,0 +1,69 @@
+/*
+ * parity.h - the parity interface of raidfs, over Intel ISA-L.
+ *
+ * What it is for
+ *   Computing, checking and using redundancy for one "row": k data blocks
+ *   and m parity blocks of equal length, all at the same offset of their
+ *   shard files.  m = 1 is RAID5 XOR parity, m = 2 is RAID6 P+Q, m = 3..4
+ *   is a generic Reed-Solomon code (later k+m levels).
+ *
+ * Code (bit-compatible with Linux md and ISA-L pq_gen)
+ *   P = D_0 ^ D_1 ^ ... ^ D_{k-1}
+ *   Q = sum_i g^i * D_i over GF(2^8), polynomial 0x11d, generator g = 2.
+ *   Rows 3 and 4 (m >= 3) follow gf_gen_rs_matrix(): row r has
+ *   coefficients (2^(r-1))^i ... i.e. the Vandermonde rows after P and Q.
+ *
+ * Blocks
+ *   blocks[0..k-1] are data, blocks[k..k+m-1] parity, each `len` bytes.
+ *   Any length >= 1 and any alignment is accepted: where ISA-L needs
+ *   aligned buffers or a length multiple of 16/32, the glue copies through
+ *   aligned, zero-padded scratch (per thread).  Nothing outside isal-glue/
+ *   includes ISA-L headers.
+ *
+ * Limits
+ *   1 <= k <= PARITY_MAX_K, 0 <= m <= PARITY_MAX_M.  For m = 4, k <= 21
+ *   (beyond that the RS matrix has singular erasure patterns).
+ *
+ * Thread safety
+ *   All functions are safe to call from any number of threads.  Decode
+ *   tables are cached per (k, m, erasure pattern) in a table protected by
+ *   its own lock; scratch buffers are per thread.
+ *
+ * Errors
+ *   Functions return 0 on success or a negative errno: -EINVAL for bad
+ *   k/m/len/indices, -ENOMEM when scratch cannot be had, -EIO when the
+ *   erasure pattern cannot be decoded (more erasures than m).
+ */
+#ifndef RAIDFS_PARITY_H
+#define RAIDFS_PARITY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PARITY_MAX_K 64
+#define PARITY_MAX_M 4
+
+/* Compute blocks[k..k+m-1] from blocks[0..k-1].  m == 0 is a no-op. */
+int parity_encode(int k, int m, size_t len, uint8_t *const *blocks);
+
+/* 0 if the parity blocks match the data, 1 if any byte differs, <0 on
+ * error.  Does not modify any block. */
+int parity_verify(int k, int m, size_t len, uint8_t *const *blocks);
+
+/* Recompute the blocks whose indices (0..k+m-1, distinct) are listed in
+ * erased[0..nerased-1] from the other blocks, in place.  nerased <= m,
+ * otherwise -EIO.  Surviving blocks are read only. */
+int parity_reconstruct(int k, int m, size_t len, uint8_t *const *blocks,
+		       const int *erased, int nerased);
+
+/* Plain-C reference implementations with the same contract, used by the
+ * tests to check the ISA-L paths (and usable as a fallback). */
+int parity_ref_encode(int k, int m, size_t len, uint8_t *const *blocks);
+int parity_ref_verify(int k, int m, size_t len, uint8_t *const *blocks);
+int parity_ref_reconstruct(int k, int m, size_t len, uint8_t *const *blocks,
+			   const int *erased, int nerased);
+
+/* crc32 with zlib's value (ISA-L crc32_gzip_refl when available). */
+uint32_t parity_crc32(uint32_t crc, const void *buf, size_t len);
+
+#endif
