@@ -23,9 +23,10 @@
  *     raid50   G             width/G-1   1        XOR per group
  *     raid60   G             width/G-2   2        P+Q per group
  *
- *   Group g owns members [g * gw, (g + 1) * gw) with gw = width / groups.
- *   Data chunk d of a stripe goes to group d % groups, slot d / groups
- *   (RAID0 across groups at chunk granularity).
+ *   Group g owns members [g * gw, (g + 1) * gw) with gw = width / groups
+ *   (raid10 excepted, see below).  Data chunk d of a stripe goes to group
+ *   d % groups, slot d / groups (RAID0 across groups at chunk granularity);
+ *   this mapping does not depend on the stripe or the rotation.
  *
  *   Placement inside a parity group is Linux md's left-symmetric layout,
  *   shifted by the file's rotation r:  with t = (s + r) % gw,
@@ -33,11 +34,19 @@
  *       data slot j at (P + m + j) % gw.
  *   Mirrors: slot j at position j (all copies are equal; the reader picks).
  *   raid0/single: data slot j at position (j + r) % gw.
- *   raid10: the rotation shifts which pair takes data chunk 0.
+ *   raid10: the rotation shifts which pair takes data chunk 0: group g
+ *   (data chunks d with d % pairs == g) lives on pair (g + r) % pairs,
+ *   i.e. members 2 * ((g + r) % pairs) (slot 0) and that + 1 (slot 1).
+ *   This is done in layout_slot_member()/layout_member_slot(), so
+ *   layout_data_slot() stays the same for every level and rotation.
  *
  * Rotation
  *   r = layout_rotation_for_id(file_id) spreads files smaller than a chunk
- *   over all members (decision 3 of DESIGN.md).
+ *   over all members (decision 3 of DESIGN.md).  r ranges over 0..gw-1,
+ *   except raid10, where it ranges over the pairs (0..groups-1): rotating
+ *   inside a pair would change nothing.  raid1 ignores r (every member
+ *   holds every byte).  raid50/60 rotate inside each group only, so files
+ *   smaller than a chunk always land in group 0.
  *
  * Contract
  *   All functions are pure and thread safe.  layout_init() validates; the
@@ -77,7 +86,7 @@ struct layout {
 	uint32_t chunk;		/* bytes, power of two, 4 KiB .. 1 MiB */
 	uint32_t width;		/* number of members */
 	uint32_t groups;	/* redundancy groups (see table) */
-	uint32_t rotation;	/* 0 .. gw-1 */
+	uint32_t rotation;	/* 0 .. gw-1 (raid10: 0 .. groups-1) */
 	/* derived by layout_init() */
 	uint32_t gw;		/* members per group */
 	uint32_t k;		/* data slots per group per stripe */
@@ -85,9 +94,10 @@ struct layout {
 	enum redundancy red;
 };
 
-/* Level names as the CLI spells them ("single", "raid0", ... "raid60"). */
+/* Level names as the CLI spells them ("single", "raid0", ... "raid60");
+ * "unknown" for a value out of range (never NULL, safe for printf). */
 const char *layout_level_name(enum raid_level level);
-/* Returns the level, or -1 for an unknown name. */
+/* Returns the level, or -1 for an unknown or NULL name (case-insensitive). */
 int layout_level_parse(const char *name);
 
 /*
@@ -95,18 +105,24 @@ int layout_level_parse(const char *name);
  * levels it is derived.  Returns 0, or -EINVAL and, when `why` is not NULL,
  * a static message saying what is wrong (too few members, odd raid10 width,
  * width not divisible by groups, chunk not a power of two in range...).
+ * On failure *l is left untouched.  `rotation` is reduced modulo the
+ * rotation range (see Rotation above), so any value is accepted.
  */
 int layout_init(struct layout *l, enum raid_level level, uint32_t chunk,
 		uint32_t width, uint32_t groups, uint32_t rotation,
 		const char **why);
 
-/* Minimum members for a level (per group for raid50/60: 3 / 4). */
+/* Minimum total members for a level; raid50/60 count two groups of the
+ * minimum group size (3 / 4), so 6 / 8.  0 for an unknown level. */
 uint32_t layout_min_width(enum raid_level level);
-/* How many members may be lost in the worst case (raid1: width-1;
- * raid10/50/60: per group, so the array-wide guarantee is m). */
+/* How many members may be lost in the worst case, always m (raid1:
+ * width-1; raid10/50/60 survive m losses per group, but the array-wide
+ * guarantee is m). */
 uint32_t layout_tolerance(const struct layout *l);
 
-/* Rotation for a file id, in 0..gw-1. */
+/* Rotation for a file id, in 0..gw-1 (raid10: 0..groups-1): a 64-bit mix
+ * (splitmix64) of the id, so sequential ids spread too.  Store the result;
+ * do not recompute it for existing files. */
 uint32_t layout_rotation_for_id(const struct layout *l, uint64_t file_id);
 
 /* Data chunks per stripe (D = groups * k) and data bytes per stripe. */
@@ -149,10 +165,14 @@ uint64_t layout_shard_size(const struct layout *l, uint32_t member,
 
 /*
  * The smallest logical size consistent with member `member`'s shard being
- * `shard_len` bytes long, judging by its data bytes only (0 when the last
- * shard byte is in a redundancy slot and no data slot says more).  The max
- * over all members of this value is the file's size when every shard
- * follows layout_shard_size().
+ * `shard_len` bytes long, judging by its data bytes only: 1 + the largest
+ * logical offset among the file bytes the shard holds below shard_len.
+ * Mirror copies count as data (they hold the bytes of their data slot);
+ * parity does not, so when the last shard bytes are parity the answer
+ * comes from this member's data in earlier stripes, or is 0 if it has
+ * none.  The max over all members of this value is the file's size when
+ * every shard follows layout_shard_size(); any single value is a lower
+ * bound.
  */
 uint64_t layout_size_from_shard(const struct layout *l, uint32_t member,
 				uint64_t shard_len);
