@@ -1,0 +1,572 @@
+/*
+ * array.c - create and assemble arrays, member-state bookkeeping, and the
+ * dirty-file log (see array.h for the state diagram and the contract).
+ */
+#include "array.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "file.h"
+#include "meta.h"
+#include "util.h"
+
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+const char *array_state_name(enum array_state s)
+{
+	switch (s) {
+	case ARRAY_OPTIMAL: return "optimal";
+	case ARRAY_DEGRADED: return "degraded";
+	case ARRAY_FAILED: return "failed";
+	}
+	return "unknown";
+}
+
+int array_absent_count(const struct array *a)
+{
+	int n = 0;
+	for (uint32_t i = 0; i < a->width; i++)
+		n += !member_present(a, i);
+	return n;
+}
+
+/* Worst group: does any redundancy group miss more than it tolerates? */
+enum array_state array_state(const struct array *a)
+{
+	const struct layout *l = &a->lay;
+	int absent = 0;
+	for (uint32_t g = 0; g < l->groups; g++) {
+		uint32_t lost = 0;
+		for (uint32_t p = 0; p < l->gw; p++)
+			lost += !member_present(a, g * l->gw + p);
+		if (lost > l->m)
+			return ARRAY_FAILED;
+		absent += lost;
+	}
+	return absent ? ARRAY_DEGRADED : ARRAY_OPTIMAL;
+}
+
+void array_capacity_ratio(const struct array *a, uint32_t *num, uint32_t *den)
+{
+	*num = layout_data_chunks(&a->lay);
+	*den = a->width;
+}
+
+/* ---------------------------------------------------------------- create */
+
+/* Can this directory hold user xattrs (our per-file metadata)? */
+static int probe_xattr(int dirfd)
+{
+	static const char probe[] = ".raidfs-xattr-probe";
+	int fd = openat(dirfd, probe, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int ret = 0;
+	if (fsetxattr(fd, "user.raidfs.probe", "1", 1, 0) < 0)
+		ret = -errno;
+	close(fd);
+	unlinkat(dirfd, probe, 0);
+	return ret;
+}
+
+static bool dir_is_empty(int dirfd)
+{
+	int fd = dup(dirfd);
+	if (fd < 0)
+		return false;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return false;
+	}
+	rewinddir(d);
+	struct dirent *e;
+	bool empty = true;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    !strcmp(e->d_name, "lost+found"))
+			continue;
+		empty = false;
+		break;
+	}
+	closedir(d);
+	return empty;
+}
+
+int array_create(const struct create_opts *o, char **paths, int n)
+{
+	struct layout l;
+	const char *why;
+	struct stat st[LAYOUT_MAX_WIDTH];
+	int fds[LAYOUT_MAX_WIDTH];
+	int ret = 0, i;
+
+	if (n > LAYOUT_MAX_WIDTH) {
+		fprintf(stderr, "raidfs: too many members (%d): at most %d are supported\n",
+			n, LAYOUT_MAX_WIDTH);
+		return -EINVAL;
+	}
+	if (layout_init(&l, o->level, o->chunk, n, o->groups, 0, &why) < 0) {
+		fprintf(stderr, "raidfs: cannot create %s with %d member%s: %s\n",
+			layout_level_name(o->level), n, n == 1 ? "" : "s", why);
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++)
+		fds[i] = -1;
+	for (i = 0; i < n; i++) {
+		fds[i] = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fds[i] < 0 || fstat(fds[i], &st[i]) < 0) {
+			fprintf(stderr, "raidfs: cannot open member '%s': %s (create the directory, or mount the disk there)\n",
+				paths[i], strerror(errno));
+			ret = -ENOENT;
+			goto out;
+		}
+		for (int j = 0; j < i; j++) {
+			if (st[j].st_dev == st[i].st_dev && st[j].st_ino == st[i].st_ino) {
+				fprintf(stderr, "raidfs: member '%s' is given twice (same directory as '%s'): each member must be a different directory\n",
+					paths[i], paths[j]);
+				ret = -EINVAL;
+				goto out;
+			}
+		}
+		if (!o->force && !dir_is_empty(fds[i])) {
+			fprintf(stderr, "raidfs: member '%s' is not empty: raidfs needs empty member directories (use --force to use it anyway; files already there are left alone but are not part of the array)\n",
+				paths[i]);
+			ret = -ENOTEMPTY;
+			goto out;
+		}
+		int e = probe_xattr(fds[i]);
+		if (e < 0) {
+			fprintf(stderr, "raidfs: member '%s' cannot hold user extended attributes (%s): raidfs keeps per-file metadata there; use a filesystem with user xattrs (ext4, xfs, btrfs, tmpfs)\n",
+				paths[i], strerror(-e));
+			ret = e;
+			goto out;
+		}
+	}
+
+	struct superblock sb;
+	memset(&sb, 0, sizeof(sb));
+	random_bytes(sb.uuid, sizeof(sb.uuid));
+	snprintf(sb.name, sizeof(sb.name), "%s", o->name ? o->name : "raidfs");
+	sb.level = o->level;
+	sb.chunk = o->chunk;
+	sb.width = n;
+	sb.groups = l.groups;
+	sb.events = 1;
+	sb.ctime = sb.utime = time(NULL);
+	for (i = 0; i < n; i++) {
+		sb.members[i].state = MS_ONLINE;
+		char *rp = realpath(paths[i], NULL);
+		snprintf(sb.members[i].path, SB_PATH_MAX, "%s", rp ? rp : paths[i]);
+		free(rp);
+	}
+	for (i = 0; i < n; i++) {
+		sb.index = i;
+		ret = sb_write(fds[i], &sb);
+		if (ret == 0 && mkdirat(fds[i], SB_DIRTY_DIR, 0700) < 0 && errno != EEXIST)
+			ret = -errno;
+		if (ret < 0) {
+			fprintf(stderr, "raidfs: cannot write the superblock to member '%s': %s\n",
+				paths[i], strerror(-ret));
+			goto out;
+		}
+	}
+out:
+	for (i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return ret;
+}
+
+/* -------------------------------------------------------------- assemble */
+
+int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
+		   char *err, size_t errlen)
+{
+	struct superblock sbs[LAYOUT_MAX_WIDTH];
+	int fds[LAYOUT_MAX_WIDTH];
+	bool ok[LAYOUT_MAX_WIDTH];
+	int best = -1, i;
+	char u1[37], u2[37];
+
+	memset(a, 0, sizeof(*a));
+	pthread_mutex_init(&a->lock, NULL);
+	if (n > LAYOUT_MAX_WIDTH) {
+		errf(err, errlen, "too many members (%d): at most %d are supported", n, LAYOUT_MAX_WIDTH);
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++) {
+		const char *why = NULL;
+		ok[i] = false;
+		fds[i] = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fds[i] < 0) {
+			log_warn("member '%s' is missing: %s", paths[i], strerror(errno));
+			continue;
+		}
+		int r = sb_read(fds[i], &sbs[i], &why);
+		if (r < 0) {
+			log_warn("member '%s' is not usable: %s", paths[i], why);
+			close(fds[i]);
+			fds[i] = -1;
+			continue;
+		}
+		ok[i] = true;
+		if (best < 0 || sbs[i].events > sbs[best].events)
+			best = i;
+	}
+	if (best < 0) {
+		errf(err, errlen, "no member holds a valid raidfs superblock (given: %s%s); create the array with 'raidfs create' first",
+		     paths[0], n > 1 ? ", ..." : "");
+		goto fail;
+	}
+	/* Refuse members of another array: they are not "missing", they are a
+	 * mistake on the command line and would be overwritten. */
+	for (i = 0; i < n; i++) {
+		if (!ok[i] || memcmp(sbs[i].uuid, sbs[best].uuid, 16) == 0)
+			continue;
+		sb_uuid_str(sbs[i].uuid, u1);
+		sb_uuid_str(sbs[best].uuid, u2);
+		errf(err, errlen, "member '%s' belongs to another array ('%s', uuid %s), not to '%s' (uuid %s): remove it from the member list",
+		     paths[i], sbs[i].name, u1, sbs[best].name, u2);
+		goto fail;
+	}
+	a->sb = sbs[best];
+	a->width = a->sb.width;
+	if (layout_init(&a->lay, a->sb.level, a->sb.chunk, a->sb.width, a->sb.groups, 0, NULL) < 0) {
+		errf(err, errlen, "member '%s' has a superblock with an invalid geometry", paths[best]);
+		goto fail;
+	}
+	for (uint32_t j = 0; j < a->width; j++) {
+		a->m[j].dirfd = -1;
+		a->m[j].state = a->sb.members[j].state;
+		snprintf(a->m[j].path, sizeof(a->m[j].path), "%s", a->sb.members[j].path);
+	}
+	for (i = 0; i < n; i++) {
+		if (!ok[i])
+			continue;
+		uint32_t idx = sbs[i].index;
+		if (idx >= a->width) {
+			errf(err, errlen, "member '%s' claims index %u of a %u-member array (corrupt superblock)",
+			     paths[i], idx, a->width);
+			goto fail;
+		}
+		if (a->m[idx].dirfd >= 0) {
+			errf(err, errlen, "members '%s' and '%s' both claim to be member %u: give each member once",
+			     a->m[idx].path, paths[i], idx);
+			goto fail;
+		}
+		snprintf(a->m[idx].path, sizeof(a->m[idx].path), "%s", paths[i]);
+		/* Stale: it missed state changes (md's event counter), or the
+		 * survivors recorded it as failed while it was away. */
+		if (sbs[i].events < a->sb.events && a->sb.members[idx].state != MS_ONLINE) {
+			a->m[idx].stale = true;
+			log_warn("member %u '%s' is stale (events %" PRIu64 " < %" PRIu64 "): it missed writes while it was away and is not used",
+				 idx, paths[i], sbs[i].events, a->sb.events);
+			close(fds[i]);
+			fds[i] = -1;
+			continue;
+		}
+		if (a->sb.members[idx].state != MS_ONLINE) {
+			log_warn("member %u '%s' is recorded as %s and is not used",
+				 idx, paths[i], member_state_name(a->sb.members[idx].state));
+			close(fds[i]);
+			fds[i] = -1;
+			continue;
+		}
+		a->m[idx].dirfd = fds[i];
+		fds[i] = -1;
+	}
+	a->primary = -1;
+	for (uint32_t j = 0; j < a->width; j++)
+		if (member_present(a, j) && a->primary < 0)
+			a->primary = j;
+
+	enum array_state st = array_state(a);
+	if (st != ARRAY_OPTIMAL) {
+		char list[1024] = "";
+		size_t off = 0;
+		for (uint32_t j = 0; j < a->width; j++) {
+			if (member_present(a, j))
+				continue;
+			off += snprintf(list + off, off < sizeof(list) ? sizeof(list) - off : 0,
+					"%s%u ('%s'%s)", off ? ", " : "", j, a->m[j].path,
+					a->m[j].stale ? ", stale" : "");
+		}
+		if (st == ARRAY_FAILED) {
+			errf(err, errlen, "array '%s' cannot start: too many members are missing for %s: %s; give the missing member directories on the command line",
+			     a->sb.name, layout_level_name(a->lay.level), list);
+			goto fail_members;
+		}
+		if (!allow_degraded) {
+			errf(err, errlen, "array '%s' is degraded (missing: %s) and -o nodegraded was given",
+			     a->sb.name, list);
+			goto fail_members;
+		}
+		log_warn("array '%s' is degraded: missing member%s %s", a->sb.name,
+			 array_absent_count(a) > 1 ? "s" : "", list);
+	}
+	return 0;
+
+fail_members:
+	array_close(a);
+fail:
+	for (i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return -EINVAL;
+}
+
+void array_close(struct array *a)
+{
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (a->m[j].dirfd >= 0)
+			close(a->m[j].dirfd);
+		a->m[j].dirfd = -1;
+	}
+}
+
+/* Write the authoritative superblock, with each member's own index, to
+ * every present member.  Caller holds a->lock. */
+static int write_superblocks_locked(struct array *a)
+{
+	int ret = 0;
+	a->sb.utime = time(NULL);
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (!member_present(a, j))
+			continue;
+		struct superblock sb = a->sb;
+		sb.index = j;
+		snprintf(sb.members[j].path, SB_PATH_MAX, "%s", a->m[j].path);
+		int r = sb_write(a->m[j].dirfd, &sb);
+		if (r < 0) {
+			log_err("cannot update the superblock of member %u '%s': %s",
+				j, a->m[j].path, strerror(-r));
+			if (!ret)
+				ret = r;
+		}
+	}
+	return ret;
+}
+
+int array_note_write(struct array *a)
+{
+	if (__atomic_load_n(&a->absent_recorded, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&a->lock);
+	int ret = 0;
+	if (!a->absent_recorded) {
+		bool change = false;
+		for (uint32_t j = 0; j < a->width; j++) {
+			if (!member_present(a, j) && a->sb.members[j].state == MS_ONLINE) {
+				a->sb.members[j].state = MS_FAULTY;
+				a->m[j].state = MS_FAULTY;
+				change = true;
+			}
+		}
+		if (change) {
+			a->sb.events++;
+			ret = write_superblocks_locked(a);
+			log_warn("array '%s': writing while degraded; absent members are now recorded as faulty (event %" PRIu64 ")",
+				 a->sb.name, a->sb.events);
+		}
+		__atomic_store_n(&a->absent_recorded, true, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return ret;
+}
+
+/* ------------------------------------------------------------ dirty log */
+
+static void dirty_name(uint64_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, SB_DIRTY_DIR "/%016" PRIx64, id);
+}
+
+int array_mark_dirty(struct array *a, uint64_t id, const int *fds)
+{
+	char name[64], proc[64];
+	int ret = 0;
+	dirty_name(id, name, sizeof(name));
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (!member_present(a, j) || fds[j] < 0)
+			continue;
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fds[j]);
+		if (linkat(AT_FDCWD, proc, a->m[j].dirfd, name, AT_SYMLINK_FOLLOW) == 0 ||
+		    errno == EEXIST)
+			continue;
+		if (errno == ENOENT) {
+			/* the dirty directory was removed by hand, or the shard
+			 * was unlinked (then there is nothing to protect) */
+			mkdirat(a->m[j].dirfd, SB_DIRTY_DIR, 0700);
+			if (linkat(AT_FDCWD, proc, a->m[j].dirfd, name, AT_SYMLINK_FOLLOW) == 0 ||
+			    errno == EEXIST || errno == ENOENT)
+				continue;
+		}
+		ret = -errno;
+		log_err("cannot mark file %016" PRIx64 " dirty on member %u '%s': %s",
+			id, j, a->m[j].path, strerror(errno));
+	}
+	return ret;
+}
+
+void array_clear_dirty(struct array *a, uint64_t id)
+{
+	char name[64];
+	dirty_name(id, name, sizeof(name));
+	for (uint32_t j = 0; j < a->width; j++)
+		if (member_present(a, j))
+			unlinkat(a->m[j].dirfd, name, 0);
+}
+
+/* Resync one file of the dirty log; its shards are reached through the
+ * dirty links.  Returns 0 or -errno. */
+static int resync_one(struct array *a, const char *entry, bool *complete)
+{
+	int fds[LAYOUT_MAX_WIDTH];
+	struct file_meta fm;
+	int nlinks = 0, nvalid = 0, ret;
+	bool orphan = true;
+	char name[PATH_MAX];
+
+	snprintf(name, sizeof(name), SB_DIRTY_DIR "/%s", entry);
+	for (uint32_t j = 0; j < a->width; j++) {
+		fds[j] = -1;
+		if (!member_present(a, j))
+			continue;
+		fds[j] = openat(a->m[j].dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		if (fds[j] >= 0) {
+			struct stat st;
+			nlinks++;
+			if (fstat(fds[j], &st) == 0 && st.st_nlink > 1)
+				orphan = false;
+		}
+	}
+	*complete = true;
+	if (nlinks == 0)
+		return 0;
+	if (orphan) {
+		/* only the dirty links keep it alive: the file was unlinked */
+		ret = 0;
+		goto out;
+	}
+	if (nlinks < a->width - array_absent_count(a)) {
+		/* The crash came while the marks were being made, before any
+		 * data was written (writes start after every mark exists). */
+		ret = 0;
+		goto out;
+	}
+	ret = rfile_best_meta(a, fds, &fm, &nvalid);
+	if (ret < 0) {
+		log_err("dirty file %s has no valid metadata on any member; left in the dirty log", entry);
+		*complete = false;
+		goto out;
+	}
+	struct rfile rf;
+	ret = rfile_private(a, fds, &fm, &rf);
+	if (ret == 0) {
+		/* Size from what really reached the shards. */
+		uint64_t size = 0;
+		for (uint32_t j = 0; j < a->width; j++) {
+			struct stat st;
+			if (fds[j] < 0 || fstat(fds[j], &st) < 0)
+				continue;
+			uint64_t s = layout_size_from_shard(&rf.lay, j, st.st_size);
+			if (s > size)
+				size = s;
+		}
+		if (array_absent_count(a) > 0 && fm.size > size)
+			size = fm.size;	/* the absent member may hold the tail */
+		rf.size = size;
+		ret = stripe_resync(&rf);
+		if (ret == 0)
+			ret = rfile_write_meta(&rf, 0);
+		pthread_rwlock_destroy(&rf.rw);
+	}
+	if (ret < 0) {
+		log_err("resync of dirty file %s failed: %s; left in the dirty log", entry, strerror(-ret));
+		*complete = false;
+	}
+out:
+	for (uint32_t j = 0; j < a->width; j++)
+		if (fds[j] >= 0)
+			close(fds[j]);
+	return ret;
+}
+
+int array_resync_dirty(struct array *a, bool force, int *count, char *err,
+		       size_t errlen)
+{
+	*count = 0;
+	/* Union of the dirty entries over the present members. */
+	char **names = NULL;
+	size_t nnames = 0, cap = 0;
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (!member_present(a, j))
+			continue;
+		int fd = openat(a->m[j].dirfd, SB_DIRTY_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		DIR *d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+			continue;
+		}
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			bool seen = false;
+			for (size_t i = 0; i < nnames && !seen; i++)
+				seen = !strcmp(names[i], e->d_name);
+			if (seen)
+				continue;
+			if (nnames == cap) {
+				cap = cap ? cap * 2 : 64;
+				names = realloc(names, cap * sizeof(*names));
+			}
+			names[nnames++] = strdup(e->d_name);
+		}
+		closedir(d);
+	}
+	int ret = 0;
+	if (nnames && array_absent_count(a) && !force) {
+		errf(err, errlen, "array '%s' is both dirty (%zu file%s were being written when it stopped) and degraded: parity of those files cannot be trusted to rebuild the missing members; return the missing members, or mount with -o force to accept possible damage to those files",
+		     a->sb.name, nnames, nnames == 1 ? "" : "s");
+		ret = -EUCLEAN;
+		goto out;
+	}
+	for (size_t i = 0; i < nnames; i++) {
+		bool complete;
+		resync_one(a, names[i], &complete);
+		if (complete)
+			array_clear_dirty(a, strtoull(names[i], NULL, 16));
+		(*count)++;
+	}
+	if (nnames)
+		log_info("array '%s': resynced %zu file%s left dirty by an unclean shutdown",
+			 a->sb.name, nnames, nnames == 1 ? "" : "s");
+out:
+	for (size_t i = 0; i < nnames; i++)
+		free(names[i]);
+	free(names);
+	return ret;
+}

@@ -1,0 +1,116 @@
+/*
+ * array.h - an assembled array: its members, their states, and the
+ * array-wide bookkeeping (superblocks, dirty-file log).
+ *
+ * Member states (as recorded in the superblocks; see superblock.h):
+ *
+ *      create          mount: superblock missing / stale
+ *   ----------> ONLINE ------------------------------> (absent)
+ *                 |  ^                                   |
+ *   first write   |  | (rebuild, a later feature)        | first write while
+ *   while absent  v  |                                   | absent: recorded
+ *               FAULTY <---------------------------------+  array_note_write()
+ *
+ * Array states, derived (array_state()):
+ *   OPTIMAL   every member present and online
+ *   DEGRADED  members absent, but every group within its tolerance
+ *   FAILED    a group lost more members than it tolerates (never mounted)
+ *
+ * A member absent at mount is only recorded as FAULTY (events bumped on the
+ * survivors) when the first modifying operation happens: a member that was
+ * away while nothing changed is still in sync when it comes back, as with
+ * md's event counter.
+ *
+ * Dirty-file log (crash consistency, decision 8): before the first change
+ * to a regular file, array_mark_dirty() hard-links its shard on every
+ * present member as `.raidfs/dirty/<file id>`.  After a crash the mount
+ * resyncs exactly those files (array_resync_dirty()) and removes the links.
+ * Hard links follow renames and keep unlinked-but-open files reachable.
+ *
+ * Locking: a->lock protects member states and superblock writes.  The
+ * dirfds are set at assembly and never change while mounted.
+ */
+#ifndef RAIDFS_ARRAY_H
+#define RAIDFS_ARRAY_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "superblock.h"
+
+struct member {
+	int dirfd;			/* -1 when absent */
+	char path[PATH_MAX];		/* as given on the command line */
+	enum member_state state;
+	bool stale;			/* present but its superblock is behind */
+	uint64_t reads, writes, errors;	/* counters (atomic) */
+};
+
+enum array_state { ARRAY_OPTIMAL, ARRAY_DEGRADED, ARRAY_FAILED };
+
+struct array {
+	struct superblock sb;		/* authoritative (highest events) */
+	struct layout lay;		/* array geometry, rotation 0 */
+	uint32_t width;
+	struct member m[LAYOUT_MAX_WIDTH];
+	int primary;			/* lowest present member index */
+	bool absent_recorded;		/* absent members written down as faulty */
+	bool readonly;
+	pthread_mutex_t lock;
+	char mountpoint[PATH_MAX];
+};
+
+struct create_opts {
+	enum raid_level level;
+	uint32_t chunk;
+	uint32_t groups;
+	const char *name;
+	bool force;
+};
+
+/* Create a new array on the member directories.  Errors are printed (to
+ * stderr) with the culprit named; returns 0 or a negative errno. */
+int array_create(const struct create_opts *o, char **paths, int n);
+
+/*
+ * Assemble from member paths (any order).  Absent or stale members are
+ * left with dirfd -1.  On refusal (foreign members, too many absent,
+ * degraded with nodegraded) writes a message to err and returns <0.
+ */
+int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
+		   char *err, size_t errlen);
+void array_close(struct array *a);
+
+enum array_state array_state(const struct array *a);
+const char *array_state_name(enum array_state s);
+int array_absent_count(const struct array *a);
+
+static inline bool member_present(const struct array *a, uint32_t i)
+{
+	return a->m[i].dirfd >= 0;
+}
+
+/* Record absent members as faulty before the first change (see above). */
+int array_note_write(struct array *a);
+
+/* Dirty-file log. fds[] are the shard descriptors (-1 for absent). */
+int array_mark_dirty(struct array *a, uint64_t id, const int *fds);
+void array_clear_dirty(struct array *a, uint64_t id);
+
+/*
+ * Resync every file in the dirty log: recompute redundancy from data and
+ * the logical size from shard lengths, then clear the marks.  With absent
+ * members this is refused (-EUCLEAN) unless force is set, because parity
+ * that was being written cannot be trusted to rebuild (md refuses a dirty
+ * degraded array the same way).  *count receives the number of files.
+ */
+int array_resync_dirty(struct array *a, bool force, int *count, char *err,
+		       size_t errlen);
+
+/* Usable capacity accounting for statfs: data members per stripe width. */
+void array_capacity_ratio(const struct array *a, uint32_t *num, uint32_t *den);
+
+#endif

@@ -1,0 +1,344 @@
+/*
+ * ctl.c - the control plane: a Unix socket per mount, served by its own
+ * thread, separate from the FUSE data path (decision 10).
+ *
+ * Protocol: the client connects, writes one request line ("status" or
+ * "status-json" or "pid") and reads the reply until EOF.  The reply's
+ * first line is "rc N" (the exit status the CLI should return), the rest is
+ * printed as is.
+ *
+ * Socket path: /run/raidfs/<hash of the canonical mount point>.sock (or
+ * $XDG_RUNTIME_DIR/raidfs/ for an unprivileged daemon).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "array.h"
+#include "fsops.h"
+#include "util.h"
+
+static int listen_fd = -1;
+static pthread_t thread;
+static struct array *CA;
+static char sock_path[108];
+
+void ctl_canonical(const char *mountpoint, char *buf, size_t len)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	snprintf(a, sizeof(a), "%s", mountpoint);
+	snprintf(b, sizeof(b), "%s", mountpoint);
+	/* strip trailing slashes */
+	size_t l = strlen(a);
+	while (l > 1 && a[l - 1] == '/') {
+		a[--l] = '\0';
+		b[l] = '\0';
+	}
+	char *dir = dirname(a), *base = basename(b);
+	char *rp = realpath(dir, NULL);
+	if (!rp) {
+		snprintf(buf, len, "%s", mountpoint);
+		return;
+	}
+	if (strcmp(base, "/") == 0)
+		snprintf(buf, len, "/");
+	else
+		snprintf(buf, len, "%s/%s", strcmp(rp, "/") ? rp : "", base);
+	free(rp);
+}
+
+static const char *run_dir(void)
+{
+	static char dir[PATH_MAX];
+	if (geteuid() == 0) {
+		snprintf(dir, sizeof(dir), "/run/raidfs");
+	} else {
+		const char *x = getenv("XDG_RUNTIME_DIR");
+		if (x && *x)
+			snprintf(dir, sizeof(dir), "%s/raidfs", x);
+		else
+			snprintf(dir, sizeof(dir), "/tmp/raidfs-%d", (int)geteuid());
+	}
+	return dir;
+}
+
+int ctl_socket_path(const char *mountpoint, char *buf, size_t len)
+{
+	char canon[PATH_MAX];
+	ctl_canonical(mountpoint, canon, sizeof(canon));
+	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+	for (const char *p = canon; *p; p++) {
+		h ^= (uint8_t)*p;
+		h *= 0x100000001b3ULL;
+	}
+	snprintf(buf, len, "%s/%016" PRIx64 ".sock", run_dir(), h);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- status */
+
+struct out {
+	char *buf;
+	size_t len, cap;
+};
+
+static void outf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void outf(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	for (;;) {
+		va_start(ap, fmt);
+		size_t room = o->cap - o->len;
+		int n = vsnprintf(o->buf + o->len, room, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if ((size_t)n < room) {
+			o->len += n;
+			return;
+		}
+		size_t cap = o->cap * 2 + n + 1;
+		char *nb = realloc(o->buf, cap);
+		if (!nb)
+			return;
+		o->buf = nb;
+		o->cap = cap;
+	}
+}
+
+static void json_str(struct out *o, const char *s)
+{
+	outf(o, "\"");
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			outf(o, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			outf(o, "\\u%04x", *s);
+		else
+			outf(o, "%c", *s);
+	}
+	outf(o, "\"");
+}
+
+static const char *member_word(const struct array *a, uint32_t j)
+{
+	if (member_present(a, j))
+		return member_state_name(a->m[j].state);
+	if (a->m[j].stale)
+		return "stale";
+	if (a->m[j].state == MS_ONLINE)
+		return "missing";
+	return member_state_name(a->m[j].state);
+}
+
+static uint64_t usable_bytes(const struct array *a)
+{
+	uint64_t min = UINT64_MAX;
+	struct statvfs sv;
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (!member_present(a, j) || fstatvfs(a->m[j].dirfd, &sv) < 0)
+			continue;
+		uint64_t t = (uint64_t)sv.f_blocks * sv.f_frsize;
+		if (t < min)
+			min = t;
+	}
+	return min == UINT64_MAX ? 0 : min * layout_data_chunks(&a->lay);
+}
+
+static int status_rc(enum array_state st)
+{
+	return st == ARRAY_OPTIMAL ? 0 : st == ARRAY_DEGRADED ? 1 : 2;
+}
+
+static void status_text(struct array *a, struct out *o)
+{
+	char uuid[37], sz[32], ch[32];
+	enum array_state st = array_state(a);
+	sb_uuid_str(a->sb.uuid, uuid);
+	outf(o, "rc %d\n", status_rc(st));
+	outf(o, "array:   %s (uuid %s)\n", a->sb.name, uuid);
+	outf(o, "mounted: %s\n", a->mountpoint);
+	outf(o, "level:   %s, %u members", layout_level_name(a->lay.level), a->width);
+	if (a->lay.level == LEVEL_RAID50 || a->lay.level == LEVEL_RAID60)
+		outf(o, " in %u groups", a->lay.groups);
+	outf(o, ", chunk %s\n", fmt_size(a->lay.chunk, ch, sizeof(ch)));
+	outf(o, "size:    %s usable\n", fmt_size(usable_bytes(a), sz, sizeof(sz)));
+	outf(o, "state:   %s%s\n", array_state_name(st), a->readonly ? " (read-only)" : "");
+	outf(o, "members:\n");
+	for (uint32_t j = 0; j < a->width; j++)
+		outf(o, "  %2u  %-10s %s  (reads %" PRIu64 ", writes %" PRIu64 ", errors %" PRIu64 ")\n",
+		     j, member_word(a, j), a->m[j].path,
+		     __atomic_load_n(&a->m[j].reads, __ATOMIC_RELAXED),
+		     __atomic_load_n(&a->m[j].writes, __ATOMIC_RELAXED),
+		     __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED));
+	if (st == ARRAY_DEGRADED) {
+		for (uint32_t j = 0; j < a->width; j++)
+			if (!member_present(a, j)) {
+				outf(o, "action:  member %u ('%s') is %s: bring the disk back and remount, or replace it; the array has less redundancy until then\n",
+				     j, a->m[j].path, member_word(a, j));
+				break;
+			}
+	}
+}
+
+static void status_json(struct array *a, struct out *o)
+{
+	char uuid[37];
+	enum array_state st = array_state(a);
+	sb_uuid_str(a->sb.uuid, uuid);
+	outf(o, "rc %d\n", status_rc(st));
+	outf(o, "{\"name\": ");
+	json_str(o, a->sb.name);
+	outf(o, ", \"uuid\": \"%s\", \"mountpoint\": ", uuid);
+	json_str(o, a->mountpoint);
+	outf(o, ", \"level\": \"%s\", \"width\": %u, \"groups\": %u, \"chunk\": %u, \"size\": %" PRIu64
+		", \"state\": \"%s\", \"readonly\": %s, \"events\": %" PRIu64 ", \"members\": [",
+	     layout_level_name(a->lay.level), a->width, a->lay.groups, a->lay.chunk,
+	     usable_bytes(a), array_state_name(st), a->readonly ? "true" : "false", a->sb.events);
+	for (uint32_t j = 0; j < a->width; j++) {
+		outf(o, "%s{\"index\": %u, \"path\": ", j ? ", " : "", j);
+		json_str(o, a->m[j].path);
+		outf(o, ", \"state\": \"%s\", \"reads\": %" PRIu64 ", \"writes\": %" PRIu64 ", \"errors\": %" PRIu64 "}",
+		     member_word(a, j),
+		     __atomic_load_n(&a->m[j].reads, __ATOMIC_RELAXED),
+		     __atomic_load_n(&a->m[j].writes, __ATOMIC_RELAXED),
+		     __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED));
+	}
+	outf(o, "]}\n");
+}
+
+/* ---------------------------------------------------------------- server */
+
+static void serve(int fd)
+{
+	char req[256];
+	ssize_t n = read(fd, req, sizeof(req) - 1);
+	if (n <= 0)
+		return;
+	req[n] = '\0';
+	req[strcspn(req, "\r\n")] = '\0';
+	struct out o = { malloc(4096), 0, 4096 };
+	if (!o.buf)
+		return;
+	o.buf[0] = '\0';
+	pthread_mutex_lock(&CA->lock);
+	if (strcmp(req, "status") == 0)
+		status_text(CA, &o);
+	else if (strcmp(req, "status-json") == 0)
+		status_json(CA, &o);
+	else if (strcmp(req, "pid") == 0)
+		outf(&o, "rc 0\n%d\n", (int)getpid());
+	else
+		outf(&o, "rc 2\nraidfs: unknown control request '%s'\n", req);
+	pthread_mutex_unlock(&CA->lock);
+	for (size_t off = 0; off < o.len;) {
+		ssize_t w = write(fd, o.buf + off, o.len - off);
+		if (w <= 0)
+			break;
+		off += w;
+	}
+	free(o.buf);
+}
+
+static void *ctl_thread(void *arg)
+{
+	for (;;) {
+		int c = accept(listen_fd, NULL, NULL);
+		if (c < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			break;
+		}
+		serve(c);
+		close(c);
+	}
+	return NULL;
+}
+
+int ctl_start(struct array *a)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	CA = a;
+	mkdir(run_dir(), 0700);
+	ctl_socket_path(a->mountpoint, sock_path, sizeof(sock_path));
+	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (listen_fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	unlink(sock_path);
+	if (bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(listen_fd, 8) < 0) {
+		int e = errno;
+		log_err("cannot create control socket '%s': %s", sock_path, strerror(e));
+		close(listen_fd);
+		listen_fd = -1;
+		return -e;
+	}
+	if (pthread_create(&thread, NULL, ctl_thread, NULL) != 0) {
+		close(listen_fd);
+		listen_fd = -1;
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+void ctl_stop(void)
+{
+	if (listen_fd < 0)
+		return;
+	shutdown(listen_fd, SHUT_RDWR);
+	close(listen_fd);
+	pthread_join(thread, NULL);
+	listen_fd = -1;
+	unlink(sock_path);
+}
+
+int ctl_request(const char *mountpoint, const char *req, bool quiet, char *reply, size_t replylen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char path[108];
+	ctl_socket_path(mountpoint, path, sizeof(path));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 2;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		if (!quiet)
+			fprintf(stderr, "raidfs: '%s' is not a raidfs mount (no daemon answers on its control socket; is it mounted?)\n",
+				mountpoint);
+		return 2;
+	}
+	if (write(fd, req, strlen(req)) < 0 || write(fd, "\n", 1) < 0) {
+		close(fd);
+		return 2;
+	}
+	struct out o = { malloc(4096), 0, 4096 };
+	char buf[4096];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		outf(&o, "%.*s", (int)n, buf);
+	close(fd);
+	int rc = 2;
+	char *body = o.buf;
+	if (o.len && sscanf(o.buf, "rc %d", &rc) == 1) {
+		body = strchr(o.buf, '\n');
+		body = body ? body + 1 : o.buf + o.len;
+	}
+	if (reply)
+		snprintf(reply, replylen, "%s", body);
+	else if (!quiet)
+		fputs(body, stdout);
+	free(o.buf);
+	return rc;
+}

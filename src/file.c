@@ -1,0 +1,348 @@
+/*
+ * file.c - the open-file table and the life of an rfile (see file.h).
+ */
+#include "file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define TABLE_SIZE 4096
+
+static struct rfile *table[TABLE_SIZE];
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void rfile_table_init(void)
+{
+	memset(table, 0, sizeof(table));
+}
+
+static unsigned bucket(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdULL;
+	key ^= key >> 33;
+	return key % TABLE_SIZE;
+}
+
+static struct rfile *find_locked(uint64_t key)
+{
+	for (struct rfile *rf = table[bucket(key)]; rf; rf = rf->next)
+		if (rf->key == key)
+			return rf;
+	return NULL;
+}
+
+int rfile_lookup_size(uint64_t key, uint64_t *size)
+{
+	int found = 0;
+	pthread_mutex_lock(&table_lock);
+	struct rfile *rf = find_locked(key);
+	if (rf) {
+		*size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+		found = 1;
+	}
+	pthread_mutex_unlock(&table_lock);
+	return found;
+}
+
+static void close_fds(const struct array *a, int *fds)
+{
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (fds[j] >= 0)
+			close(fds[j]);
+		fds[j] = -1;
+	}
+}
+
+int rfile_best_meta(const struct array *a, const int *fds,
+		    struct file_meta *best, int *nvalid)
+{
+	bool have = false;
+	*nvalid = 0;
+	for (uint32_t j = 0; j < a->width; j++) {
+		struct file_meta fm;
+		struct layout l;
+		if (fds[j] < 0 || meta_get(fds[j], &fm) < 0)
+			continue;
+		if (meta_layout(&fm, &l) < 0 || fm.width != a->width)
+			continue;
+		(*nvalid)++;
+		if (!have || fm.version > best->version) {
+			*best = fm;
+			have = true;
+		}
+	}
+	return have ? 0 : -EIO;
+}
+
+int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
+		  struct rfile *rf)
+{
+	memset(rf, 0, sizeof(*rf));
+	rf->a = a;
+	rf->id = m->id;
+	if (meta_layout(m, &rf->lay) < 0)
+		return -EIO;
+	for (uint32_t j = 0; j < LAYOUT_MAX_WIDTH; j++)
+		rf->fd[j] = j < a->width ? fds[j] : -1;
+	rf->size = m->size;
+	rf->meta_version = m->version;
+	pthread_rwlock_init(&rf->rw, NULL);
+	return 0;
+}
+
+int rfile_write_meta(struct rfile *rf, uint32_t flags)
+{
+	struct file_meta fm = {
+		.id = rf->id,
+		.size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE),
+		.version = ++rf->meta_version,
+		.flags = flags,
+		.level = rf->lay.level,
+		.chunk = rf->lay.chunk,
+		.width = rf->lay.width,
+		.groups = rf->lay.groups,
+		.rotation = rf->lay.rotation,
+	};
+	int ret = 0;
+	for (uint32_t j = 0; j < rf->a->width; j++) {
+		if (rf->fd[j] < 0)
+			continue;
+		fm.index = j;
+		int r = meta_set(rf->fd[j], &fm);
+		if (r < 0 && !ret) {
+			ret = r;
+			log_err("cannot write metadata of file %016" PRIx64 " on member %u '%s': %s",
+				rf->id, j, rf->a->m[j].path, strerror(-r));
+		}
+	}
+	if (ret == 0)
+		rf->meta_stale = false;
+	return ret;
+}
+
+/* Put a freshly built rfile into the table, or take the one another
+ * thread inserted meanwhile. */
+static struct rfile *insert_or_share(struct rfile *rf)
+{
+	pthread_mutex_lock(&table_lock);
+	struct rfile *old = find_locked(rf->key);
+	if (old) {
+		old->refs++;
+		pthread_mutex_unlock(&table_lock);
+		close_fds(rf->a, rf->fd);
+		pthread_rwlock_destroy(&rf->rw);
+		free(rf);
+		return old;
+	}
+	rf->refs = 1;
+	unsigned b = bucket(rf->key);
+	rf->next = table[b];
+	table[b] = rf;
+	pthread_mutex_unlock(&table_lock);
+	return rf;
+}
+
+static int open_shard(int dirfd, const char *relpath, int flags)
+{
+	int fd = openat(dirfd, relpath, O_RDWR | O_NOFOLLOW | O_CLOEXEC | flags);
+	if (fd < 0 && errno == EACCES)
+		fd = openat(dirfd, relpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | flags);
+	return fd < 0 ? -errno : fd;
+}
+
+int rfile_open(struct array *a, const char *relpath, struct rfile **out)
+{
+	struct stat st;
+	int p = a->primary;
+	int fd = open_shard(a->m[p].dirfd, relpath, 0);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	/* Already open?  Share it. */
+	pthread_mutex_lock(&table_lock);
+	struct rfile *rf = find_locked(st.st_ino);
+	if (rf) {
+		rf->refs++;
+		pthread_mutex_unlock(&table_lock);
+		close(fd);
+		*out = rf;
+		return 0;
+	}
+	pthread_mutex_unlock(&table_lock);
+
+	rf = calloc(1, sizeof(*rf));
+	if (!rf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	int fds[LAYOUT_MAX_WIDTH];
+	for (uint32_t j = 0; j < LAYOUT_MAX_WIDTH; j++)
+		fds[j] = -1;
+	fds[p] = fd;
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (j == (uint32_t)p || !member_present(a, j))
+			continue;
+		fds[j] = open_shard(a->m[j].dirfd, relpath, 0);
+		if (fds[j] < 0) {
+			log_err("file '%s': shard missing on member %u '%s': %s",
+				relpath, j, a->m[j].path, strerror(-fds[j]));
+			fds[j] = -1;
+		}
+	}
+	struct file_meta fm;
+	int nvalid;
+	int ret = rfile_best_meta(a, fds, &fm, &nvalid);
+	if (ret < 0) {
+		/* A crash between creating the shards and writing their
+		 * metadata leaves empty shards without it: adopt them. */
+		bool empty = true;
+		for (uint32_t j = 0; j < a->width; j++)
+			if (fds[j] >= 0 && (fstat(fds[j], &st) < 0 || st.st_size != 0))
+				empty = false;
+		if (!empty) {
+			log_err("file '%s': no valid raidfs metadata on any member; it cannot be read (run 'raidfs check')",
+				relpath);
+			close_fds(a, fds);
+			free(rf);
+			return -EIO;
+		}
+		struct layout l;
+		memset(&fm, 0, sizeof(fm));
+		fm.id = random_u64();
+		fm.level = a->lay.level;
+		fm.chunk = a->lay.chunk;
+		fm.width = a->lay.width;
+		fm.groups = a->lay.groups;
+		layout_init(&l, fm.level, fm.chunk, fm.width, fm.groups, 0, NULL);
+		fm.rotation = layout_rotation_for_id(&l, fm.id);
+		log_warn("file '%s': empty shards without metadata (interrupted create); metadata recreated",
+			 relpath);
+	}
+	ret = rfile_private(a, fds, &fm, rf);
+	if (ret < 0) {
+		close_fds(a, fds);
+		free(rf);
+		return ret;
+	}
+	rf->key = st.st_ino;
+	if (fstat(fd, &st) == 0)
+		rf->key = st.st_ino;
+	if (nvalid < (int)(a->width - array_absent_count(a)))
+		rf->meta_stale = true;	/* repair the bad copies on close */
+	*out = insert_or_share(rf);
+	return 0;
+}
+
+int rfile_create(struct array *a, const char *relpath, mode_t mode,
+		 uid_t uid, gid_t gid, struct rfile **out)
+{
+	int fds[LAYOUT_MAX_WIDTH];
+	int p = a->primary, ret = 0;
+	struct stat st;
+
+	for (uint32_t j = 0; j < LAYOUT_MAX_WIDTH; j++)
+		fds[j] = -1;
+	int r = array_note_write(a);
+	if (r < 0)
+		return r;
+	fds[p] = openat(a->m[p].dirfd, relpath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fds[p] < 0)
+		return -errno;
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (j == (uint32_t)p || !member_present(a, j))
+			continue;
+		/* O_TRUNC: a leftover of an interrupted create or unlink */
+		fds[j] = openat(a->m[j].dirfd, relpath, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fds[j] < 0) {
+			ret = -errno;
+			log_err("cannot create '%s' on member %u '%s': %s", relpath, j,
+				a->m[j].path, strerror(errno));
+			goto fail;
+		}
+	}
+	if (geteuid() == 0) {
+		for (uint32_t j = 0; j < a->width; j++)
+			if (fds[j] >= 0 && fchown(fds[j], uid, gid) < 0) {
+				ret = -errno;
+				goto fail;
+			}
+	}
+	struct rfile *rf = calloc(1, sizeof(*rf));
+	if (!rf) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	struct file_meta fm;
+	struct layout l;
+	memset(&fm, 0, sizeof(fm));
+	fm.id = random_u64();
+	fm.level = a->lay.level;
+	fm.chunk = a->lay.chunk;
+	fm.width = a->lay.width;
+	fm.groups = a->lay.groups;
+	layout_init(&l, fm.level, fm.chunk, fm.width, fm.groups, 0, NULL);
+	fm.rotation = layout_rotation_for_id(&l, fm.id);
+	rfile_private(a, fds, &fm, rf);
+	ret = rfile_write_meta(rf, 0);
+	if (ret < 0) {
+		pthread_rwlock_destroy(&rf->rw);
+		free(rf);
+		goto fail;
+	}
+	fstat(fds[p], &st);
+	rf->key = st.st_ino;
+	*out = insert_or_share(rf);
+	return 0;
+fail:
+	close_fds(a, fds);
+	for (uint32_t j = 0; j < a->width; j++)
+		if (member_present(a, j))
+			unlinkat(a->m[j].dirfd, relpath, 0);
+	return ret;
+}
+
+int rfile_release(struct rfile *rf)
+{
+	pthread_mutex_lock(&table_lock);
+	if (--rf->refs > 0) {
+		pthread_mutex_unlock(&table_lock);
+		return 0;
+	}
+	/* unlink from the table before the (slow) cleanup; a new open builds
+	 * a fresh rfile from the metadata we are about to write, so write it
+	 * while still holding the table lock for this key's consistency. */
+	int ret = 0;
+	if (rf->meta_stale || rf->marked) {
+		ret = rfile_write_meta(rf, 0);
+		if (ret == 0 && rf->marked) {
+			array_clear_dirty(rf->a, rf->id);
+			rf->marked = false;
+		}
+	}
+	struct rfile **pp = &table[bucket(rf->key)];
+	while (*pp && *pp != rf)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = rf->next;
+	pthread_mutex_unlock(&table_lock);
+	close_fds(rf->a, rf->fd);
+	pthread_rwlock_destroy(&rf->rw);
+	free(rf);
+	return ret;
+}

@@ -1,0 +1,109 @@
+/*
+ * file.h - open regular files (struct rfile) and the stripe I/O on them.
+ *
+ * An rfile is one regular file of the array while it is open: one shard
+ * descriptor per member (-1 where the member is absent), its layout, and
+ * its logical size.  Every open of the same file (also through another hard
+ * link) shares one rfile, found by the inode number of its shard on the
+ * primary member, so the daemon holds descriptors only for open files
+ * (DESIGN "POSIX" lesson: the per-process fd limit is 20,000).
+ *
+ * Write path, top to bottom (a newcomer can read it in this order):
+ *   fs_write()            fuse.c: FUSE callback, finds the rfile
+ *   stripe_write()        stripe.c: marks the file dirty, walks stripes
+ *   write_group()         stripe.c: one redundancy group of one stripe:
+ *                         loads what parity needs, encodes, and
+ *   member_pwrite()       issues the pwrite()s to the member shards.
+ *
+ * Locking: rf->rw is a per-file reader/writer lock: reads share it, writes
+ * and truncates hold it exclusively, so different files never contend and
+ * there is no array-wide lock on the data path.  rf->size is read without
+ * the lock (atomic) by getattr.  The open-file table has its own mutex.
+ *
+ * Metadata: the size is updated in memory by writes and written to every
+ * shard's metadata at fsync, truncate and last close.  Until then the file
+ * sits in the dirty log, so a crash resyncs it from the shard lengths.
+ */
+#ifndef RAIDFS_FILE_H
+#define RAIDFS_FILE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "array.h"
+#include "layout.h"
+#include "meta.h"
+
+struct rfile {
+	struct array *a;
+	uint64_t key;			/* inode of the primary shard */
+	uint64_t id;
+	struct layout lay;
+	int fd[LAYOUT_MAX_WIDTH];	/* -1: member absent */
+	uint64_t size;			/* logical size (atomic access) */
+	uint64_t meta_version;
+	bool meta_stale;		/* size changed since metadata written */
+	bool marked;			/* in the dirty log */
+	int refs;			/* protected by the table lock */
+	pthread_rwlock_t rw;
+	struct rfile *next;		/* hash chain */
+};
+
+/* Open-file table. */
+void rfile_table_init(void);
+
+/*
+ * Open the file at relpath (relative to the member roots).  Shares an
+ * existing rfile when the file is already open.  0 or -errno.
+ */
+int rfile_open(struct array *a, const char *relpath, struct rfile **out);
+
+/* Create a new empty file (fails with -EEXIST if the primary shard
+ * exists), owned by uid/gid when the daemon runs as root. */
+int rfile_create(struct array *a, const char *relpath, mode_t mode,
+		 uid_t uid, gid_t gid, struct rfile **out);
+
+/* Drop a reference; the last one writes metadata, clears the dirty mark
+ * and closes the shards.  Returns the first error seen (it is also
+ * logged). */
+int rfile_release(struct rfile *rf);
+
+/* Logical size of an open file with the primary shard inode `key`, if the
+ * file is open: 1 and *size set; 0 otherwise. */
+int rfile_lookup_size(uint64_t key, uint64_t *size);
+
+/* Build a private rfile over given shard fds (for resync and check; the
+ * fds are owned by the caller, not closed by rfile_free_private). */
+int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
+		  struct rfile *rf);
+
+/* Read the best metadata record over the shards (highest version among
+ * valid records with a consistent layout).  *nvalid counts valid records. */
+int rfile_best_meta(const struct array *a, const int *fds,
+		    struct file_meta *best, int *nvalid);
+
+/* Write the metadata (size, flags) to every present shard. */
+int rfile_write_meta(struct rfile *rf, uint32_t flags);
+
+/* Stripe I/O (stripe.c). Callers hold no lock; these take rf->rw. */
+ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
+ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off);
+int stripe_truncate(struct rfile *rf, uint64_t size);
+int stripe_fsync(struct rfile *rf, bool datasync);
+
+/* Recompute every stripe's redundancy from its data (resync after a
+ * crash).  Caller holds rf->rw or owns rf privately. */
+int stripe_resync(struct rfile *rf);
+
+/*
+ * Verify redundancy of every stripe against the data (offline check).
+ * Returns the number of inconsistent rows (>= 0), or -errno; calls
+ * report(stripe, group) for each bad row when report is not NULL.
+ */
+long stripe_verify(struct rfile *rf,
+		   void (*report)(void *ctx, uint64_t stripe, uint32_t group),
+		   void *ctx);
+
+#endif

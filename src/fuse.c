@@ -1,0 +1,723 @@
+/*
+ * fuse.c - the FUSE operations of raidfs (libfuse3 high-level API).
+ *
+ * Namespace operations (mkdir, rename, link, chmod ...) are applied to every
+ * present member at the same relative path, primary member first: the
+ * primary's result is the result the caller sees, so the mount behaves
+ * like the primary's local filesystem.  Member paths are always resolved
+ * relative to the member's directory descriptor (the *at() calls), so a
+ * deep path inside the mount never overflows PATH_MAX because of the member
+ * prefix.  Regular files go through file.c / stripe.c.
+ *
+ * Ownership: when the daemon runs as root (for example with allow_other),
+ * new files, directories, symlinks and nodes are chowned to the calling
+ * process's uid/gid (the group of a setgid parent directory wins), and the
+ * kernel checks permissions (default_permissions).
+ *
+ * `.raidfs` at the member root holds raidfs's own state and is hidden.
+ */
+#define FUSE_USE_VERSION 312
+#include <fuse.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "fsops.h"
+#include "file.h"
+#include "meta.h"
+#include "util.h"
+
+static struct array *A;
+
+static const char *rel(const char *path)
+{
+	while (*path == '/')
+		path++;
+	return *path ? path : ".";
+}
+
+/* raidfs's own directory is not part of the user's namespace */
+static bool hidden(const char *path)
+{
+	return strncmp(path, "/" SB_DIR, sizeof(SB_DIR)) == 0 &&
+	       (path[sizeof(SB_DIR)] == '\0' || path[sizeof(SB_DIR)] == '/');
+}
+
+/* path is NULL for an unlinked or renamed-away object reached by handle */
+#define CHECK_HIDDEN(p) do { if (!(p) || hidden(p)) return -ENOENT; } while (0)
+
+/* File handles: an rfile pointer for regular files, a dir handle with the
+ * low bit set for directories (both are at least 8-byte aligned). */
+struct dirh {
+	DIR *d;
+	bool root;
+};
+
+static struct rfile *RF(const struct fuse_file_info *fi)
+{
+	if (!fi || !fi->fh || (fi->fh & 1))
+		return NULL;
+	return (struct rfile *)(uintptr_t)fi->fh;
+}
+
+static struct dirh *DH(const struct fuse_file_info *fi)
+{
+	if (!fi || !(fi->fh & 1))
+		return NULL;
+	return (struct dirh *)(uintptr_t)(fi->fh & ~(uint64_t)1);
+}
+#define PRIMARY (A->m[A->primary].dirfd)
+#define FOR_OTHERS(j) \
+	for (uint32_t j = 0; j < A->width; j++) \
+		if ((int)j != A->primary && member_present(A, j))
+
+static void note_member_error(uint32_t j, const char *op, const char *path, int err)
+{
+	log_err("%s '%s' failed on member %u '%s': %s (the member's namespace may now differ; run 'raidfs check')",
+		op, path, j, A->m[j].path, strerror(err));
+}
+
+/* uid/gid for a new object under path's parent */
+static void new_owner(const char *path, uid_t *uid, gid_t *gid)
+{
+	struct fuse_context *ctx = fuse_get_context();
+	*uid = ctx->uid;
+	*gid = ctx->gid;
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s", rel(path));
+	char *slash = strrchr(parent, '/');
+	const char *pp = ".";
+	if (slash) {
+		*slash = '\0';
+		pp = parent;
+	}
+	struct stat st;
+	if (fstatat(PRIMARY, pp, &st, 0) == 0 && (st.st_mode & S_ISGID))
+		*gid = st.st_gid;
+}
+
+static void chown_new(int dirfd, const char *path, uid_t uid, gid_t gid)
+{
+	if (geteuid() == 0)
+		fchownat(dirfd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW);
+}
+
+static int note_write(void)
+{
+	if (A->readonly)
+		return -EROFS;
+	return array_note_write(A);
+}
+
+/* ------------------------------------------------------------ attributes */
+
+static void fix_file_stat(struct stat *st, uint64_t size)
+{
+	st->st_size = size;
+	st->st_blocks = (size + 511) / 512 < (uint64_t)st->st_blocks * layout_data_chunks(&A->lay)
+				? (blkcnt_t)((size + 511) / 512)
+				: st->st_blocks * (blkcnt_t)layout_data_chunks(&A->lay);
+}
+
+/* logical size of a closed file from its metadata, any member */
+static int closed_file_size(const char *r, uint64_t *size)
+{
+	int ret = -EIO;
+	uint64_t best_ver = 0;
+	for (uint32_t j = 0; j < A->width; j++) {
+		if (!member_present(A, j))
+			continue;
+		int fd = openat(A->m[j].dirfd, r, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct file_meta fm;
+		if (meta_get(fd, &fm) == 0 && (ret < 0 || fm.version > best_ver)) {
+			*size = fm.size;
+			best_ver = fm.version;
+			ret = 0;
+		}
+		close(fd);
+		if (ret == 0 && j == (uint32_t)A->primary)
+			break;	/* the primary's copy is current unless it is bad */
+	}
+	if (ret < 0) {
+		/* empty shards of an interrupted create */
+		struct stat st;
+		if (fstatat(PRIMARY, r, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size == 0) {
+			*size = 0;
+			return 0;
+		}
+	}
+	return ret;
+}
+
+static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	struct rfile *rf = RF(fi);
+	if (rf) {
+		if (fstat(rf->fd[A->primary], st) < 0)
+			return -errno;
+		fix_file_stat(st, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE));
+		return 0;
+	}
+	CHECK_HIDDEN(path);
+	const char *r = rel(path);
+	if (fstatat(PRIMARY, r, st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (S_ISREG(st->st_mode)) {
+		uint64_t size;
+		if (!rfile_lookup_size(st->st_ino, &size) && closed_file_size(r, &size) < 0) {
+			log_err("file '%s': no valid metadata on any member", r);
+			return -EIO;
+		}
+		fix_file_stat(st, size);
+	}
+	return 0;
+}
+
+static int fs_readlink(const char *path, char *buf, size_t size)
+{
+	CHECK_HIDDEN(path);
+	ssize_t n = readlinkat(PRIMARY, rel(path), buf, size - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* ------------------------------------------------------------- namespace */
+
+static int fs_mkdir(const char *path, mode_t mode)
+{
+	CHECK_HIDDEN(path);
+	uid_t uid; gid_t gid;
+	int r = note_write();
+	if (r < 0)
+		return r;
+	new_owner(path, &uid, &gid);
+	if (mkdirat(PRIMARY, rel(path), mode) < 0)
+		return -errno;
+	chown_new(PRIMARY, path, uid, gid);
+	FOR_OTHERS(j) {
+		if (mkdirat(A->m[j].dirfd, rel(path), mode) < 0 && errno != EEXIST)
+			note_member_error(j, "mkdir", path, errno);
+		chown_new(A->m[j].dirfd, path, uid, gid);
+	}
+	return 0;
+}
+
+static int fs_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+	CHECK_HIDDEN(path);
+	uid_t uid; gid_t gid;
+	if (S_ISREG(mode)) {
+		struct rfile *rf;
+		new_owner(path, &uid, &gid);
+		int r = rfile_create(A, rel(path), mode & 07777, uid, gid, &rf);
+		if (r == 0)
+			rfile_release(rf);
+		return r;
+	}
+	if (!S_ISFIFO(mode) && !S_ISSOCK(mode))
+		return -EPERM;	/* device nodes make no sense on a pool */
+	int r = note_write();
+	if (r < 0)
+		return r;
+	new_owner(path, &uid, &gid);
+	if (mknodat(PRIMARY, rel(path), mode, rdev) < 0)
+		return -errno;
+	chown_new(PRIMARY, path, uid, gid);
+	FOR_OTHERS(j) {
+		if (mknodat(A->m[j].dirfd, rel(path), mode, rdev) < 0 && errno != EEXIST)
+			note_member_error(j, "mknod", path, errno);
+		chown_new(A->m[j].dirfd, path, uid, gid);
+	}
+	return 0;
+}
+
+static int fs_symlink(const char *target, const char *path)
+{
+	CHECK_HIDDEN(path);
+	uid_t uid; gid_t gid;
+	int r = note_write();
+	if (r < 0)
+		return r;
+	new_owner(path, &uid, &gid);
+	if (symlinkat(target, PRIMARY, rel(path)) < 0)
+		return -errno;
+	chown_new(PRIMARY, path, uid, gid);
+	FOR_OTHERS(j) {
+		if (symlinkat(target, A->m[j].dirfd, rel(path)) < 0 && errno != EEXIST)
+			note_member_error(j, "symlink", path, errno);
+		chown_new(A->m[j].dirfd, path, uid, gid);
+	}
+	return 0;
+}
+
+static int fs_unlink(const char *path)
+{
+	CHECK_HIDDEN(path);
+	int r = note_write();
+	if (r < 0)
+		return r;
+	if (unlinkat(PRIMARY, rel(path), 0) < 0)
+		return -errno;
+	FOR_OTHERS(j)
+		if (unlinkat(A->m[j].dirfd, rel(path), 0) < 0 && errno != ENOENT)
+			note_member_error(j, "unlink", path, errno);
+	return 0;
+}
+
+static int fs_rmdir(const char *path)
+{
+	CHECK_HIDDEN(path);
+	int r = note_write();
+	if (r < 0)
+		return r;
+	if (unlinkat(PRIMARY, rel(path), AT_REMOVEDIR) < 0)
+		return -errno;
+	FOR_OTHERS(j)
+		if (unlinkat(A->m[j].dirfd, rel(path), AT_REMOVEDIR) < 0 && errno != ENOENT)
+			note_member_error(j, "rmdir", path, errno);
+	return 0;
+}
+
+static int fs_rename(const char *from, const char *to, unsigned int flags)
+{
+	CHECK_HIDDEN(from);
+	CHECK_HIDDEN(to);
+	int r = note_write();
+	if (r < 0)
+		return r;
+	if (renameat2(PRIMARY, rel(from), PRIMARY, rel(to), flags) < 0)
+		return -errno;
+	FOR_OTHERS(j)
+		if (renameat2(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), flags) < 0)
+			note_member_error(j, "rename", from, errno);
+	return 0;
+}
+
+static int fs_link(const char *from, const char *to)
+{
+	CHECK_HIDDEN(from);
+	CHECK_HIDDEN(to);
+	int r = note_write();
+	if (r < 0)
+		return r;
+	if (linkat(PRIMARY, rel(from), PRIMARY, rel(to), 0) < 0)
+		return -errno;
+	FOR_OTHERS(j)
+		if (linkat(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), 0) < 0)
+			note_member_error(j, "link", from, errno);
+	return 0;
+}
+
+static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	struct rfile *rf = RF(fi);
+	int r = note_write();
+	if (r < 0)
+		return r;
+	if (rf) {
+		if (fchmod(rf->fd[A->primary], mode) < 0)
+			return -errno;
+		FOR_OTHERS(j)
+			if (rf->fd[j] >= 0)
+				fchmod(rf->fd[j], mode);
+		return 0;
+	}
+	CHECK_HIDDEN(path);
+	if (fchmodat(PRIMARY, rel(path), mode, 0) < 0)
+		return -errno;
+	FOR_OTHERS(j)
+		if (fchmodat(A->m[j].dirfd, rel(path), mode, 0) < 0)
+			note_member_error(j, "chmod", path, errno);
+	return 0;
+}
+
+static int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+	struct rfile *rf = RF(fi);
+	int r = note_write();
+	if (r < 0)
+		return r;
+	if (rf) {
+		if (fchown(rf->fd[A->primary], uid, gid) < 0)
+			return -errno;
+		FOR_OTHERS(j)
+			if (rf->fd[j] >= 0)
+				fchown(rf->fd[j], uid, gid);
+		return 0;
+	}
+	CHECK_HIDDEN(path);
+	if (fchownat(PRIMARY, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	FOR_OTHERS(j)
+		if (fchownat(A->m[j].dirfd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+			note_member_error(j, "chown", path, errno);
+	return 0;
+}
+
+static int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+	struct rfile *rf = RF(fi);
+	int r = note_write();
+	if (r < 0)
+		return r;
+	if (rf) {
+		if (futimens(rf->fd[A->primary], tv) < 0)
+			return -errno;
+		FOR_OTHERS(j)
+			if (rf->fd[j] >= 0)
+				futimens(rf->fd[j], tv);
+		return 0;
+	}
+	CHECK_HIDDEN(path);
+	if (utimensat(PRIMARY, rel(path), tv, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	FOR_OTHERS(j)
+		if (utimensat(A->m[j].dirfd, rel(path), tv, AT_SYMLINK_NOFOLLOW) < 0)
+			note_member_error(j, "utimens", path, errno);
+	return 0;
+}
+
+/* ------------------------------------------------------------ file data */
+
+static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	struct rfile *rf = RF(fi);
+	if (size < 0)
+		return -EINVAL;
+	if (rf)
+		return stripe_truncate(rf, size);
+	CHECK_HIDDEN(path);
+	int r = rfile_open(A, rel(path), &rf);
+	if (r < 0)
+		return r;
+	r = stripe_truncate(rf, size);
+	int r2 = rfile_release(rf);
+	return r ? r : r2;
+}
+
+static int fs_open(const char *path, struct fuse_file_info *fi)
+{
+	CHECK_HIDDEN(path);
+	struct rfile *rf;
+	int r = rfile_open(A, rel(path), &rf);
+	if (r < 0)
+		return r;
+	fi->fh = (uintptr_t)rf;
+	return 0;
+}
+
+static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	CHECK_HIDDEN(path);
+	uid_t uid; gid_t gid;
+	struct rfile *rf;
+	if (A->readonly)
+		return -EROFS;
+	new_owner(path, &uid, &gid);
+	int r = rfile_create(A, rel(path), mode & 07777, uid, gid, &rf);
+	if (r < 0)
+		return r;
+	fi->fh = (uintptr_t)rf;
+	return 0;
+}
+
+static int fs_read(const char *path, char *buf, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	return stripe_read(RF(fi), buf, size, off);
+}
+
+static int fs_write(const char *path, const char *buf, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	return stripe_write(RF(fi), buf, size, off);
+}
+
+static int fs_release(const char *path, struct fuse_file_info *fi)
+{
+	return rfile_release(RF(fi));
+}
+
+static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	return stripe_fsync(RF(fi), datasync);
+}
+
+/* ------------------------------------------------------------- dirs, fs */
+
+static int fs_opendir(const char *path, struct fuse_file_info *fi)
+{
+	CHECK_HIDDEN(path);
+	int fd = openat(PRIMARY, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct dirh *h = malloc(sizeof(*h));
+	if (!h || !(h->d = fdopendir(fd))) {
+		int e = h ? errno : ENOMEM;
+		free(h);
+		close(fd);
+		return -e;
+	}
+	h->root = strcmp(path, "/") == 0;
+	fi->fh = (uintptr_t)h | 1;
+	return 0;
+}
+
+static int fs_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	struct dirh *h = DH(fi);
+	if (h) {
+		closedir(h->d);
+		free(h);
+	}
+	return 0;
+}
+
+static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
+		      off_t off, struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	struct dirh *h = DH(fi);
+	if (!h)
+		return -EBADF;
+	/* the whole directory in one pass (offset 0 mode): libfuse buffers it */
+	rewinddir(h->d);
+	struct dirent *e;
+	errno = 0;
+	while ((e = readdir(h->d))) {
+		if (h->root && strcmp(e->d_name, SB_DIR) == 0)
+			continue;
+		struct stat st;
+		memset(&st, 0, sizeof(st));
+		st.st_ino = e->d_ino;
+		st.st_mode = DTTOIF(e->d_type);
+		if (filler(buf, e->d_name, &st, 0, 0))
+			break;
+	}
+	return 0;
+}
+
+static int fs_statfs(const char *path, struct statvfs *out)
+{
+	uint64_t tot = UINT64_MAX, fre = UINT64_MAX, avail = UINT64_MAX;
+	uint64_t files = UINT64_MAX, ffree = UINT64_MAX;
+	struct statvfs sv;
+	for (uint32_t j = 0; j < A->width; j++) {
+		if (!member_present(A, j) || fstatvfs(A->m[j].dirfd, &sv) < 0)
+			continue;
+		uint64_t t = (uint64_t)sv.f_blocks * sv.f_frsize;
+		uint64_t f = (uint64_t)sv.f_bfree * sv.f_frsize;
+		uint64_t a = (uint64_t)sv.f_bavail * sv.f_frsize;
+		if (t < tot) tot = t;
+		if (f < fre) fre = f;
+		if (a < avail) avail = a;
+		if (sv.f_files < files) files = sv.f_files;
+		if (sv.f_ffree < ffree) ffree = sv.f_ffree;
+	}
+	if (tot == UINT64_MAX)
+		return -EIO;
+	/* every member holds one chunk per stripe; D of them carry data */
+	uint64_t d = layout_data_chunks(&A->lay);
+	memset(out, 0, sizeof(*out));
+	out->f_bsize = out->f_frsize = 4096;
+	out->f_blocks = tot / 4096 * d;
+	out->f_bfree = fre / 4096 * d;
+	out->f_bavail = avail / 4096 * d;
+	out->f_files = files;
+	out->f_ffree = ffree;
+	out->f_favail = ffree;
+	out->f_namemax = 255;
+	return 0;
+}
+
+/* ----------------------------------------------------------------- xattr */
+
+static bool reserved_xattr(const char *name)
+{
+	return strncmp(name, META_XATTR_PREFIX, sizeof(META_XATTR_PREFIX) - 1) == 0;
+}
+
+/* xattrs live on the shard or directory itself; symlinks cannot carry
+ * user xattrs on Linux */
+static int xattr_fd(int dirfd, const char *path)
+{
+	int fd = openat(dirfd, rel(path), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? -EPERM : -errno;
+	return fd;
+}
+
+static int fs_setxattr(const char *path, const char *name, const char *val,
+		       size_t size, int flags)
+{
+	CHECK_HIDDEN(path);
+	if (reserved_xattr(name))
+		return -EPERM;
+	int r = note_write();
+	if (r < 0)
+		return r;
+	int fd = xattr_fd(PRIMARY, path);
+	if (fd < 0)
+		return fd;
+	r = fsetxattr(fd, name, val, size, flags) < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0)
+		return r;
+	FOR_OTHERS(j) {
+		fd = xattr_fd(A->m[j].dirfd, path);
+		if (fd < 0)
+			continue;
+		if (fsetxattr(fd, name, val, size, 0) < 0)
+			note_member_error(j, "setxattr", path, errno);
+		close(fd);
+	}
+	return 0;
+}
+
+static int fs_getxattr(const char *path, const char *name, char *val, size_t size)
+{
+	CHECK_HIDDEN(path);
+	if (reserved_xattr(name))
+		return -ENODATA;
+	int fd = xattr_fd(PRIMARY, path);
+	if (fd < 0)
+		return fd == -EPERM ? -ENODATA : fd;
+	ssize_t n = fgetxattr(fd, name, val, size);
+	int e = errno;
+	close(fd);
+	return n < 0 ? -e : (int)n;
+}
+
+static int fs_listxattr(const char *path, char *list, size_t size)
+{
+	CHECK_HIDDEN(path);
+	int fd = xattr_fd(PRIMARY, path);
+	if (fd < 0)
+		return fd == -EPERM ? 0 : fd;
+	char *raw = NULL;
+	ssize_t n = flistxattr(fd, NULL, 0);
+	if (n > 0) {
+		raw = malloc(n);
+		n = raw ? flistxattr(fd, raw, n) : -1;
+	}
+	int e = errno;
+	close(fd);
+	if (n < 0) {
+		free(raw);
+		return -e;
+	}
+	size_t out = 0;
+	for (ssize_t i = 0; i < n;) {
+		size_t l = strlen(raw + i) + 1;
+		if (!reserved_xattr(raw + i)) {
+			if (size) {
+				if (out + l > size) {
+					free(raw);
+					return -ERANGE;
+				}
+				memcpy(list + out, raw + i, l);
+			}
+			out += l;
+		}
+		i += l;
+	}
+	free(raw);
+	return out;
+}
+
+static int fs_removexattr(const char *path, const char *name)
+{
+	CHECK_HIDDEN(path);
+	if (reserved_xattr(name))
+		return -EPERM;
+	int r = note_write();
+	if (r < 0)
+		return r;
+	int fd = xattr_fd(PRIMARY, path);
+	if (fd < 0)
+		return fd;
+	r = fremovexattr(fd, name) < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0)
+		return r;
+	FOR_OTHERS(j) {
+		fd = xattr_fd(A->m[j].dirfd, path);
+		if (fd < 0)
+			continue;
+		fremovexattr(fd, name);
+		close(fd);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	cfg->use_ino = 0;
+	cfg->hard_remove = 1;	/* open files live on through their shard fds */
+	cfg->nullpath_ok = 0;
+	cfg->entry_timeout = 1.0;
+	cfg->attr_timeout = 1.0;
+	cfg->negative_timeout = 0;
+	if (conn->capable & FUSE_CAP_SPLICE_READ)
+		conn->want |= FUSE_CAP_SPLICE_READ;
+	conn->max_write = 1024 * 1024;
+	conn->max_read = 0;
+	fsops_started();
+	return A;
+}
+
+static void fs_destroy(void *priv)
+{
+	log_info("array '%s' unmounted from %s", A->sb.name, A->mountpoint);
+}
+
+static const struct fuse_operations ops = {
+	.init = fs_init,
+	.destroy = fs_destroy,
+	.getattr = fs_getattr,
+	.readlink = fs_readlink,
+	.mknod = fs_mknod,
+	.mkdir = fs_mkdir,
+	.unlink = fs_unlink,
+	.rmdir = fs_rmdir,
+	.symlink = fs_symlink,
+	.rename = fs_rename,
+	.link = fs_link,
+	.chmod = fs_chmod,
+	.chown = fs_chown,
+	.truncate = fs_truncate,
+	.open = fs_open,
+	.read = fs_read,
+	.write = fs_write,
+	.statfs = fs_statfs,
+	.release = fs_release,
+	.fsync = fs_fsync,
+	.setxattr = fs_setxattr,
+	.getxattr = fs_getxattr,
+	.listxattr = fs_listxattr,
+	.removexattr = fs_removexattr,
+	.opendir = fs_opendir,
+	.readdir = fs_readdir,
+	.releasedir = fs_releasedir,
+	.create = fs_create,
+	.utimens = fs_utimens,
+};
+
+const struct fuse_operations *fsops_get(struct array *a)
+{
+	A = a;
+	return &ops;
+}

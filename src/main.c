@@ -1,0 +1,301 @@
+/*
+ * main.c - the raidfs command line: one binary, git-style subcommands.
+ *
+ *   raidfs create --level LEVEL [--chunk SIZE] [--groups G] [--name NAME] [--force] DIR...
+ *   raidfs mount [-f] [-o OPTIONS] DIR[:DIR...] MOUNTPOINT
+ *   raidfs DIR[:DIR...] MOUNTPOINT [-o OPTIONS]      (mount(8) / fstab form)
+ *   raidfs status [--json] MOUNTPOINT
+ *   raidfs unmount MOUNTPOINT
+ *   raidfs check DIR[:DIR...]
+ *
+ * Only main() exits; everything below returns 0 or a negative errno.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "array.h"
+#include "check.h"
+#include "fsops.h"
+#include "layout.h"
+#include "util.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: raidfs <command> [options]\n"
+"\n"
+"  create --level LEVEL [--chunk SIZE] [--groups G] [--name NAME] [--force] DIR...\n"
+"        make a new array of the member directories (LEVEL: single raid0 raid1\n"
+"        raid5 raid6 raid10 raid50 raid60; chunk 4K..1M, default 64K)\n"
+"  mount [-f] [-o OPTIONS] DIR[:DIR...] MOUNTPOINT\n"
+"        assemble the array from its members and mount it (-f: foreground)\n"
+"        options: nodegraded, force, ro, log=FILE, allow_other and other FUSE options\n"
+"  status [--json] MOUNTPOINT\n"
+"        show the array's state (exit 0 optimal, 1 degraded, 2 failed or not mounted)\n"
+"  unmount MOUNTPOINT\n"
+"        flush and unmount\n"
+"  check DIR[:DIR...]\n"
+"        verify metadata and parity of an unmounted array (exit 0 clean, 1 problems, 2 error)\n"
+"\n"
+"fstab:  /srv/disk1:/srv/disk2:/srv/disk3  /srv/pool  fuse.raidfs  defaults,allow_other,nofail  0 0\n");
+}
+
+/* ----------------------------------------------------------------- create */
+
+static int cmd_create(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "level", required_argument, NULL, 'l' },
+		{ "chunk", required_argument, NULL, 'c' },
+		{ "groups", required_argument, NULL, 'g' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "force", no_argument, NULL, 'F' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct create_opts o = { .level = LEVEL_COUNT, .chunk = LAYOUT_DEFAULT_CHUNK };
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "l:c:g:n:Fh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'l': {
+			int l = layout_level_parse(optarg);
+			if (l < 0) {
+				fprintf(stderr, "raidfs: unknown level '%s': use one of single raid0 raid1 raid5 raid6 raid10 raid50 raid60\n", optarg);
+				return 1;
+			}
+			o.level = l;
+			break;
+		}
+		case 'c': {
+			uint64_t v;
+			if (parse_size(optarg, &v) < 0 || v < LAYOUT_MIN_CHUNK || v > LAYOUT_MAX_CHUNK ||
+			    (v & (v - 1))) {
+				fprintf(stderr, "raidfs: bad chunk size '%s': use a power of two from 4K to 1M (for example 64K)\n", optarg);
+				return 1;
+			}
+			o.chunk = v;
+			break;
+		}
+		case 'g': {
+			char *end;
+			long g = strtol(optarg, &end, 10);
+			if (*end || g < 1 || g > LAYOUT_MAX_WIDTH) {
+				fprintf(stderr, "raidfs: bad group count '%s': give a number of groups (for example 2)\n", optarg);
+				return 1;
+			}
+			o.groups = g;
+			break;
+		}
+		case 'n':
+			if (strlen(optarg) >= SB_NAME_MAX) {
+				fprintf(stderr, "raidfs: array name '%s' is too long (at most %d characters)\n", optarg, SB_NAME_MAX - 1);
+				return 1;
+			}
+			o.name = optarg;
+			break;
+		case 'F': o.force = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 1;
+		}
+	}
+	if (o.level == LEVEL_COUNT) {
+		fprintf(stderr, "raidfs: create: --level is required (single raid0 raid1 raid5 raid6 raid10 raid50 raid60)\n");
+		return 1;
+	}
+	int n = argc - optind;
+	if (n < 1) {
+		fprintf(stderr, "raidfs: create: give the member directories\n");
+		return 1;
+	}
+	if (array_create(&o, argv + optind, n) < 0)
+		return 1;
+	printf("created %s array '%s' with %d member%s, chunk %u KiB\n",
+	       layout_level_name(o.level), o.name ? o.name : "raidfs", n, n == 1 ? "" : "s",
+	       o.chunk / 1024);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ mount */
+
+/* generic options fstab and mount(8) pass that mean nothing to raidfs */
+static bool ignored_option(const char *opt)
+{
+	static const char *const ign[] = { "nofail", "noauto", "auto", "_netdev", "defaults",
+		"rw", "user", "nouser", "users", "owner", "group", NULL };
+	for (int i = 0; ign[i]; i++)
+		if (!strcmp(opt, ign[i]))
+			return true;
+	return !strncmp(opt, "x-systemd.", 10) || !strncmp(opt, "x-", 2) ||
+	       !strncmp(opt, "comment=", 8);
+}
+
+static int parse_mount_opts(char *s, struct mount_opts *o)
+{
+	for (char *save = NULL, *opt = strtok_r(s, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+		if (!*opt || ignored_option(opt))
+			continue;
+		if (!strncmp(opt, "log=", 4))
+			o->log = strdup(opt + 4);
+		else if (!strcmp(opt, "nodegraded"))
+			o->allow_degraded = false;
+		else if (!strcmp(opt, "force"))
+			o->force = true;
+		else if (!strcmp(opt, "ro"))
+			o->readonly = true;
+		else if (!strcmp(opt, "foreground"))
+			o->foreground = true;
+		else {
+			size_t l = strlen(o->fuse_opts);
+			snprintf(o->fuse_opts + l, sizeof(o->fuse_opts) - l, "%s%s", l ? "," : "", opt);
+		}
+	}
+	return 0;
+}
+
+static int cmd_mount(int argc, char **argv)
+{
+	struct mount_opts o = { .allow_degraded = true };
+	char *pos[2];
+	int npos = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-f")) {
+			o.foreground = true;
+		} else if (!strcmp(argv[i], "-o")) {
+			if (++i == argc) {
+				fprintf(stderr, "raidfs: -o needs a list of options\n");
+				return 1;
+			}
+			parse_mount_opts(argv[i], &o);
+		} else if (!strncmp(argv[i], "-o", 2)) {
+			parse_mount_opts(argv[i] + 2, &o);
+		} else if (!strcmp(argv[i], "-n") || !strcmp(argv[i], "-s") || !strcmp(argv[i], "-v")) {
+			/* mount(8) helper flags: no mtab, sloppy, verbose */
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "raidfs: mount: unknown option '%s'\n", argv[i]);
+			return 1;
+		} else if (npos < 2) {
+			pos[npos++] = argv[i];
+		} else {
+			fprintf(stderr, "raidfs: mount: unexpected argument '%s'\n", argv[i]);
+			return 1;
+		}
+	}
+	if (npos != 2) {
+		fprintf(stderr, "raidfs: mount: give DIR[:DIR...] MOUNTPOINT\n");
+		return 1;
+	}
+	if (o.foreground && !o.log)
+		log_open(NULL);
+	return mount_main(pos[0], pos[1], &o);
+}
+
+/* ---------------------------------------------------------- status, unmount */
+
+static int cmd_status(int argc, char **argv)
+{
+	bool json = false;
+	const char *mnt = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (argv[i][0] == '-') {
+			fprintf(stderr, "raidfs: status: unknown option '%s'\n", argv[i]);
+			return 2;
+		} else
+			mnt = argv[i];
+	}
+	if (!mnt) {
+		fprintf(stderr, "raidfs: status: give the mount point\n");
+		return 2;
+	}
+	return ctl_request(mnt, json ? "status-json" : "status", false, NULL, 0);
+}
+
+static int cmd_unmount(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "raidfs: unmount: give the mount point\n");
+		return 1;
+	}
+	const char *mnt = argv[1];
+	char reply[64] = "";
+	pid_t pid = 0;
+	if (ctl_request(mnt, "pid", true, reply, sizeof(reply)) == 0)
+		pid = atoi(reply);
+	pid_t child = fork();
+	if (child == 0) {
+		execlp("fusermount3", "fusermount3", "-u", mnt, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	waitpid(child, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "raidfs: cannot unmount '%s'%s (is it busy? see 'fuser -m %s')\n", mnt,
+			pid ? "" : ": it is not a raidfs mount", mnt);
+		return 1;
+	}
+	/* wait for the daemon to finish writing metadata and exit */
+	for (int i = 0; pid > 0 && i < 600; i++) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			break;
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+	const char *prog = strrchr(argv[0], '/');
+	prog = prog ? prog + 1 : argv[0];
+	signal(SIGPIPE, SIG_IGN);
+
+	if (!strcmp(prog, "mount.raidfs") || !strcmp(prog, "mount.fuse.raidfs"))
+		return cmd_mount(argc, argv);
+	if (argc < 2) {
+		usage(stderr);
+		return 1;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "create"))
+		return cmd_create(argc - 1, argv + 1);
+	if (!strcmp(cmd, "mount"))
+		return cmd_mount(argc - 1, argv + 1);
+	if (!strcmp(cmd, "status"))
+		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(cmd, "unmount") || !strcmp(cmd, "umount"))
+		return cmd_unmount(argc - 1, argv + 1);
+	if (!strcmp(cmd, "check")) {
+		if (argc != 3) {
+			fprintf(stderr, "raidfs: check: give DIR[:DIR...]\n");
+			return 2;
+		}
+		return check_main(argv[2]);
+	}
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("raidfs " PACKAGE_VERSION "\n");
+		return 0;
+	}
+	if (cmd[0] != '-' && argc >= 3)	/* raidfs DIR[:DIR...] MOUNTPOINT -o ... */
+		return cmd_mount(argc, argv);
+	fprintf(stderr, "raidfs: unknown command '%s'\n", cmd);
+	usage(stderr);
+	return 1;
+}

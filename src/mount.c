@@ -1,0 +1,127 @@
+/*
+ * mount.c - assemble an array, repair it after an unclean stop, mount it
+ * and serve FUSE requests until it is unmounted.
+ *
+ * Order matters: the dirty-file log is resynced before the mount appears,
+ * so nothing reads a stripe whose parity may be behind its data.  Errors
+ * up to the moment the daemon detaches are printed on the terminal of the
+ * `raidfs mount` command; later ones go to the log.
+ */
+#define FUSE_USE_VERSION 312
+#include <fuse.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "file.h"
+#include "fsops.h"
+#include "util.h"
+
+static struct array the_array;
+
+void fsops_started(void)
+{
+	struct array *a = &the_array;
+	log_info("array '%s' (%s, %u members, state %s) mounted on %s",
+		 a->sb.name, layout_level_name(a->lay.level), a->width,
+		 array_state_name(array_state(a)), a->mountpoint);
+}
+
+int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
+{
+	char *paths[LAYOUT_MAX_WIDTH + 1];
+	int n = 0;
+	char err[2048];
+	struct array *a = &the_array;
+
+	for (char *save = NULL, *p = strtok_r(members, ":", &save); p;
+	     p = strtok_r(NULL, ":", &save)) {
+		if (n == LAYOUT_MAX_WIDTH + 1) {
+			fprintf(stderr, "raidfs: too many members: at most %d are supported\n", LAYOUT_MAX_WIDTH);
+			return 1;
+		}
+		paths[n++] = p;
+	}
+	if (n == 0) {
+		fprintf(stderr, "raidfs: no member directories given (DIR[:DIR...])\n");
+		return 1;
+	}
+	if (o->log && log_open(o->log) < 0) {
+		fprintf(stderr, "raidfs: cannot open log file '%s': %s\n", o->log, strerror(errno));
+		return 1;
+	}
+	if (array_assemble(a, paths, n, o->allow_degraded, err, sizeof(err)) < 0) {
+		fprintf(stderr, "raidfs: cannot mount: %s\n", err);
+		log_err("cannot mount: %s", err);
+		return 1;
+	}
+	a->readonly = o->readonly;
+	ctl_canonical(mountpoint, a->mountpoint, sizeof(a->mountpoint));
+	int count = 0;
+	int r = array_resync_dirty(a, o->force, &count, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "raidfs: cannot mount: %s\n", err);
+		log_err("cannot mount: %s", err);
+		array_close(a);
+		return 1;
+	}
+	if (count)
+		fprintf(stderr, "raidfs: resynced %d file%s left dirty by an unclean shutdown\n",
+			count, count == 1 ? "" : "s");
+	rfile_table_init();
+
+	char fsname[SB_NAME_MAX + 16];
+	snprintf(fsname, sizeof(fsname), "fsname=raidfs:%.63s", a->sb.name);
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	fuse_opt_add_arg(&args, "raidfs");
+	fuse_opt_add_arg(&args, "-o");
+	fuse_opt_add_arg(&args, fsname);
+	fuse_opt_add_arg(&args, "-o");
+	fuse_opt_add_arg(&args, "subtype=raidfs,default_permissions");
+	if (o->fuse_opts[0]) {
+		fuse_opt_add_arg(&args, "-o");
+		fuse_opt_add_arg(&args, o->fuse_opts);
+	}
+	if (o->readonly) {
+		fuse_opt_add_arg(&args, "-o");
+		fuse_opt_add_arg(&args, "ro");
+	}
+	struct fuse *f = fuse_new(&args, fsops_get(a), sizeof(struct fuse_operations), a);
+	if (!f) {
+		fprintf(stderr, "raidfs: cannot start FUSE (bad option in '%s'?)\n", o->fuse_opts);
+		array_close(a);
+		return 1;
+	}
+	if (fuse_mount(f, mountpoint) != 0) {
+		fprintf(stderr, "raidfs: cannot mount on '%s' (does it exist, and is it not already mounted?)\n",
+			mountpoint);
+		fuse_destroy(f);
+		array_close(a);
+		return 1;
+	}
+	if (!o->log && !o->foreground)
+		log_open("syslog");
+	if (fuse_daemonize(o->foreground) != 0) {
+		fuse_unmount(f);
+		fuse_destroy(f);
+		return 1;
+	}
+	fuse_set_signal_handlers(fuse_get_session(f));
+	if (ctl_start(a) < 0)
+		log_warn("control socket not available: 'raidfs status' will not reach this mount");
+	struct fuse_loop_config *lc = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(lc, 0);
+	fuse_loop_cfg_set_max_threads(lc, 16);
+	fuse_loop_cfg_set_idle_threads(lc, 8);
+	r = fuse_loop_mt(f, lc);
+	fuse_loop_cfg_destroy(lc);
+	ctl_stop();
+	fuse_remove_signal_handlers(fuse_get_session(f));
+	fuse_unmount(f);
+	fuse_destroy(f);
+	array_close(a);
+	return r ? 1 : 0;
+}

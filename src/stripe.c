@@ -1,0 +1,575 @@
+/*
+ * stripe.c - reading and writing file data across the member shards.
+ *
+ * The unit of work is one redundancy group of one stripe ("a row"): k data
+ * slots and m redundancy slots at the same shard offset s * chunk.
+ *
+ *   stripe_write()  walks the stripes the request touches; for each group
+ *                   it hands the new bytes to write_group(), which
+ *     - for no redundancy, writes the data slots;
+ *     - for mirrors, writes the same bytes to every present copy;
+ *     - for parity, makes all k data slots of the touched byte range
+ *       available (user buffer where the write covers the range, otherwise
+ *       read from the members, reconstructing absent ones), encodes the
+ *       parity and writes the new data and the parity
+ *       ("reconstruct-write"; full-stripe writes read nothing).
+ *   stripe_read()   reads data slots straight into the caller's buffer and
+ *                   reconstructs only slots whose member is absent.
+ *
+ * Crash consistency: every change starts with mark_dirty(), which puts the
+ * file in the array's dirty log before any shard is touched; a crash in the
+ * middle of write_group() therefore leaves a file the next mount resyncs.
+ *
+ * Member I/O errors are returned as -EIO to the caller (runtime failure
+ * handling of members is a later feature).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "file.h"
+#include "parity.h"
+#include "util.h"
+
+/* ------------------------------------------------------- thread scratch */
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+struct scratch {
+	uint8_t *buf;
+	size_t len;
+};
+
+static void scratch_free(void *p)
+{
+	struct scratch *s = p;
+	free(s->buf);
+	free(s);
+}
+
+static void scratch_init(void)
+{
+	pthread_key_create(&scratch_key, scratch_free);
+}
+
+/* A per-thread, 64-byte aligned buffer of at least len bytes; valid until
+ * the thread's next call.  NULL when memory is short. */
+static uint8_t *scratch(size_t len)
+{
+	pthread_once(&scratch_once, scratch_init);
+	struct scratch *s = pthread_getspecific(scratch_key);
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		pthread_setspecific(scratch_key, s);
+	}
+	if (s->len < len) {
+		void *p;
+		if (posix_memalign(&p, 64, len))
+			return NULL;
+		free(s->buf);
+		s->buf = p;
+		s->len = len;
+	}
+	return s->buf;
+}
+
+/* ------------------------------------------------------------ member I/O */
+
+static int member_pread(struct rfile *rf, uint32_t j, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = io_pread(rf->fd[j], buf, len, off);
+	if (n < 0) {
+		__atomic_add_fetch(&rf->a->m[j].errors, 1, __ATOMIC_RELAXED);
+		log_err("read error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
+			j, rf->a->m[j].path, rf->id, off, strerror(-n));
+		return -EIO;
+	}
+	__atomic_add_fetch(&rf->a->m[j].reads, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int member_pwrite(struct rfile *rf, uint32_t j, const void *buf, size_t len, uint64_t off)
+{
+	int r = io_pwrite(rf->fd[j], buf, len, off);
+	if (r < 0) {
+		__atomic_add_fetch(&rf->a->m[j].errors, 1, __ATOMIC_RELAXED);
+		log_err("write error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
+			j, rf->a->m[j].path, rf->id, off, strerror(-r));
+		return r == -ENOSPC ? r : -EIO;
+	}
+	__atomic_add_fetch(&rf->a->m[j].writes, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static inline bool usable(const struct rfile *rf, uint32_t j)
+{
+	return rf->fd[j] >= 0;
+}
+
+/* --------------------------------------------------------------- groups */
+
+/*
+ * Make blk[j] hold data slot j of group g in stripe s over [lo, lo+len)
+ * for every slot in `want` (bit j), reading present members and
+ * reconstructing absent ones from the group's redundancy.  blk[0..k+m-1]
+ * must all point to len-byte buffers (redundancy buffers are clobbered
+ * when reconstruction is needed).  0 or -EIO.
+ */
+static int load_group(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo,
+		      uint32_t len, uint8_t **blk, uint64_t want)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t off = s * l->chunk + lo;
+	uint64_t have = 0;
+	bool absent = false;
+
+	for (uint32_t j = 0; j < l->k; j++) {
+		if (!(want >> j & 1))
+			continue;
+		uint32_t mj = layout_slot_member(l, s, g, j);
+		if (!usable(rf, mj)) {
+			absent = true;
+			continue;
+		}
+		if (member_pread(rf, mj, blk[j], len, off) < 0)
+			return -EIO;
+		have |= 1ull << j;
+	}
+	if (!absent)
+		return 0;
+	if (l->red == RED_NONE)
+		return -EIO;
+	if (l->red == RED_MIRROR) {
+		for (uint32_t c = 0; c < l->k + l->m; c++) {
+			uint32_t mj = layout_slot_member(l, s, g, c);
+			if (usable(rf, mj))
+				return member_pread(rf, mj, blk[0], len, off);
+		}
+		return -EIO;
+	}
+	int erased[PARITY_MAX_M + 1], ne = 0;
+	for (uint32_t j = 0; j < l->k + l->m; j++) {
+		if (have >> j & 1)
+			continue;
+		uint32_t mj = layout_slot_member(l, s, g, j);
+		if (usable(rf, mj)) {
+			if (member_pread(rf, mj, blk[j], len, off) < 0)
+				return -EIO;
+		} else {
+			if (ne == (int)l->m)
+				return -EIO;	/* more lost than the group tolerates */
+			erased[ne++] = j;
+		}
+	}
+	if (ne && parity_reconstruct(l->k, l->m, len, blk, erased, ne) < 0)
+		return -EIO;
+	return 0;
+}
+
+/* New bytes for one group of one stripe: src[j] (NULL if slot j is not
+ * written) holds the bytes for in-chunk range [a[j], b[j]). */
+struct group_write {
+	const uint8_t *src[LAYOUT_MAX_WIDTH];
+	uint32_t a[LAYOUT_MAX_WIDTH], b[LAYOUT_MAX_WIDTH];
+	uint32_t lo, hi;
+	bool any;
+};
+
+static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct group_write *w)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t base = s * l->chunk;
+	int ret = 0;
+
+	if (l->red == RED_NONE) {
+		for (uint32_t j = 0; j < l->k && !ret; j++) {
+			if (!w->src[j])
+				continue;
+			uint32_t mj = layout_slot_member(l, s, g, j);
+			ret = usable(rf, mj) ? member_pwrite(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j])
+					     : -EIO;
+		}
+		return ret;
+	}
+	if (l->red == RED_MIRROR) {
+		bool wrote = false;
+		for (uint32_t c = 0; c < l->k + l->m && !ret; c++) {
+			uint32_t mj = layout_slot_member(l, s, g, c);
+			if (!usable(rf, mj))
+				continue;
+			ret = member_pwrite(rf, mj, w->src[0], w->b[0] - w->a[0], base + w->a[0]);
+			wrote = true;
+		}
+		return ret ? ret : (wrote ? 0 : -EIO);
+	}
+
+	/* Parity: gather all k data slots over [lo, hi). */
+	uint32_t len = w->hi - w->lo, n = l->k + l->m;
+	uint8_t *blk[LAYOUT_MAX_WIDTH];
+	uint8_t *scr = scratch((size_t)n * len);
+	if (!scr)
+		return -ENOMEM;
+	uint64_t want = 0;
+	bool rebuild = false;
+	for (uint32_t j = 0; j < n; j++)
+		blk[j] = scr + (size_t)j * len;
+	for (uint32_t j = 0; j < l->k; j++) {
+		if (w->src[j] && w->a[j] == w->lo && w->b[j] == w->hi) {
+			blk[j] = (uint8_t *)w->src[j];	/* read only below */
+			continue;
+		}
+		want |= 1ull << j;
+		if (!usable(rf, layout_slot_member(l, s, g, j)))
+			rebuild = true;
+	}
+	if (rebuild) {
+		/* An absent slot keeps old bytes we must reconstruct, which
+		 * needs the old contents of every slot, not the new ones. */
+		for (uint32_t j = 0; j < l->k; j++)
+			blk[j] = scr + (size_t)j * len;
+		want = (l->k == 64) ? ~0ull : ((1ull << l->k) - 1);
+	}
+	if (want) {
+		ret = load_group(rf, s, g, w->lo, len, blk, want);
+		if (ret < 0)
+			return ret;
+	}
+	for (uint32_t j = 0; j < l->k; j++)
+		if (w->src[j] && blk[j] != w->src[j])
+			memcpy(blk[j] + (w->a[j] - w->lo), w->src[j], w->b[j] - w->a[j]);
+	ret = parity_encode(l->k, l->m, len, blk);
+	if (ret < 0)
+		return ret;
+	for (uint32_t j = 0; j < l->k && !ret; j++) {
+		uint32_t mj = layout_slot_member(l, s, g, j);
+		if (w->src[j] && usable(rf, mj))
+			ret = member_pwrite(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j]);
+	}
+	for (uint32_t p = l->k; p < n && !ret; p++) {
+		uint32_t mj = layout_slot_member(l, s, g, p);
+		if (usable(rf, mj))
+			ret = member_pwrite(rf, mj, blk[p], len, base + w->lo);
+	}
+	return ret;
+}
+
+/* Put the file in the dirty log before its first change.  Caller holds
+ * rf->rw exclusively. */
+static int mark_dirty(struct rfile *rf)
+{
+	if (rf->marked)
+		return 0;
+	int r = array_note_write(rf->a);
+	if (r < 0)
+		return r;
+	r = array_mark_dirty(rf->a, rf->id, rf->fd);
+	if (r < 0)
+		return r;
+	rf->marked = true;
+	return 0;
+}
+
+/* ----------------------------------------------------------------- API */
+
+ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
+{
+	const struct layout *l = &rf->lay;
+	const uint64_t chunk = l->chunk;
+	const uint64_t sbytes = layout_stripe_data_bytes(l);
+	const uint8_t *src = buf;
+	uint64_t end = off + len;
+	int ret;
+
+	if (len == 0)
+		return 0;
+	if (rf->a->readonly)
+		return -EROFS;
+	pthread_rwlock_wrlock(&rf->rw);
+	ret = mark_dirty(rf);
+	for (uint64_t pos = off; pos < end && ret == 0;) {
+		uint64_t s = pos / sbytes;
+		uint64_t sbeg = s * sbytes, send = sbeg + sbytes;
+		uint64_t seg_end = end < send ? end : send;
+		for (uint32_t g = 0; g < l->groups && ret == 0; g++) {
+			struct group_write w;
+			w.any = false;
+			w.lo = l->chunk;
+			w.hi = 0;
+			for (uint32_t j = 0; j < l->k; j++) {
+				uint32_t d = layout_data_index(l, g, j);
+				uint64_t cbeg = sbeg + d * chunk, cend = cbeg + chunk;
+				uint64_t x = pos > cbeg ? pos : cbeg;
+				uint64_t y = seg_end < cend ? seg_end : cend;
+				w.src[j] = NULL;
+				if (x >= y)
+					continue;
+				w.src[j] = src + (x - off);
+				w.a[j] = x - cbeg;
+				w.b[j] = y - cbeg;
+				if (w.a[j] < w.lo)
+					w.lo = w.a[j];
+				if (w.b[j] > w.hi)
+					w.hi = w.b[j];
+				w.any = true;
+			}
+			if (w.any)
+				ret = write_group(rf, s, g, &w);
+		}
+		pos = seg_end;
+	}
+	if (ret == 0 && end > rf->size) {
+		__atomic_store_n(&rf->size, end, __ATOMIC_RELEASE);
+		rf->meta_stale = true;
+	}
+	pthread_rwlock_unlock(&rf->rw);
+	return ret < 0 ? ret : (ssize_t)len;
+}
+
+ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
+{
+	const struct layout *l = &rf->lay;
+	const uint64_t chunk = l->chunk;
+	const uint64_t sbytes = layout_stripe_data_bytes(l);
+	uint8_t *dst = buf;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&rf->rw);
+	uint64_t size = rf->size;
+	if (off >= size) {
+		pthread_rwlock_unlock(&rf->rw);
+		return 0;
+	}
+	if (len > size - off)
+		len = size - off;
+	uint64_t end = off + len;
+	for (uint64_t pos = off; pos < end && ret == 0;) {
+		uint64_t s, cbeg;
+		uint32_t d, o, g, j;
+		layout_map(l, pos, &s, &d, &o);
+		cbeg = pos - o;
+		uint64_t y = end < cbeg + chunk ? end : cbeg + chunk;
+		uint32_t n = y - pos;
+		layout_data_slot(l, d, &g, &j);
+		uint32_t mj = layout_slot_member(l, s, g, j);
+		if (l->red == RED_MIRROR) {
+			/* spread reads over the copies */
+			uint32_t copies = l->k + l->m;
+			for (uint32_t c = 0; c < copies; c++) {
+				uint32_t cand = layout_slot_member(l, s, g, (s + c) % copies);
+				if (usable(rf, cand)) {
+					mj = cand;
+					break;
+				}
+			}
+		}
+		if (usable(rf, mj)) {
+			ret = member_pread(rf, mj, dst + (pos - off), n, s * chunk + o);
+		} else {
+			uint32_t cnt = l->k + l->m;
+			uint8_t *scr = scratch((size_t)cnt * n);
+			uint8_t *blk[LAYOUT_MAX_WIDTH];
+			if (!scr) {
+				ret = -ENOMEM;
+				break;
+			}
+			for (uint32_t i = 0; i < cnt; i++)
+				blk[i] = scr + (size_t)i * n;
+			ret = load_group(rf, s, g, o, n, blk, 1ull << j);
+			if (ret == 0)
+				memcpy(dst + (pos - off), blk[j], n);
+		}
+		pos = y;
+		(void)sbytes;
+	}
+	pthread_rwlock_unlock(&rf->rw);
+	return ret < 0 ? ret : (ssize_t)len;
+}
+
+/*
+ * Recompute the redundancy of group g in stripe s over the whole chunk,
+ * treating data at or beyond logical offset `limit` as zero.  Used by
+ * truncate (limit = new size) and resync (limit = size).
+ */
+static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t chunk = l->chunk, n = l->k + l->m;
+	uint64_t base = s * chunk;
+	int ret;
+
+	if (l->red == RED_NONE)
+		return 0;
+	uint8_t *scr = scratch((size_t)n * chunk);
+	uint8_t *blk[LAYOUT_MAX_WIDTH];
+	if (!scr)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		blk[i] = scr + (size_t)i * chunk;
+	uint64_t all = (l->k == 64) ? ~0ull : ((1ull << l->k) - 1);
+	ret = load_group(rf, s, g, 0, chunk, blk, all);
+	if (ret < 0)
+		return ret;
+	for (uint32_t j = 0; j < l->k; j++) {
+		uint64_t cbeg = layout_unmap(l, s, layout_data_index(l, g, j), 0);
+		if (cbeg >= limit)
+			memset(blk[j], 0, chunk);
+		else if (cbeg + chunk > limit)
+			memset(blk[j] + (limit - cbeg), 0, cbeg + chunk - limit);
+	}
+	if (l->red == RED_MIRROR) {
+		for (uint32_t c = 0; c < n && !ret; c++) {
+			uint32_t mj = layout_slot_member(l, s, g, c);
+			if (usable(rf, mj))
+				ret = member_pwrite(rf, mj, blk[0], chunk, base);
+		}
+		return ret;
+	}
+	ret = parity_encode(l->k, l->m, chunk, blk);
+	for (uint32_t p = l->k; p < n && !ret; p++) {
+		uint32_t mj = layout_slot_member(l, s, g, p);
+		if (usable(rf, mj))
+			ret = member_pwrite(rf, mj, blk[p], chunk, base);
+	}
+	return ret;
+}
+
+/* Cut or extend every present shard to its length for `size`. */
+static int trim_shards(struct rfile *rf, uint64_t size)
+{
+	for (uint32_t j = 0; j < rf->a->width; j++) {
+		if (!usable(rf, j))
+			continue;
+		if (ftruncate(rf->fd[j], layout_shard_size(&rf->lay, j, size)) < 0) {
+			int e = errno;
+			log_err("cannot truncate shard on member %u '%s': %s", j,
+				rf->a->m[j].path, strerror(e));
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+int stripe_truncate(struct rfile *rf, uint64_t size)
+{
+	const struct layout *l = &rf->lay;
+	int ret;
+
+	if (rf->a->readonly)
+		return -EROFS;
+	pthread_rwlock_wrlock(&rf->rw);
+	ret = mark_dirty(rf);
+	if (ret == 0 && size < rf->size && size > 0 && l->red == RED_PARITY) {
+		/* bytes past the new end in the last stripe become zero:
+		 * parity must stop covering them */
+		uint64_t s = (size - 1) / layout_stripe_data_bytes(l);
+		for (uint32_t g = 0; g < l->groups && ret == 0; g++)
+			ret = regen_group(rf, s, g, size);
+	}
+	if (ret == 0)
+		ret = trim_shards(rf, size);
+	if (ret == 0) {
+		__atomic_store_n(&rf->size, size, __ATOMIC_RELEASE);
+		ret = rfile_write_meta(rf, 0);
+	}
+	pthread_rwlock_unlock(&rf->rw);
+	return ret;
+}
+
+int stripe_fsync(struct rfile *rf, bool datasync)
+{
+	int ret = 0;
+	pthread_rwlock_wrlock(&rf->rw);
+	if (rf->meta_stale)
+		ret = rfile_write_meta(rf, 0);
+	for (uint32_t j = 0; j < rf->a->width && ret == 0; j++) {
+		if (!usable(rf, j))
+			continue;
+		if ((datasync ? fdatasync(rf->fd[j]) : fsync(rf->fd[j])) < 0) {
+			log_err("fsync failed on member %u '%s': %s", j, rf->a->m[j].path,
+				strerror(errno));
+			ret = -EIO;
+		}
+	}
+	pthread_rwlock_unlock(&rf->rw);
+	return ret;
+}
+
+int stripe_resync(struct rfile *rf)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l);
+	uint64_t nstripes = (rf->size + sbytes - 1) / sbytes;
+	int ret = 0;
+
+	for (uint64_t s = 0; s < nstripes && ret == 0; s++)
+		for (uint32_t g = 0; g < l->groups && ret == 0; g++)
+			ret = regen_group(rf, s, g, rf->size);
+	if (ret == 0)
+		ret = trim_shards(rf, rf->size);
+	return ret;
+}
+
+long stripe_verify(struct rfile *rf,
+		   void (*report)(void *ctx, uint64_t stripe, uint32_t group),
+		   void *ctx)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l);
+	uint64_t nstripes = (rf->size + sbytes - 1) / sbytes;
+	uint32_t chunk = l->chunk, n = l->k + l->m;
+	long bad = 0;
+
+	if (l->red == RED_NONE)
+		return 0;
+	uint8_t *scr = scratch((size_t)(n + 1) * chunk);
+	if (!scr)
+		return -ENOMEM;
+	uint8_t *blk[LAYOUT_MAX_WIDTH + 1];
+	for (uint32_t i = 0; i <= n; i++)
+		blk[i] = scr + (size_t)i * chunk;
+	for (uint64_t s = 0; s < nstripes; s++) {
+		for (uint32_t g = 0; g < l->groups; g++) {
+			bool skip = false;
+			for (uint32_t i = 0; i < n && !skip; i++) {
+				uint32_t mj = layout_slot_member(l, s, g, i);
+				if (!usable(rf, mj) || member_pread(rf, mj, blk[i], chunk, s * chunk) < 0)
+					skip = true;
+			}
+			if (skip)
+				continue;
+			/* bytes past the logical end must read as zero */
+			for (uint32_t j = 0; j < l->k && l->red == RED_PARITY; j++) {
+				uint64_t cbeg = layout_unmap(l, s, layout_data_index(l, g, j), 0);
+				if (cbeg + chunk > rf->size) {
+					uint64_t from = cbeg >= rf->size ? 0 : rf->size - cbeg;
+					for (uint64_t x = from; x < chunk; x++)
+						if (blk[j][x]) {
+							skip = true;	/* count once below */
+							break;
+						}
+				}
+			}
+			int bad_row = skip;
+			if (!bad_row) {
+				if (l->red == RED_MIRROR) {
+					for (uint32_t c = 1; c < n && !bad_row; c++)
+						bad_row = memcmp(blk[0], blk[c], chunk) != 0;
+				} else {
+					bad_row = parity_verify(l->k, l->m, chunk, blk) != 0;
+				}
+			}
+			if (bad_row) {
+				bad++;
+				if (report)
+					report(ctx, s, g);
+			}
+		}
+	}
+	return bad;
+}

@@ -1,0 +1,179 @@
+/*
+ * superblock.c - encode, decode, read and write member superblocks.
+ *
+ * Layout (all little-endian; see docs/format.md):
+ *   0   magic "RAIDFSSB"         8
+ *   8   format version u32       (1)
+ *   12  record length u32        (bytes including the crc)
+ *   16  uuid                     16
+ *   32  name                     64, NUL padded
+ *   96  level, chunk, width, groups, index   5 x u32
+ *   116 reserved u32
+ *   120 events u64, ctime u64, utime u64
+ *   144 member entries, width x 264: state u8, 7 reserved, path[256]
+ *   ... crc32 u32 of all previous bytes
+ */
+#include "superblock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "parity.h"
+#include "util.h"
+
+#define HDR 144
+#define ENT 264
+
+const char *member_state_name(enum member_state s)
+{
+	switch (s) {
+	case MS_ONLINE: return "online";
+	case MS_FAULTY: return "faulty";
+	case MS_REMOVED: return "removed";
+	case MS_REBUILDING: return "rebuilding";
+	case MS_SPARE: return "spare";
+	}
+	return "unknown";
+}
+
+size_t sb_encoded_size(uint32_t width)
+{
+	return HDR + (size_t)width * ENT + 4;
+}
+
+size_t sb_encode(const struct superblock *sb, uint8_t *buf)
+{
+	size_t len = sb_encoded_size(sb->width);
+	memset(buf, 0, len);
+	memcpy(buf, SB_MAGIC, 8);
+	put_le32(buf + 8, SB_VERSION);
+	put_le32(buf + 12, len);
+	memcpy(buf + 16, sb->uuid, 16);
+	memcpy(buf + 32, sb->name, strnlen(sb->name, SB_NAME_MAX - 1));
+	put_le32(buf + 96, sb->level);
+	put_le32(buf + 100, sb->chunk);
+	put_le32(buf + 104, sb->width);
+	put_le32(buf + 108, sb->groups);
+	put_le32(buf + 112, sb->index);
+	put_le64(buf + 120, sb->events);
+	put_le64(buf + 128, sb->ctime);
+	put_le64(buf + 136, sb->utime);
+	for (uint32_t i = 0; i < sb->width; i++) {
+		uint8_t *e = buf + HDR + i * ENT;
+		e[0] = sb->members[i].state;
+		memcpy(e + 8, sb->members[i].path, strnlen(sb->members[i].path, SB_PATH_MAX - 1));
+	}
+	put_le32(buf + len - 4, parity_crc32(0, buf, len - 4));
+	return len;
+}
+
+int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
+	      const char **why)
+{
+	const char *dummy;
+	if (!why)
+		why = &dummy;
+	if (len < HDR + 4 || memcmp(buf, SB_MAGIC, 8) != 0) {
+		*why = "not a raidfs superblock (bad magic)";
+		return -EBADMSG;
+	}
+	uint32_t ver = get_le32(buf + 8);
+	uint32_t rlen = get_le32(buf + 12);
+	if (rlen > len || rlen < HDR + 4) {
+		*why = "superblock is truncated";
+		return -EBADMSG;
+	}
+	if (get_le32(buf + rlen - 4) != parity_crc32(0, buf, rlen - 4)) {
+		*why = "superblock checksum mismatch (corrupt)";
+		return -EBADMSG;
+	}
+	if (ver != SB_VERSION) {
+		*why = "superblock format version not supported by this raidfs";
+		return -EPROTO;
+	}
+	memset(sb, 0, sizeof(*sb));
+	memcpy(sb->uuid, buf + 16, 16);
+	memcpy(sb->name, buf + 32, SB_NAME_MAX - 1);
+	sb->level = get_le32(buf + 96);
+	sb->chunk = get_le32(buf + 100);
+	sb->width = get_le32(buf + 104);
+	sb->groups = get_le32(buf + 108);
+	sb->index = get_le32(buf + 112);
+	sb->events = get_le64(buf + 120);
+	sb->ctime = get_le64(buf + 128);
+	sb->utime = get_le64(buf + 136);
+	if (sb->width == 0 || sb->width > LAYOUT_MAX_WIDTH ||
+	    rlen != sb_encoded_size(sb->width) || sb->index >= sb->width ||
+	    sb->level >= LEVEL_COUNT) {
+		*why = "superblock fields out of range (corrupt)";
+		return -EBADMSG;
+	}
+	for (uint32_t i = 0; i < sb->width; i++) {
+		const uint8_t *e = buf + HDR + i * ENT;
+		sb->members[i].state = e[0];
+		memcpy(sb->members[i].path, e + 8, SB_PATH_MAX - 1);
+	}
+	return 0;
+}
+
+int sb_read(int dirfd, struct superblock *sb, const char **why)
+{
+	uint8_t buf[HDR + LAYOUT_MAX_WIDTH * ENT + 4];
+	const char *dummy;
+	if (!why)
+		why = &dummy;
+	int fd = openat(dirfd, SB_FILE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		*why = e == ENOENT ? "no raidfs superblock (not a member of any array)"
+				   : "cannot open the superblock";
+		return -e;
+	}
+	ssize_t n = io_pread(fd, buf, sizeof(buf), 0);
+	close(fd);
+	if (n < 0) {
+		*why = "cannot read the superblock";
+		return n;
+	}
+	return sb_decode(buf, n, sb, why);
+}
+
+int sb_write(int dirfd, const struct superblock *sb)
+{
+	uint8_t buf[HDR + LAYOUT_MAX_WIDTH * ENT + 4];
+	size_t len = sb_encode(sb, buf);
+	int ret;
+
+	if (mkdirat(dirfd, SB_DIR, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	int fd = openat(dirfd, SB_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	ret = io_pwrite(fd, buf, len, 0);
+	if (ret == 0 && fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	if (ret == 0 && renameat(dirfd, SB_FILE ".tmp", dirfd, SB_FILE) < 0)
+		ret = -errno;
+	if (ret == 0) {
+		int dfd = openat(dirfd, SB_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0) {
+			fsync(dfd);
+			close(dfd);
+		}
+	}
+	return ret;
+}
+
+void sb_uuid_str(const uint8_t u[16], char buf[37])
+{
+	snprintf(buf, 37,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+		 u[10], u[11], u[12], u[13], u[14], u[15]);
+}

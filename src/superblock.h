@@ -1,0 +1,81 @@
+/*
+ * superblock.h - the per-member superblock (on-disk format: docs/format.md).
+ *
+ * Every member directory holds `.raidfs/superblock`: which array it belongs
+ * to (uuid, name), the array geometry (level, chunk, width, groups), this
+ * member's index, the state of every member as this member last knew it,
+ * the paths members were last seen at (for messages), and an event counter
+ * bumped on every state change, as Linux md does.  The member with the
+ * highest event counter holds the truth; a member whose counter is lower
+ * missed changes (it is "stale").
+ *
+ * The record is little-endian, variable length (header + one entry per
+ * member) and ends with a zlib crc32 of everything before it.  It is
+ * replaced atomically (write tmp, fsync, rename, fsync dir).
+ *
+ * sb_encode/sb_decode are pure.  sb_read/sb_write do I/O on a member root
+ * directory descriptor.  All return 0 or a negative errno; sb_decode
+ * returns -EBADMSG for a bad checksum or magic and -EPROTO for an unknown
+ * format version, with a static explanation in *why.
+ */
+#ifndef RAIDFS_SUPERBLOCK_H
+#define RAIDFS_SUPERBLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+
+#define SB_DIR ".raidfs"
+#define SB_FILE ".raidfs/superblock"
+#define SB_DIRTY_DIR ".raidfs/dirty"
+#define SB_MAGIC "RAIDFSSB"
+#define SB_VERSION 1
+#define SB_NAME_MAX 64
+#define SB_PATH_MAX 256
+
+/* Member states as recorded in superblocks. */
+enum member_state {
+	MS_ONLINE = 0,	/* in sync, serving */
+	MS_FAULTY = 1,	/* failed at runtime or missing during a write */
+	MS_REMOVED = 2,	/* taken out of the array */
+	MS_REBUILDING = 3,
+	MS_SPARE = 4,
+};
+
+struct sb_member {
+	uint8_t state;			/* enum member_state */
+	char path[SB_PATH_MAX];		/* where it was last seen (messages only) */
+};
+
+struct superblock {
+	uint8_t uuid[16];
+	char name[SB_NAME_MAX];
+	uint32_t level;			/* enum raid_level */
+	uint32_t chunk;
+	uint32_t width;
+	uint32_t groups;
+	uint32_t index;			/* this member's index */
+	uint64_t events;
+	uint64_t ctime;			/* creation, seconds since the epoch */
+	uint64_t utime;			/* last update */
+	struct sb_member members[LAYOUT_MAX_WIDTH];
+};
+
+const char *member_state_name(enum member_state s);
+
+/* Encoded size for a width. */
+size_t sb_encoded_size(uint32_t width);
+/* Encode into buf (at least sb_encoded_size(sb->width) bytes). */
+size_t sb_encode(const struct superblock *sb, uint8_t *buf);
+int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
+	      const char **why);
+
+/* Read / atomically replace the superblock of the member rooted at dirfd. */
+int sb_read(int dirfd, struct superblock *sb, const char **why);
+int sb_write(int dirfd, const struct superblock *sb);
+
+/* uuid as 36-character text into buf[37]. */
+void sb_uuid_str(const uint8_t uuid[16], char buf[37]);
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * util.h - small helpers shared by every module: logging, little-endian
+ * encoding, size parsing, random ids, full-length member I/O.
+ *
+ * Logging goes to one sink chosen at start-up by log_open(): stderr (CLI
+ * and foreground daemon), a file (-o log=FILE) or syslog (background
+ * daemon).  log_msg() is thread safe.
+ */
+#ifndef RAIDFS_UTIL_H
+#define RAIDFS_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+enum log_level { LOG_L_ERR, LOG_L_WARN, LOG_L_INFO, LOG_L_DEBUG };
+
+/* sink: NULL = stderr, "syslog", or a file path (appended to). */
+int log_open(const char *sink);
+void log_msg(enum log_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define log_err(...) log_msg(LOG_L_ERR, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_L_WARN, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_L_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_L_DEBUG, __VA_ARGS__)
+
+/* Little-endian field access for on-disk formats. */
+static inline void put_le16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
+static inline void put_le32(uint8_t *p, uint32_t v)
+{ for (int i = 0; i < 4; i++) p[i] = v >> (8 * i); }
+static inline void put_le64(uint8_t *p, uint64_t v)
+{ for (int i = 0; i < 8; i++) p[i] = v >> (8 * i); }
+static inline uint16_t get_le16(const uint8_t *p) { return p[0] | (uint16_t)p[1] << 8; }
+static inline uint32_t get_le32(const uint8_t *p)
+{ uint32_t v = 0; for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i); return v; }
+static inline uint64_t get_le64(const uint8_t *p)
+{ uint64_t v = 0; for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i); return v; }
+
+/* "64K", "1M", "4096" -> bytes.  Returns 0 or -EINVAL. */
+int parse_size(const char *s, uint64_t *out);
+/* Human-readable size ("1.5 GiB") into buf. */
+const char *fmt_size(uint64_t bytes, char *buf, size_t len);
+
+/* 64 random bits from getrandom(). */
+uint64_t random_u64(void);
+void random_bytes(void *buf, size_t len);
+
+/*
+ * Full-length positional I/O.  io_pread() reads up to len bytes and zero
+ * fills whatever lies beyond the end of the file; returns bytes that came
+ * from the file (>= 0) or -errno.  io_pwrite() writes all of it or fails
+ * with -errno.
+ */
+ssize_t io_pread(int fd, void *buf, size_t len, off_t off);
+int io_pwrite(int fd, const void *buf, size_t len, off_t off);
+
+#endif
