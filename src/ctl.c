@@ -266,7 +266,7 @@ static void *ctl_thread(void *arg)
 	return NULL;
 }
 
-int ctl_start(struct array *a)
+int ctl_listen(struct array *a)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	CA = a;
@@ -284,6 +284,13 @@ int ctl_start(struct array *a)
 		listen_fd = -1;
 		return -e;
 	}
+	return 0;
+}
+
+int ctl_start(void)
+{
+	if (listen_fd < 0)
+		return -EBADF;
 	if (pthread_create(&thread, NULL, ctl_thread, NULL) != 0) {
 		close(listen_fd);
 		listen_fd = -1;

@@ -32,7 +32,10 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o);
  * the mount point itself), so the CLI works while file I/O is stuck. */
 void ctl_canonical(const char *mountpoint, char *buf, size_t len);
 int ctl_socket_path(const char *mountpoint, char *buf, size_t len);
-int ctl_start(struct array *a);
+/* Bind the socket before the daemon detaches (so `raidfs status` works as
+ * soon as `raidfs mount` returns), start serving after. */
+int ctl_listen(struct array *a);
+int ctl_start(void);
 void ctl_stop(void);
 /* Client side: send a request, print the reply; returns the exit status
  * the daemon put in the reply, or 2 when no daemon answers. */

@@ -102,6 +102,8 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 		array_close(a);
 		return 1;
 	}
+	if (ctl_listen(a) < 0)
+		fprintf(stderr, "raidfs: warning: control socket not available: 'raidfs status' will not reach this mount\n");
 	if (!o->log && !o->foreground)
 		log_open("syslog");
 	if (fuse_daemonize(o->foreground) != 0) {
@@ -110,8 +112,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 		return 1;
 	}
 	fuse_set_signal_handlers(fuse_get_session(f));
-	if (ctl_start(a) < 0)
-		log_warn("control socket not available: 'raidfs status' will not reach this mount");
+	ctl_start();
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 0);
 	fuse_loop_cfg_set_max_threads(lc, 16);
