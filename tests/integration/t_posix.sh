@@ -25,7 +25,7 @@ FAILS=0
 bad() { log "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 run_level() {
-	local level=$1 n=$2 members mnt rc t0
+	local level=$1 n=$2 data=$3 members mnt rc t0 left
 	t0=$SECONDS
 	members=$(make_members "$n" "$level-m")
 	mnt=$T/mnt-$level
@@ -49,6 +49,22 @@ run_level() {
 		bad "$level: posix_check.py exit $rc (failing checks listed above)"
 	fi
 	mountpoint -q "$mnt" || { bad "$level: the mount vanished during posix_check (daemon crash?)"; return; }
+	# nothing of raidfs's own (.raidfs/) shows in the mount, and the
+	# scratch tree posix_check removed is gone
+	left=$(ls -A "$mnt")
+	[ -z "$left" ] || bad "$level: the mount root is not empty after posix_check: $left"
+	# statfs reports what the level really allows: the members here share
+	# one filesystem, so capacity = its size x data members per stripe
+	"$PY" - "$mnt" "${members%% *}" "$data" <<'EOF' || bad "$level: statfs capacity does not match the level"
+import os, sys
+m, member, data = os.statvfs(sys.argv[1]), os.statvfs(sys.argv[2]), int(sys.argv[3])
+got, want = m.f_blocks * m.f_frsize, member.f_blocks * member.f_frsize * data
+avail, wavail = m.f_bavail * m.f_frsize, member.f_bavail * member.f_frsize * data
+print("    statfs: %.1f GiB total (expected %.1f), %.1f GiB available (expected %.1f)" % (
+    got / 2**30, want / 2**30, avail / 2**30, wavail / 2**30))
+ok = abs(got - want) <= want * 0.02 and abs(avail - wavail) <= wavail * 0.05 + 2**30
+sys.exit(0 if ok else 1)
+EOF
 	rfs_unmount "$mnt" || bad "$level: unmount failed"
 	mountpoint -q "$mnt" && bad "$level: still mounted after 'raidfs unmount'"
 	"$RAIDFS" check "$(join_members $members)" >"$T/check-$level.out" 2>&1
@@ -60,9 +76,10 @@ run_level() {
 	log "$level x$n: done in $((SECONDS - t0))s"
 }
 
-run_level raid5 4
-run_level raid1 2
-run_level raid0 2
+# level, members, data members per stripe
+run_level raid5 4 3
+run_level raid1 2 1
+run_level raid0 2 2
 
 # ---------------------------------------------------------------------------
 # long paths: member prefix + path inside the mount > PATH_MAX
