@@ -223,9 +223,20 @@ static void status_json(struct array *a, struct out *o)
 static void serve(int fd)
 {
 	char req[256];
-	ssize_t n = read(fd, req, sizeof(req) - 1);
-	if (n <= 0)
+	size_t n = 0;
+	/* one request line; the client may send it in pieces */
+	while (n < sizeof(req) - 1 && !memchr(req, '\n', n)) {
+		ssize_t r = read(fd, req + n, sizeof(req) - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += r;
+	}
+	if (n == 0) {
+		log_warn("control socket: empty request");
 		return;
+	}
 	req[n] = '\0';
 	req[strcspn(req, "\r\n")] = '\0';
 	struct out o = { malloc(4096), 0, 4096 };
@@ -326,7 +337,9 @@ int ctl_request(const char *mountpoint, const char *req, bool quiet, char *reply
 				mountpoint);
 		return 2;
 	}
-	if (write(fd, req, strlen(req)) < 0 || write(fd, "\n", 1) < 0) {
+	char line[256];
+	snprintf(line, sizeof(line), "%s\n", req);
+	if (write(fd, line, strlen(line)) < 0) {
 		close(fd);
 		return 2;
 	}
@@ -342,6 +355,8 @@ int ctl_request(const char *mountpoint, const char *req, bool quiet, char *reply
 		body = strchr(o.buf, '\n');
 		body = body ? body + 1 : o.buf + o.len;
 	}
+	if (o.len == 0 && !quiet)
+		fprintf(stderr, "raidfs: the daemon serving '%s' did not answer (see its log)\n", mountpoint);
 	if (reply)
 		snprintf(reply, replylen, "%s", body);
 	else if (!quiet)

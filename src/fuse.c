@@ -414,6 +414,14 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 	int r = rfile_open(A, rel(path), &rf);
 	if (r < 0)
 		return r;
+	if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
+		/* atomic O_TRUNC: the kernel leaves the truncation to us */
+		r = stripe_truncate(rf, 0);
+		if (r < 0) {
+			rfile_release(rf);
+			return r;
+		}
+	}
 	fi->fh = (uintptr_t)rf;
 	return 0;
 }
@@ -665,8 +673,12 @@ static int fs_removexattr(const char *path, const char *name)
 
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-	cfg->use_ino = 0;
-	cfg->hard_remove = 1;	/* open files live on through their shard fds */
+	/* inode numbers are the primary member's, so hard links share one */
+	cfg->use_ino = 1;
+	/* An unlinked open file is renamed to .fuse_hidden* until closed:
+	 * the kernel sends fstat() of it without a file handle, which only a
+	 * path can answer in the high-level API. */
+	cfg->hard_remove = 0;
 	cfg->nullpath_ok = 0;
 	cfg->entry_timeout = 1.0;
 	/* The high-level API gives every name of a hard-linked file its own

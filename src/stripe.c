@@ -275,6 +275,29 @@ static int mark_dirty(struct rfile *rf)
 	return 0;
 }
 
+/* Did a write of [off, off+len) put bytes (data, parity or a copy) on the
+ * primary member?  Small writes often do not. */
+static bool wrote_primary(const struct rfile *rf, uint64_t off, size_t len)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t p = rf->a->primary, g, slot;
+	uint64_t sbytes = layout_stripe_data_bytes(l);
+	uint64_t s0 = off / sbytes, s1 = (off + len - 1) / sbytes;
+	if (s1 > s0 + 1 || l->red == RED_MIRROR)
+		return true;	/* every member gets bytes, or is a full copy */
+	for (uint64_t s = s0; s <= s1; s++) {
+		layout_member_slot(l, s, p, &g, &slot);
+		for (uint32_t j = 0; j < l->k; j++) {
+			if (slot < l->k && j != slot)
+				continue;	/* a data slot only sees its own chunk */
+			uint64_t cbeg = layout_unmap(l, s, layout_data_index(l, g, j), 0);
+			if (cbeg < off + len && cbeg + l->chunk > off)
+				return true;	/* its chunk, or its group's parity */
+		}
+	}
+	return false;
+}
+
 /* ----------------------------------------------------------------- API */
 
 ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
@@ -322,6 +345,12 @@ ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off
 				ret = write_group(rf, s, g, &w);
 		}
 		pos = seg_end;
+	}
+	if (ret == 0 && !wrote_primary(rf, off, len)) {
+		/* getattr reports the primary shard's times: keep its mtime
+		 * moving even when this write landed on other members only */
+		static const struct timespec now[2] = { { 0, UTIME_OMIT }, { 0, UTIME_NOW } };
+		futimens(rf->fd[rf->a->primary], now);
 	}
 	if (ret == 0 && end > rf->size) {
 		__atomic_store_n(&rf->size, end, __ATOMIC_RELEASE);
