@@ -240,8 +240,8 @@ class Diverged(Exception):
 class Workload:
     # operation weights (the "extra" ones only without --no-extra)
     WEIGHTS = [
-        ("create", 8), ("pwrite", 24), ("overwrite", 12), ("append", 8),
-        ("truncate", 8), ("rename", 7), ("unlink", 4), ("mkdir", 3),
+        ("create", 11), ("pwrite", 24), ("overwrite", 12), ("append", 8),
+        ("truncate", 8), ("rename", 7), ("unlink", 3), ("mkdir", 3),
         ("rmdir", 1), ("renamedir", 1), ("fsync", 4), ("readcheck", 6),
     ]
     EXTRA = [("chmod", 2), ("symlink", 2), ("link", 1)]
@@ -282,7 +282,7 @@ class Workload:
 
     def newname(self, prefix="f"):
         self.names += 1
-        return "%s%d" % (prefix, self.names)
+        return "%s%s%d" % (self.a.name_prefix, prefix, self.names)
 
     def pick_dir(self):
         return self.rng.choice([""] + self.tree()["dirs"])
@@ -717,10 +717,13 @@ def gen_data(dseed, n):
 
 def cmd_crashwrite(args):
     rng = random.Random(args.seed)
-    os.makedirs(args.mnt, exist_ok=True)
-    j = Journal(args.state)
-    j.put({"t": "init", "seed": args.seed, "chunk": args.chunk,
-           "max_size": args.max_size}, sync=True)
+    try:
+        j = Journal(args.state)
+        j.put({"t": "init", "seed": args.seed, "chunk": args.chunk,
+               "max_size": args.max_size}, sync=True)
+    except OSError as e:
+        print("crashwrite: cannot write the journal %s: %s" % (args.state, e), file=sys.stderr)
+        return 2
     chunk, maxs = args.chunk, args.max_size
     files = {}      # name -> {"fd", "model": bytearray, "unsynced": int}
     opno = 0
@@ -742,6 +745,7 @@ def cmd_crashwrite(args):
         f["unsynced"] = 0
 
     try:
+        os.makedirs(args.mnt, exist_ok=True)
         for _ in range(args.files):
             name = new_file()
             do_sync(name)
@@ -924,6 +928,59 @@ def cmd_crashverify(args):
 
 
 # --------------------------------------------------------------------------
+# patterns: which member sets a level tolerates losing
+
+
+def tolerated(level, width, groups, missing):
+    """True when the array survives losing the member indices in `missing`
+    (the tolerance rules of the CLI documentation)."""
+    n = len(missing)
+    if level in ("single", "raid0"):
+        return n == 0
+    if level == "raid1":
+        return n <= width - 1
+    if level == "raid5":
+        return n <= 1
+    if level == "raid6":
+        return n <= 2
+    if level == "raid10":
+        return all(sum(1 for m in missing if m // 2 == p) <= 1 for p in range(width // 2))
+    if level in ("raid50", "raid60"):
+        gw = width // groups
+        t = 1 if level == "raid50" else 2
+        return all(sum(1 for m in missing if m // gw == g) <= t for g in range(groups))
+    raise ValueError("unknown level " + level)
+
+
+def cmd_patterns(args):
+    import itertools
+    L, W, G = args.level, args.width, args.groups
+    rng = random.Random(args.seed)
+    maxlost = {"raid1": W - 1, "raid5": 1, "raid6": 2, "raid10": W // 2,
+               "raid50": G, "raid60": 2 * G}.get(L, 0)
+    if args.intolerable:
+        out = []
+        for k in range(1, min(W, maxlost + 1) + 1):
+            for c in itertools.combinations(range(W), k):
+                if not tolerated(L, W, G, c) and \
+                        all(tolerated(L, W, G, c[:i] + c[i + 1:]) for i in range(k)):
+                    out.append(c)
+        pats = sorted(rng.sample(out, min(args.max or 3, len(out))))
+    else:
+        out = [c for k in range(1, maxlost + 1)
+               for c in itertools.combinations(range(W), k) if tolerated(L, W, G, c)]
+        if W > 8 and args.max and len(out) > args.max:
+            # sample, but always keep some of the worst cases
+            worst = [c for c in out if len(c) == len(out[-1])]
+            rest = [c for c in out if len(c) != len(out[-1])]
+            nw = min(len(worst), max(1, args.max // 2))
+            pats = rng.sample(worst, nw) + rng.sample(rest, min(len(rest), args.max - nw))
+            pats.sort(key=lambda c: (len(c), c))
+        else:
+            pats = out
+    for c in pats:
+        print(" ".join(str(i) for i in c))
+    return 0
 
 
 def size_arg(s):
@@ -948,6 +1005,8 @@ def main(argv=None):
     r.add_argument("--big", action="store_true", help="also write beyond 4 GiB (sparse)")
     r.add_argument("--no-extra", action="store_true", help="no chmod/symlink/link")
     r.add_argument("--log", help="write every operation to this file")
+    r.add_argument("--name-prefix", default="",
+                   help="prefix for new names (to run again on an existing tree)")
 
     c = sub.add_parser("compare", help="compare two trees")
     c.add_argument("--no-mode", action="store_true")
@@ -968,8 +1027,18 @@ def main(argv=None):
     v.add_argument("--mnt", required=True)
     v.add_argument("--state", required=True)
 
+    t = sub.add_parser("patterns", help="member sets a level tolerates losing (0-based)")
+    t.add_argument("--level", required=True)
+    t.add_argument("--width", type=int, required=True)
+    t.add_argument("--groups", type=int, default=1)
+    t.add_argument("--max", type=int, default=0,
+                   help="sample at most this many (only for width > 8, or --intolerable)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--intolerable", action="store_true",
+                   help="print minimal sets the level does NOT tolerate")
+
     args = p.parse_args(argv)
-    return {"run": cmd_run, "compare": cmd_compare, "crashwrite": cmd_crashwrite,
+    return {"run": cmd_run, "patterns": cmd_patterns, "compare": cmd_compare, "crashwrite": cmd_crashwrite,
             "crashverify": cmd_crashverify}[args.cmd](args)
 
 

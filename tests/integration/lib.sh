@@ -1,0 +1,172 @@
+# lib.sh - common helpers for raidfs integration scenarios.
+#
+# Source it first thing in a scenario script:
+#     . "$(dirname "$0")/lib.sh"
+# It creates a scratch directory ($T), installs an EXIT trap that unmounts
+# every raidfs mount the scenario made and kills leftover daemons (also when
+# the scenario fails), and provides small helpers.  On failure the scratch
+# directory is kept and its path printed together with the command line to
+# reproduce.  Exit status 77 means "skipped" (automake convention).
+#
+# Environment:
+#   RAIDFS      path of the raidfs binary (default: the build tree's)
+#   KEEP=1      keep the scratch directory even on success
+#   SEED        random seed for workloads (default: derived from $RANDOM)
+
+set -u
+TESTNAME=$(basename "$0" .sh)
+SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
+: "${top_builddir:=$SRCDIR}"
+RAIDFS=${RAIDFS:-$(cd "$top_builddir" && pwd)/raidfs}
+PY=${PYTHON:-python3}
+TOOLS=$SRCDIR/tests/tools
+SEED=${SEED:-$(( (RANDOM << 15) | RANDOM ))}
+T=$(mktemp -d "${TMPDIR:-/tmp}/raidfs-$TESTNAME.XXXXXX")
+MOUNTS=()
+FAILED=0
+
+log() { printf '%s: %s\n' "$TESTNAME" "$*" >&2; }
+
+cleanup() {
+	local rc=$?
+	local m
+	for m in "${MOUNTS[@]}"; do
+		# is_mounted also sees a mount whose daemon died (ENOTCONN)
+		if mountpoint -q "$m" 2>/dev/null || is_mounted "$m"; then
+			fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+		fi
+	done
+	# daemons started by this scenario carry $T in their command line
+	pkill -9 -f -- "$T" 2>/dev/null
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+		log "FAILED (exit $rc); scratch kept in $T"
+		log "reproduce: SEED=$SEED KEEP=1 $0"
+		[ -f "$T/daemon.log" ] && { log "last daemon log lines:"; tail -n 20 "$T/daemon.log" >&2; }
+	elif [ "${KEEP:-0}" = 1 ]; then
+		log "scratch kept in $T"
+	else
+		rm -rf "$T"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() { log "FAIL: $*"; exit 1; }
+skip() { log "SKIP: $*"; exit 77; }
+
+need_fuse() {
+	[ -e /dev/fuse ] || skip "/dev/fuse is missing"
+	command -v fusermount3 >/dev/null || skip "fusermount3 is missing (apt-get install fuse3)"
+	[ -x "$RAIDFS" ] || fail "raidfs binary not found at $RAIDFS"
+}
+
+# make_members N [prefix] -> creates $T/<prefix>1..N, prints them space separated
+make_members() {
+	local n=$1 p=${2:-d} i out=""
+	for i in $(seq 1 "$n"); do
+		mkdir -p "$T/$p$i"
+		out="$out $T/$p$i"
+	done
+	echo $out
+}
+
+# join_members "a b c" -> a:b:c
+join_members() { echo "$*" | tr ' ' ':'; }
+
+# rfs_mount MEMBERS_COLON MOUNTPOINT [mount args...]: mounts in the
+# background, registers the mount for cleanup, daemon log in $T/daemon.log
+rfs_mount() {
+	local members=$1 mnt=$2; shift 2
+	mkdir -p "$mnt"
+	MOUNTS+=("$mnt")
+	"$RAIDFS" mount -o "log=$T/daemon.log" "$@" "$members" "$mnt" || return $?
+	mountpoint -q "$mnt" || { log "mount of $mnt did not appear"; return 1; }
+}
+
+rfs_unmount() {
+	local mnt=$1
+	"$RAIDFS" unmount "$mnt" || { fusermount3 -u "$mnt"; return 1; }
+}
+
+# daemon_pid MOUNTPOINT -> pid of the daemon serving it
+daemon_pid() {
+	pgrep -f -- "raidfs.* $1\$" | head -n 1
+}
+
+# expect_rc RC CMD... : run CMD, fail unless it exits with RC; output in $OUT/$ERR
+expect_rc() {
+	local want=$1; shift
+	OUT=$T/out.txt ERR=$T/err.txt
+	"$@" >"$OUT" 2>"$ERR"
+	local rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		log "command: $*"; log "stdout: $(cat "$OUT")"; log "stderr: $(cat "$ERR")"
+		fail "expected exit $want, got $rc"
+	fi
+}
+
+# ---- helpers added for the level/degraded/crash scenarios ----------------
+
+# is_mounted PATH: true when PATH is a mount point in /proc/mounts (also
+# when its FUSE daemon died and stat() on it fails with ENOTCONN)
+is_mounted() {
+	local p
+	p=$(realpath -m "$1")
+	awk -v p="$p" '$2 == p { found = 1 } END { exit !found }' /proc/mounts
+}
+
+# workload ARGS...: run tests/tools/workload.py
+workload() { "$PY" "$TOOLS/workload.py" "$@"; }
+
+# wait_pid_gone PID SECONDS: wait until PID has exited (a zombie counts as
+# exited: reap children with `wait` afterwards); false on timeout
+wait_pid_gone() {
+	local pid=$1 n=$(( $2 * 20 ))
+	[ -n "$pid" ] || return 0
+	while kill -0 "$pid" 2>/dev/null; do
+		case $(ps -o stat= -p "$pid" 2>/dev/null) in Z*|"") return 0 ;; esac
+		n=$((n - 1))
+		[ "$n" -gt 0 ] || return 1
+		sleep 0.05
+	done
+}
+
+# rfs_unmount_wait MOUNTPOINT: unmount and wait (20 s at most) until the
+# daemon has exited, so the members can be used again right away
+rfs_unmount_wait() {
+	local mnt=$1 pid
+	pid=$(daemon_pid "$mnt")
+	rfs_unmount "$mnt" || { log "unmount of $mnt failed"; return 1; }
+	wait_pid_gone "$pid" 20 || { log "daemon $pid of $mnt still running 20 s after unmount"; return 1; }
+	! is_mounted "$mnt" || { log "$mnt still mounted after unmount"; return 1; }
+}
+
+# hide_member DIR / unhide_member DIR: make a member path not exist (a
+# missing disk) by renaming it to DIR.away, and put it back
+hide_member() { mv "$1" "$1.away"; }
+unhide_member() { mv "$1.away" "$1"; }
+
+# stripe_data_chunks LEVEL WIDTH [GROUPS]: data chunks per stripe
+stripe_data_chunks() {
+	local l=$1 w=$2 g=${3:-2}
+	case $l in
+	single|raid1) echo 1 ;;
+	raid0) echo "$w" ;;
+	raid5) echo $((w - 1)) ;;
+	raid6) echo $((w - 2)) ;;
+	raid10) echo $((w / 2)) ;;
+	raid50) echo $((g * (w / g - 1))) ;;
+	raid60) echo $((g * (w / g - 2))) ;;
+	esac
+}
+
+# size_bytes 64K -> 65536
+size_bytes() {
+	local s=$1
+	case $s in
+	*[kK]) echo $(( ${s%?} * 1024 )) ;;
+	*[mM]) echo $(( ${s%?} * 1048576 )) ;;
+	*) echo "$s" ;;
+	esac
+}

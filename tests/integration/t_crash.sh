@@ -1,0 +1,121 @@
+#!/bin/bash
+# t_crash.sh - kill -9 the daemon during writes; the next mount must repair.
+#
+# raid5 (4 members), raid6 (5 members) and raid1 (3 members), 22 crash
+# points in all.  Each iteration: mount, verify the files of every earlier
+# iteration, start `workload.py crashwrite` (writes, overwrites, extends and
+# truncates a few files with periodic fsync/fdatasync, journalling outside
+# the mount), sleep a random 0.2-1.5 s, kill -9 the daemon; the writer gets
+# errors and stops; detach the dead mount (fusermount3 -uz); mount again
+# (this is where the repair happens), unmount, and the offline
+# `raidfs check` must be clean.  At the end every iteration's journal is
+# verified: each fsynced byte not modified after its fsync must be intact.
+#
+# Environment: ITERS ("raid5 raid6 raid1" iteration counts, default
+# "9 9 4"), ONLY (regex on the configuration line), SEED.
+. "$(dirname "$0")/lib.sh"
+need_fuse
+
+read -r I5 I6 I1 <<<"${ITERS:-9 9 4}"
+ONLY=${ONLY:-}
+RANDOM=$SEED	# kill delays reproduce with the seed
+
+# level width chunk iterations
+CONFIGS=(
+	"raid5 4 4K $I5"
+	"raid6 5 64K $I6"
+	"raid1 3 4K $I1"
+)
+
+# verify_all: crashverify every journal written so far against the mount
+verify_all() {
+	local k
+	for k in $(seq 1 "$1"); do
+		[ -f "$C/state.$k" ] || continue
+		if ! workload crashverify --mnt "$mnt/i$k" --state "$C/state.$k" >"$C/verify.out" 2>&1; then
+			cat "$C/verify.out" >&2
+			log "writer output of iteration $k: $(tail -n 2 "$C/cw.$k.out" | tr '\n' ' ')"
+			log "reproduce: $repro"
+			fail "$what: iteration $k: fsynced data lost or wrong ($2)"
+		fi
+	done
+}
+
+n=0
+total=0
+for cfg in "${CONFIGS[@]}"; do
+	n=$((n + 1))
+	[ -z "$ONLY" ] || [[ $cfg =~ $ONLY ]] || continue
+	read -r level width chunk iters <<<"$cfg"
+	[ "$iters" -gt 0 ] || continue
+	t0=$SECONDS
+	C=$T/c$n
+	mkdir -p "$C"
+	mem=$(make_members "$width" "c$n/d")
+	members=$(join_members $mem)
+	mnt=$C/mnt
+	cb=$(size_bytes "$chunk")
+	what="$level width $width chunk $chunk"
+	repro="SEED=$SEED ONLY='^$level ' KEEP=1 $0"
+	expect_rc 0 "$RAIDFS" create --level "$level" --chunk "$chunk" --name "k$n" $mem
+
+	for it in $(seq 1 "$iters"); do
+		rfs_mount "$members" "$mnt" || fail "$what: iteration $it: mount failed"
+		verify_all $((it - 1)) "after the repair of crash $((it - 1))"
+
+		workload crashwrite --mnt "$mnt/i$it" --state "$C/state.$it" \
+			--seed $((SEED + 100 * n + it)) --chunk "$cb" --max-size $((8 * cb + 12345)) \
+			>"$C/cw.$it.out" 2>&1 &
+		wpid=$!
+		# start the clock once the writer is under way (its files exist
+		# and were fsynced once), so that the kill lands mid-workload
+		for _ in $(seq 200); do
+			grep -qs '"t":"w"' "$C/state.$it" && break
+			kill -0 "$wpid" 2>/dev/null || break
+			sleep 0.05
+		done
+		ms=$((200 + RANDOM % 1300))
+		sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
+		pid=$(daemon_pid "$mnt")
+		[ -n "$pid" ] || fail "$what: iteration $it: cannot find the daemon of $mnt"
+		kill -9 "$pid"
+		wait_pid_gone "$pid" 10 || fail "$what: daemon $pid survived kill -9"
+		# the writer must notice (ENOTCONN) and stop by itself
+		if ! wait_pid_gone "$wpid" 20; then
+			kill -9 "$wpid" 2>/dev/null
+			fail "$what: iteration $it: writer still running 20 s after the daemon died"
+		fi
+		wait "$wpid"
+		wrc=$?
+		[ "$wrc" -eq 3 ] || {
+			cat "$C/cw.$it.out" >&2
+			fail "$what: iteration $it: writer exit $wrc (want 3: stopped by an I/O error)"
+		}
+		grep -q '"t":"s"' "$C/state.$it" || log "$what: iteration $it: note: killed before the writer's first fsync"
+		fusermount3 -uz "$mnt" 2>/dev/null
+		is_mounted "$mnt" && fail "$what: dead mount $mnt still attached"
+
+		# informational: what the offline check says before any repair
+		"$RAIDFS" check "$members" >"$C/check-before.$it.out" 2>&1
+		before=$?
+
+		rfs_mount "$members" "$mnt" || fail "$what: iteration $it: mount after the crash failed"
+		rfs_unmount_wait "$mnt" || fail "$what: iteration $it: unmount after the repair"
+		"$RAIDFS" check "$members" >"$C/check.out" 2>&1
+		rc=$?
+		if [ "$rc" -ne 0 ]; then
+			head -n 30 "$C/check.out" >&2
+			log "reproduce: $repro"
+			fail "$what: iteration $it (killed after ${ms} ms): raidfs check exit $rc after the repair mount (want 0)"
+		fi
+		log "$what: crash $it after ${ms} ms: $(tail -n 1 "$C/cw.$it.out" | sed 's/^crashwrite: //'); check before repair $before, after 0"
+		total=$((total + 1))
+	done
+	rfs_mount "$members" "$mnt" || fail "$what: final mount failed"
+	verify_all "$iters" "final verification"
+	rfs_unmount_wait "$mnt" || fail "$what: final unmount"
+	log "ok: $what: $iters crashes ($((SECONDS - t0))s)"
+	rm -rf "$C"
+done
+log "all configurations passed: $total crashes in ${SECONDS}s (SEED=$SEED)"
+exit 0
