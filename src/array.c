@@ -219,23 +219,44 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		ok[i] = false;
 		fds[i] = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fds[i] < 0) {
+			why = errno == ENOENT ? "no such directory" : "cannot open the directory";
 			log_warn("member '%s' is missing: %s", paths[i], strerror(errno));
-			continue;
-		}
-		int r = sb_read(fds[i], &sbs[i], &why);
-		if (r < 0) {
+		} else if (sb_read(fds[i], &sbs[i], &why) < 0) {
 			log_warn("member '%s' is not usable: %s", paths[i], why);
 			close(fds[i]);
 			fds[i] = -1;
+		} else {
+			ok[i] = true;
 			continue;
 		}
-		ok[i] = true;
-		if (best < 0 || sbs[i].events > sbs[best].events)
+		a->unusable_path[a->nunusable] = paths[i];
+		a->unusable_why[a->nunusable++] = why;
+	}
+	/* The array is the uuid most members agree on (the newest superblock
+	 * of it is the truth); the others are named as foreign below. */
+	for (i = 0; i < n; i++) {
+		if (!ok[i])
+			continue;
+		int votes = 0, best_votes = 0;
+		for (int j = 0; j < n; j++) {
+			if (ok[j] && memcmp(sbs[j].uuid, sbs[i].uuid, 16) == 0)
+				votes++;
+			if (best >= 0 && ok[j] && memcmp(sbs[j].uuid, sbs[best].uuid, 16) == 0)
+				best_votes++;
+		}
+		if (best < 0 || votes > best_votes ||
+		    (votes == best_votes && memcmp(sbs[i].uuid, sbs[best].uuid, 16) == 0 &&
+		     sbs[i].events > sbs[best].events))
 			best = i;
 	}
 	if (best < 0) {
-		errf(err, errlen, "no member holds a valid raidfs superblock (given: %s%s); create the array with 'raidfs create' first",
-		     paths[0], n > 1 ? ", ..." : "");
+		size_t off = 0;
+		char list[1536] = "";
+		for (int u = 0; u < a->nunusable; u++)
+			off += snprintf(list + off, off < sizeof(list) ? sizeof(list) - off : 0,
+					"%s'%s' (%s)", u ? ", " : "", a->unusable_path[u], a->unusable_why[u]);
+		errf(err, errlen, "no member holds a valid raidfs superblock: %s; check the member paths (or create the array with 'raidfs create')",
+		     list);
 		goto fail;
 	}
 	/* Refuse members of another array: they are not "missing", they are a

@@ -61,6 +61,11 @@ struct array {
 	bool readonly;
 	pthread_mutex_t lock;
 	char mountpoint[PATH_MAX];
+	/* given paths that could not be used, and why (set by assembly;
+	 * the strings are the caller's argv and static messages) */
+	int nunusable;
+	const char *unusable_path[LAYOUT_MAX_WIDTH + 1];
+	const char *unusable_why[LAYOUT_MAX_WIDTH + 1];
 };
 
 struct create_opts {

@@ -195,9 +195,12 @@ int check_main(char *members)
 		return 2;
 	}
 	struct check c = { .a = &a };
-	if (array_state(&a) != ARRAY_OPTIMAL)
-		printf("raidfs check: array '%s' is degraded (%d member%s missing): redundancy is checked where it is complete\n",
-		       a.sb.name, array_absent_count(&a), array_absent_count(&a) == 1 ? "" : "s");
+	for (int u = 0; u < a.nunusable; u++)
+		problem(&c, "member '%s' is not usable: %s", a.unusable_path[u], a.unusable_why[u]);
+	for (uint32_t j = 0; j < a.width; j++)
+		if (!member_present(&a, j))
+			problem(&c, "member %u ('%s') is %s: the array is degraded; redundancy is checked where it is complete",
+				j, a.m[j].path, a.m[j].stale ? "stale" : "missing");
 	/* an unclean shutdown leaves files in the dirty log */
 	for (uint32_t j = 0; j < a.width; j++) {
 		if (!member_present(&a, j))
