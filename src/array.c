@@ -575,6 +575,17 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 		ret = -EUCLEAN;
 		goto out;
 	}
+	if (nnames && array_absent_count(a)) {
+		/* forced: the resync changes files without the absent members,
+		 * which are therefore out of date from now on */
+		ret = array_note_write(a);
+		if (ret < 0) {
+			errf(err, errlen, "cannot record the absent members in the superblocks: %s", strerror(-ret));
+			goto out;
+		}
+		log_warn("array '%s': resyncing %zu dirty file%s without the absent members (forced); they are out of date now",
+			 a->sb.name, nnames, nnames == 1 ? "" : "s");
+	}
 	for (size_t i = 0; i < nnames; i++) {
 		bool complete;
 		resync_one(a, names[i], &complete);

@@ -222,6 +222,21 @@ static int cmd_status(int argc, char **argv)
 	return ctl_request(mnt, json ? "status-json" : "status", false, NULL, 0);
 }
 
+/* running, and not a zombie waiting for its parent (init) to reap it */
+static bool process_alive(pid_t pid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
 static int cmd_unmount(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -247,7 +262,7 @@ static int cmd_unmount(int argc, char **argv)
 	}
 	/* wait for the daemon to finish writing metadata and exit */
 	for (int i = 0; pid > 0 && i < 600; i++) {
-		if (kill(pid, 0) < 0 && errno == ESRCH)
+		if (!process_alive(pid))
 			break;
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
