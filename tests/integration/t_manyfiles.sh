@@ -11,6 +11,14 @@
 # EMFILE long before).  Then 2,000 files are held open at once and must all
 # read correctly, and the count must drop back once they are closed.
 # Finally unmount, remount, and count and sample again.
+#
+# The scratch tree goes to /dev/shm when TMPDIR is not set and it has room:
+# the scenario is about descriptors, not disks, and half a million member
+# files are created and removed several times faster on tmpfs (~1 GB).
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ] &&
+	[ "$(df -Pk /dev/shm | awk 'NR == 2 { print $4 }')" -gt 4000000 ] 2>/dev/null; then
+	export TMPDIR=/dev/shm
+fi
 . "$(dirname "$0")/lib.sh"
 
 need_fuse
@@ -103,16 +111,17 @@ if sorted(os.listdir(mnt)) != ["dir%03d" % d for d in range(ndirs)]:
     problems.append("the mount root does not list exactly the %d directories" % ndirs)
 print("  readdir: %d entries in %.1fs" % (seen, time.monotonic() - t1), flush=True)
 
-# look up every file: the kernel now knows 100,000 inodes
+# look up every file: the kernel now knows 100,000 inodes (after the
+# remount, a sample is enough: the descriptor count was proven above)
 t1 = time.monotonic()
-for d in range(ndirs):
+for d in (range(ndirs) if phase == "create" else range(0, ndirs, 10)):
     for f in range(perdir):
         st = os.stat(name(d, f))
         if st.st_size != len(content(d, f)):
             problems.append("%s: size %d, expected %d" % (name(d, f), st.st_size, len(content(d, f))))
             break
-print("  stat of all %d files in %.1fs" % (total, time.monotonic() - t1), flush=True)
-check_idle("after stat of all %d files" % total)
+print("  stat of %s files in %.1fs" % ("all" if phase == "create" else "a tenth of the", time.monotonic() - t1), flush=True)
+check_idle("after stat of the files")
 
 rng = random.Random(1)
 sample = [(rng.randrange(ndirs), rng.randrange(perdir)) for _ in range(2000)]
