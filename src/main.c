@@ -63,7 +63,8 @@ static int cmd_create(int argc, char **argv)
 	struct create_opts o = { .level = LEVEL_COUNT, .chunk = LAYOUT_DEFAULT_CHUNK };
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "l:c:g:n:Fh", lo, NULL)) != -1) {
+	opterr = 0;	/* our own messages, with what to do */
+	while ((c = getopt_long(argc, argv, ":l:c:g:n:Fh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'l': {
 			int l = layout_level_parse(optarg);
@@ -103,7 +104,12 @@ static int cmd_create(int argc, char **argv)
 			break;
 		case 'F': o.force = true; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 1;
+		case ':':
+			fprintf(stderr, "raidfs: create: option '%s' needs a value (see 'raidfs --help')\n", argv[optind - 1]);
+			return 1;
+		default:
+			fprintf(stderr, "raidfs: create: unknown option '%s' (see 'raidfs --help')\n", argv[optind - 1]);
+			return 1;
 		}
 	}
 	if (o.level == LEVEL_COUNT) {
