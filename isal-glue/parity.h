@@ -10,29 +10,42 @@
  * Code (bit-compatible with Linux md and ISA-L pq_gen)
  *   P = D_0 ^ D_1 ^ ... ^ D_{k-1}
  *   Q = sum_i g^i * D_i over GF(2^8), polynomial 0x11d, generator g = 2.
- *   Rows 3 and 4 (m >= 3) follow gf_gen_rs_matrix(): row r has
- *   coefficients (2^(r-1))^i ... i.e. the Vandermonde rows after P and Q.
+ *   Rows 3 and 4 (m >= 3) follow gf_gen_rs_matrix(): counting parity rows
+ *   from 0 (P = 0, Q = 1), row r has coefficients (2^r)^i, i.e. R = sum
+ *   4^i * D_i and S = sum 8^i * D_i.  So m = 3 and 4 extend RAID6: their
+ *   first two parity blocks are exactly P and Q.  For k = 1 every parity
+ *   block is a copy of the data block.
  *
  * Blocks
  *   blocks[0..k-1] are data, blocks[k..k+m-1] parity, each `len` bytes.
  *   Any length >= 1 and any alignment is accepted: where ISA-L needs
  *   aligned buffers or a length multiple of 16/32, the glue copies through
  *   aligned, zero-padded scratch (per thread).  Nothing outside isal-glue/
- *   includes ISA-L headers.
+ *   includes ISA-L headers.  Blocks whose addresses are 64-byte aligned
+ *   are used in place; with len % 64 == 0 as well, nothing is copied at
+ *   all, which is the fast path.  The k + m blocks must not overlap.
  *
  * Limits
  *   1 <= k <= PARITY_MAX_K, 0 <= m <= PARITY_MAX_M.  For m = 4, k <= 21
- *   (beyond that the RS matrix has singular erasure patterns).
+ *   (beyond that the RS matrix has singular erasure patterns); every
+ *   function returns -EINVAL for m = 4 with k > 21.  Within these limits
+ *   every pattern of up to m erasures is decodable (the test checks all of
+ *   them for m = 4, k = 21).
  *
  * Thread safety
  *   All functions are safe to call from any number of threads.  Decode
  *   tables are cached per (k, m, erasure pattern) in a table protected by
- *   its own lock; scratch buffers are per thread.
+ *   its own lock (at most 256 entries, least recently used evicted);
+ *   encode tables for m >= 3 are built once per (k, m) and taken without
+ *   a lock.  Scratch buffers are per thread: up to about 1 MiB each, held
+ *   until the thread exits.
  *
  * Errors
  *   Functions return 0 on success or a negative errno: -EINVAL for bad
- *   k/m/len/indices, -ENOMEM when scratch cannot be had, -EIO when the
- *   erasure pattern cannot be decoded (more erasures than m).
+ *   k/m/len/indices or a NULL block, -ENOMEM when scratch cannot be had,
+ *   -EIO when the erasure pattern cannot be decoded (more erasures than m;
+ *   a singular pattern would also give -EIO, but none exists within the
+ *   limits above).  On error no block has been written.
  */
 #ifndef RAIDFS_PARITY_H
 #define RAIDFS_PARITY_H
@@ -50,9 +63,11 @@ int parity_encode(int k, int m, size_t len, uint8_t *const *blocks);
  * error.  Does not modify any block. */
 int parity_verify(int k, int m, size_t len, uint8_t *const *blocks);
 
-/* Recompute the blocks whose indices (0..k+m-1, distinct) are listed in
- * erased[0..nerased-1] from the other blocks, in place.  nerased <= m,
- * otherwise -EIO.  Surviving blocks are read only. */
+/* Recompute the blocks whose indices (0..k+m-1, distinct, in any order)
+ * are listed in erased[0..nerased-1] from the other blocks, in place.
+ * nerased <= m, otherwise -EIO (checked before the indices); nerased == 0
+ * is a no-op.  The old contents of erased blocks are ignored.  Surviving
+ * blocks are read only, never written, not even with their own value. */
 int parity_reconstruct(int k, int m, size_t len, uint8_t *const *blocks,
 		       const int *erased, int nerased);
 
@@ -63,7 +78,9 @@ int parity_ref_verify(int k, int m, size_t len, uint8_t *const *blocks);
 int parity_ref_reconstruct(int k, int m, size_t len, uint8_t *const *blocks,
 			   const int *erased, int nerased);
 
-/* crc32 with zlib's value (ISA-L crc32_gzip_refl when available). */
+/* crc32 with zlib's value (ISA-L crc32_gzip_refl): parity_crc32(0, b, n)
+ * == crc32(0, b, n), chaining the same way, and 0 for a NULL buf as zlib
+ * does.  Any alignment and length. */
 uint32_t parity_crc32(uint32_t crc, const void *buf, size_t len);
 
 #endif

@@ -1,0 +1,934 @@
+/*
+ * parity.c - parity over ISA-L, plus a plain-C reference implementation.
+ *
+ * Design
+ *   Every operation is reduced to one "job": a list of input blocks, a list
+ *   of (at most PARITY_MAX_M) output blocks and one ISA-L kernel that maps
+ *   the first onto the second:
+ *
+ *     OP_XOR  xor_gen       m = 1 encode, single data erasure with P alive
+ *     OP_PQ   pq_gen        m = 2 encode, or P and Q both lost
+ *     OP_EC   ec_encode_data with tables for a k x nout matrix: m >= 3
+ *                           encode, and every other reconstruction
+ *
+ *   k = 1 never reaches ISA-L: every parity row has coefficient g^0 = 1 for
+ *   column 0, so every block of the row is a copy of the data block (and
+ *   xor_gen / pq_gen refuse fewer than two sources anyway).
+ *
+ *   ISA-L wants 64-byte aligned buffers (xor_gen's older SIMD variants use
+ *   aligned loads, the *_check functions crash on unaligned ones) and
+ *   pq_gen wants len % 32 == 0.  Callers hand us whatever they have, so
+ *   run_job() splits the length into a body (a multiple of 64) and a tail
+ *   (< 64 bytes).  In the body, a block whose address is 64-byte aligned is
+ *   used in place; others go through per-thread aligned scratch.  The tail
+ *   always goes through scratch, zero-padded to 64 bytes, because reading
+ *   past the caller's buffer is not ours to do.  The body is cut in pieces
+ *   so that scratch stays under SCRATCH_BUDGET and ISA-L's int lengths
+ *   never overflow.
+ *
+ *   Reconstruction (m >= 2) follows ISA-L's own recipe: take k surviving
+ *   rows of the gf_gen_rs_matrix() generator (all surviving data rows, then
+ *   as few parity rows as needed), invert that k x k matrix, and express
+ *   each erased row in terms of the k surviving blocks.  The inversion and
+ *   ec_init_tables() cost far more than decoding one 4 KiB row, so the
+ *   resulting "plan" is cached per (k, m, erasure pattern) in a small LRU
+ *   hash table.  Plans are immutable once built and reference counted, so
+ *   the lock is held only for the lookup, never while decoding.
+ *
+ *   The reference functions (parity_ref_*) share nothing with the ISA-L
+ *   path except argument checking: their own GF(2^8) log/exp tables, their
+ *   own generator coefficients and their own Gauss-Jordan inversion, so
+ *   the tests comparing the two can catch a mistake in either.
+ *
+ * Locking
+ *   plan_lock protects the plan hash table and LRU list.  Reference counts
+ *   are atomic because the last put can happen outside the lock.  Encode
+ *   plans for m >= 3 live outside the cache, published once per (k, m)
+ *   with a CAS, so encoding takes no lock.  Scratch is per thread (pthread
+ *   key, freed by the key destructor).
+ */
+#include "parity.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <isa-l/crc.h>
+#include <isa-l/erasure_code.h>
+#include <isa-l/raid.h>
+
+#define ALIGN		64
+#define PIECE_MAX	(1u << 20)	/* longest piece handed to ISA-L */
+#define SCRATCH_BUDGET	(1u << 20)	/* per-thread scratch for the body */
+#define NBLK_MAX	(PARITY_MAX_K + PARITY_MAX_M)
+#define M4_MAX_K	21	/* m = 4: larger k has singular patterns */
+#define PLAN_MAX	256
+#define PLAN_BUCKETS	512
+
+/* ---------------------------------------------------------------------- */
+/* Argument checks (shared by both implementations)                       */
+/* ---------------------------------------------------------------------- */
+
+static int check_args(int k, int m, size_t len, uint8_t *const *blocks)
+{
+	if (k < 1 || k > PARITY_MAX_K || m < 0 || m > PARITY_MAX_M)
+		return -EINVAL;
+	if (m == 4 && k > M4_MAX_K)
+		return -EINVAL;
+	if (len == 0 || !blocks)
+		return -EINVAL;
+	for (int i = 0; i < k + m; i++)
+		if (!blocks[i])
+			return -EINVAL;
+	return 0;
+}
+
+/*
+ * Validate an erasure list and turn it into a sorted copy in sorted[] and
+ * a flag per block in lost[].  -EIO when more blocks are lost than m can
+ * repair (checked first: the caller asked for the impossible whatever the
+ * indices say), -EINVAL for an index out of range or listed twice.
+ */
+static int check_erasures(int k, int m, const int *erased, int nerased,
+			  int *sorted, bool *lost)
+{
+	if (nerased < 0 || (nerased > 0 && !erased))
+		return -EINVAL;
+	if (nerased > m)
+		return -EIO;
+	memset(lost, 0, sizeof(bool) * (k + m));
+	for (int i = 0; i < nerased; i++) {
+		int e = erased[i];
+
+		if (e < 0 || e >= k + m || lost[e])
+			return -EINVAL;
+		lost[e] = true;
+	}
+	int n = 0;
+	for (int i = 0; i < k + m; i++)
+		if (lost[i])
+			sorted[n++] = i;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Per-thread scratch                                                     */
+/* ---------------------------------------------------------------------- */
+
+struct scratch {
+	uint8_t *buf;
+	size_t size;
+};
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_key_ok;
+
+static void scratch_free(void *p)
+{
+	struct scratch *s = p;
+
+	free(s->buf);
+	free(s);
+}
+
+static void scratch_init(void)
+{
+	scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+/*
+ * Return at least `size` bytes of 64-byte aligned scratch owned by the
+ * calling thread, or NULL when memory cannot be had.  The contents are not
+ * preserved across calls.  Scratch only grows; run_job() keeps requests
+ * under SCRATCH_BUDGET (+ one 64-byte slot per block for the tail), so a
+ * thread never holds more than about 1 MiB.
+ */
+static uint8_t *scratch_get(size_t size)
+{
+	struct scratch *s;
+
+	pthread_once(&scratch_once, scratch_init);
+	if (!scratch_key_ok)
+		return NULL;
+	s = pthread_getspecific(scratch_key);
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		if (pthread_setspecific(scratch_key, s)) {
+			free(s);
+			return NULL;
+		}
+	}
+	if (s->size < size) {
+		void *p;
+
+		free(s->buf);
+		s->buf = NULL;
+		s->size = 0;
+		if (posix_memalign(&p, ALIGN, size))
+			return NULL;
+		s->buf = p;
+		s->size = size;
+	}
+	return s->buf;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Jobs: one ISA-L kernel over any length and alignment                   */
+/* ---------------------------------------------------------------------- */
+
+enum op { OP_XOR, OP_PQ, OP_EC };
+
+struct job {
+	enum op op;
+	int nin, nout;
+	uint8_t *in[NBLK_MAX];
+	uint8_t *out[PARITY_MAX_M];
+	const uint8_t *gftbls;	/* OP_EC: 32 * nin * nout bytes */
+	bool compare;		/* compare outputs with out[], do not write */
+};
+
+static inline bool aligned(const void *p)
+{
+	return ((uintptr_t)p & (ALIGN - 1)) == 0;
+}
+
+/* Run the kernel on n bytes (n % 64 == 0, all pointers 64-byte aligned). */
+static void kernel(const struct job *j, size_t n, uint8_t **src, uint8_t **dst)
+{
+	void *v[NBLK_MAX + 1];
+	int i, ret = 0;
+
+	switch (j->op) {
+	case OP_XOR:
+	case OP_PQ:
+		for (i = 0; i < j->nin; i++)
+			v[i] = src[i];
+		for (i = 0; i < j->nout; i++)
+			v[j->nin + i] = dst[i];
+		if (j->op == OP_XOR)
+			ret = xor_gen(j->nin + 1, (int)n, v);
+		else
+			ret = pq_gen(j->nin + 2, (int)n, v);
+		break;
+	case OP_EC:
+		ec_encode_data((int)n, j->nin, j->nout, (uint8_t *)j->gftbls,
+			       src, dst);
+		break;
+	}
+	/* Only a broken precondition (too few sources, bad length) fails. */
+	assert(ret == 0);
+	(void)ret;
+}
+
+/*
+ * Apply job j to `len` bytes of every block.  Returns 0, or with
+ * j->compare 1 as soon as a computed output differs from the stored one,
+ * or -ENOMEM when scratch cannot be had.  Only out[] blocks are written,
+ * and only when !j->compare.
+ */
+static int run_job(const struct job *j, size_t len)
+{
+	size_t body = len & ~(size_t)(ALIGN - 1), tail = len - body;
+	int nbuf = j->nin + j->nout, nscr = 0, i;
+	size_t slot = 0, need = 0;
+	uint8_t *src[NBLK_MAX], *dst[PARITY_MAX_M], *scr = NULL;
+
+	for (i = 0; i < j->nin; i++)
+		nscr += !aligned(j->in[i]);
+	for (i = 0; i < j->nout; i++)
+		nscr += j->compare || !aligned(j->out[i]);
+	if (body && nscr) {
+		slot = (SCRATCH_BUDGET / nscr) & ~(size_t)(ALIGN - 1);
+		if (slot > body)
+			slot = body;
+		need = slot * nscr;
+	}
+	if (tail && need < (size_t)nbuf * ALIGN)
+		need = (size_t)nbuf * ALIGN;
+	if (need && !(scr = scratch_get(need)))
+		return -ENOMEM;
+
+	for (size_t off = 0, n; off < body; off += n) {
+		uint8_t *s = scr;
+
+		n = body - off;
+		if (n > PIECE_MAX)
+			n = PIECE_MAX;
+		if (nscr && n > slot)
+			n = slot;
+		for (i = 0; i < j->nin; i++) {
+			src[i] = j->in[i] + off;
+			if (!aligned(src[i])) {
+				memcpy(s, src[i], n);
+				src[i] = s;
+				s += slot;
+			}
+		}
+		for (i = 0; i < j->nout; i++) {
+			dst[i] = j->out[i] + off;
+			if (j->compare || !aligned(dst[i])) {
+				dst[i] = s;
+				s += slot;
+			}
+		}
+		kernel(j, n, src, dst);
+		for (i = 0; i < j->nout; i++) {
+			if (dst[i] == j->out[i] + off)
+				continue;
+			if (!j->compare)
+				memcpy(j->out[i] + off, dst[i], n);
+			else if (memcmp(j->out[i] + off, dst[i], n))
+				return 1;
+		}
+	}
+
+	if (tail) {
+		uint8_t *s = scr;
+
+		for (i = 0; i < j->nin; i++, s += ALIGN) {
+			memcpy(s, j->in[i] + body, tail);
+			memset(s + tail, 0, ALIGN - tail);
+			src[i] = s;
+		}
+		for (i = 0; i < j->nout; i++, s += ALIGN)
+			dst[i] = s;
+		kernel(j, ALIGN, src, dst);
+		for (i = 0; i < j->nout; i++) {
+			if (!j->compare)
+				memcpy(j->out[i] + body, dst[i], tail);
+			else if (memcmp(j->out[i] + body, dst[i], tail))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* k = 1: every block of the row equals the data block. */
+static int copy_row(int m, size_t len, uint8_t *const *blocks, bool compare)
+{
+	for (int i = 1; i <= m; i++) {
+		if (blocks[i] == blocks[0])
+			continue;
+		if (!compare)
+			memcpy(blocks[i], blocks[0], len);
+		else if (memcmp(blocks[i], blocks[0], len))
+			return 1;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Generator matrix and decode plans                                      */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * gf_gen_rs_matrix() must give the code parity.h promises (row k all ones
+ * = P, row k+1 = 2^i = Q, then 4^i and 8^i), or m >= 3 would not extend
+ * RAID6 and disks written by md could not be read.  Checked once against
+ * the reference tables; a mismatch means a different ISA-L, not bad input.
+ */
+static void gf_ready(void);
+static uint8_t ref_coef(int r, int i);
+static pthread_once_t isal_once = PTHREAD_ONCE_INIT;
+
+static void isal_selfcheck(void)
+{
+	static uint8_t a[NBLK_MAX * PARITY_MAX_K];
+	int k = PARITY_MAX_K;
+
+	gf_ready();
+	gf_gen_rs_matrix(a, k + PARITY_MAX_M, k);
+	for (int r = 0; r < PARITY_MAX_M; r++)
+		for (int i = 0; i < k; i++)
+			assert(a[(k + r) * k + i] == ref_coef(r, i));
+	(void)a;
+}
+
+/*
+ * A decode plan: erased block out[o] = sum_s coef(o, s) * block src[s],
+ * with the coefficients expanded by ec_init_tables() into gftbls.
+ */
+struct plan_key {
+	uint8_t k, m, n, e[PARITY_MAX_M];
+};
+
+struct plan {
+	struct plan_key key;
+	struct plan *hnext;		/* hash chain */
+	struct plan *lprev, *lnext;	/* LRU list, most recent first */
+	int refs;			/* table's reference + users' */
+	int nsrc, nout;
+	int src[PARITY_MAX_K];
+	int out[PARITY_MAX_M];
+	uint8_t gftbls[];		/* 32 * nsrc * nout */
+};
+
+static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct plan *plan_hash[PLAN_BUCKETS];
+static struct plan plan_lru = { .lprev = &plan_lru, .lnext = &plan_lru };
+static int plan_count;
+
+static unsigned plan_hashfn(const struct plan_key *key)
+{
+	const uint8_t *p = (const uint8_t *)key;
+	unsigned h = 2166136261u;
+
+	for (size_t i = 0; i < sizeof(*key); i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h % PLAN_BUCKETS;
+}
+
+static void plan_put(struct plan *p)
+{
+	if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(p);
+}
+
+static void lru_unlink_locked(struct plan *p)
+{
+	p->lprev->lnext = p->lnext;
+	p->lnext->lprev = p->lprev;
+}
+
+static void lru_push_locked(struct plan *p)
+{
+	p->lnext = plan_lru.lnext;
+	p->lprev = &plan_lru;
+	plan_lru.lnext->lprev = p;
+	plan_lru.lnext = p;
+}
+
+static struct plan *plan_find_locked(const struct plan_key *key)
+{
+	struct plan *p;
+
+	for (p = plan_hash[plan_hashfn(key)]; p; p = p->hnext)
+		if (!memcmp(&p->key, key, sizeof(*key)))
+			break;
+	if (p) {
+		lru_unlink_locked(p);
+		lru_push_locked(p);
+		__atomic_add_fetch(&p->refs, 1, __ATOMIC_ACQ_REL);
+	}
+	return p;
+}
+
+static void plan_evict_locked(struct plan *p)
+{
+	struct plan **pp = &plan_hash[plan_hashfn(&p->key)];
+
+	while (*pp != p)
+		pp = &(*pp)->hnext;
+	*pp = p->hnext;
+	lru_unlink_locked(p);
+	plan_count--;
+	plan_put(p);
+}
+
+/*
+ * Build the plan for key.  Sources are all surviving data blocks plus the
+ * first set of surviving parity rows (in order P, Q, R, S) that makes the
+ * k x k matrix invertible.  Returns the plan with one reference for the
+ * caller, NULL with *err = -ENOMEM or -EIO (no invertible choice).
+ */
+static struct plan *plan_build(const struct plan_key *key, int *err)
+{
+	int k = key->k, m = key->m, n = key->n, ed = 0;
+	uint8_t gen[NBLK_MAX * PARITY_MAX_K];
+	uint8_t *b = NULL, *tmp = NULL, *inv = NULL;
+	uint8_t dm[PARITY_MAX_M * PARITY_MAX_K];
+	bool lost[NBLK_MAX] = { false };
+	struct plan *p;
+	int nsrc, mask;
+
+	pthread_once(&isal_once, isal_selfcheck);
+	p = calloc(1, sizeof(*p) + (size_t)32 * k * n);
+	b = malloc((size_t)k * k);
+	tmp = malloc((size_t)k * k);
+	inv = malloc((size_t)k * k);
+	if (!p || !b || !tmp || !inv) {
+		*err = -ENOMEM;
+		goto fail;
+	}
+	p->key = *key;
+	p->refs = 1;
+	p->nout = n;
+	for (int i = 0; i < n; i++) {
+		p->out[i] = key->e[i];
+		lost[key->e[i]] = true;
+		ed += key->e[i] < k;
+	}
+	gf_gen_rs_matrix(gen, k + m, k);
+
+	for (mask = 0; mask < (1 << m); mask++) {
+		if (__builtin_popcount(mask) != ed)
+			continue;
+		bool ok = true;
+
+		for (int r = 0; r < m; r++)
+			if ((mask >> r & 1) && lost[k + r])
+				ok = false;
+		if (!ok)
+			continue;
+		nsrc = 0;
+		for (int i = 0; i < k; i++)
+			if (!lost[i])
+				p->src[nsrc++] = i;
+		for (int r = 0; r < m; r++)
+			if (mask >> r & 1)
+				p->src[nsrc++] = k + r;
+		for (int s = 0; s < k; s++)
+			memcpy(b + s * k, gen + p->src[s] * k, k);
+		memcpy(tmp, b, (size_t)k * k);	/* gf_invert_matrix eats it */
+		if (gf_invert_matrix(tmp, inv, k) == 0)
+			break;
+	}
+	if (mask == 1 << m) {
+		*err = -EIO;
+		goto fail;
+	}
+	p->nsrc = k;
+
+	/*
+	 * data = inv * sources.  An erased data block d is row d of inv; an
+	 * erased parity row is its generator row times inv.
+	 */
+	for (int o = 0; o < n; o++) {
+		int e = p->out[o];
+
+		if (e < k) {
+			memcpy(dm + o * k, inv + e * k, k);
+			continue;
+		}
+		for (int s = 0; s < k; s++) {
+			uint8_t c = 0;
+
+			for (int i = 0; i < k; i++)
+				c ^= gf_mul(gen[e * k + i], inv[i * k + s]);
+			dm[o * k + s] = c;
+		}
+	}
+	ec_init_tables(k, n, dm, p->gftbls);
+	free(b);
+	free(tmp);
+	free(inv);
+	return p;
+fail:
+	free(p);
+	free(b);
+	free(tmp);
+	free(inv);
+	return NULL;
+}
+
+/* Find or build the plan for an erasure pattern; the caller plan_put()s. */
+static struct plan *plan_get(int k, int m, const int *sorted, int n, int *err)
+{
+	struct plan_key key;
+	struct plan *p, *q;
+
+	memset(&key, 0, sizeof(key));
+	key.k = k;
+	key.m = m;
+	key.n = n;
+	for (int i = 0; i < n; i++)
+		key.e[i] = sorted[i];
+
+	pthread_mutex_lock(&plan_lock);
+	p = plan_find_locked(&key);
+	pthread_mutex_unlock(&plan_lock);
+	if (p)
+		return p;
+
+	/* Build outside the lock: an inversion must not stall other rows. */
+	p = plan_build(&key, err);
+	if (!p)
+		return NULL;
+
+	pthread_mutex_lock(&plan_lock);
+	q = plan_find_locked(&key);
+	if (q) {			/* another thread got there first */
+		pthread_mutex_unlock(&plan_lock);
+		plan_put(p);
+		return q;
+	}
+	p->refs = 2;			/* the table's and the caller's */
+	p->hnext = plan_hash[plan_hashfn(&key)];
+	plan_hash[plan_hashfn(&key)] = p;
+	lru_push_locked(p);
+	if (++plan_count > PLAN_MAX)
+		plan_evict_locked(plan_lru.lprev);
+	pthread_mutex_unlock(&plan_lock);
+	return p;
+}
+
+/* ---------------------------------------------------------------------- */
+/* ISA-L entry points                                                     */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Encode plans for m >= 3, one per (k, m), built on first use and kept for
+ * the life of the process (at most 2 * 64 small tables), so that the write
+ * path takes no lock.  "All parity lost" is exactly the encode matrix.
+ */
+static struct plan *enc_plans[PARITY_MAX_M - 2][PARITY_MAX_K + 1];
+
+static struct plan *enc_plan_get(int k, int m, int *err)
+{
+	struct plan **slot = &enc_plans[m - 3][k], *p, *expected = NULL;
+	struct plan_key key;
+
+	p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (p)
+		return p;
+	memset(&key, 0, sizeof(key));
+	key.k = k;
+	key.m = m;
+	key.n = m;
+	for (int r = 0; r < m; r++)
+		key.e[r] = k + r;
+	p = plan_build(&key, err);
+	if (!p)
+		return NULL;
+	if (!__atomic_compare_exchange_n(slot, &expected, p, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		free(p);		/* another thread published first */
+		p = expected;
+	}
+	return p;
+}
+
+/* Encode (or, with compare, verify) blocks[k..k+m-1]; k >= 2, m >= 1. */
+static int encode_job(int k, int m, size_t len, uint8_t *const *blocks,
+		      bool compare)
+{
+	struct job j = { .nin = k, .nout = m, .compare = compare };
+	struct plan *p = NULL;
+	int ret;
+
+	for (int i = 0; i < k; i++)
+		j.in[i] = blocks[i];
+	for (int r = 0; r < m; r++)
+		j.out[r] = blocks[k + r];
+	if (m == 1) {
+		j.op = OP_XOR;
+	} else if (m == 2) {
+		j.op = OP_PQ;		/* ~2.6x faster than ec_encode_data */
+	} else {
+		p = enc_plan_get(k, m, &ret);
+		if (!p)
+			return ret;
+		j.op = OP_EC;
+		j.gftbls = p->gftbls;
+	}
+	return run_job(&j, len);
+}
+
+int parity_encode(int k, int m, size_t len, uint8_t *const *blocks)
+{
+	int ret = check_args(k, m, len, blocks);
+
+	if (ret || m == 0)
+		return ret;
+	if (k == 1)
+		return copy_row(m, len, blocks, false);
+	return encode_job(k, m, len, blocks, false);
+}
+
+int parity_verify(int k, int m, size_t len, uint8_t *const *blocks)
+{
+	int ret = check_args(k, m, len, blocks);
+
+	if (ret || m == 0)
+		return ret;
+	if (k == 1)
+		return copy_row(m, len, blocks, true);
+	return encode_job(k, m, len, blocks, true);
+}
+
+int parity_reconstruct(int k, int m, size_t len, uint8_t *const *blocks,
+		       const int *erased, int nerased)
+{
+	int sorted[PARITY_MAX_M], ed = 0, ret;
+	bool lost[NBLK_MAX];
+	struct job j = { .nout = nerased };
+	struct plan *p;
+
+	ret = check_args(k, m, len, blocks);
+	if (!ret)
+		ret = check_erasures(k, m, erased, nerased, sorted, lost);
+	if (ret || nerased == 0)
+		return ret;
+	for (int i = 0; i < nerased; i++) {
+		ed += sorted[i] < k;
+		j.out[i] = blocks[sorted[i]];
+	}
+
+	if (k == 1) {
+		/* All blocks are equal: copy any survivor. */
+		int s = 0;
+
+		while (lost[s])
+			s++;
+		for (int i = 0; i < nerased; i++)
+			memcpy(blocks[sorted[i]], blocks[s], len);
+		return 0;
+	}
+	if (ed == 0 && nerased == m)
+		return encode_job(k, m, len, blocks, false);
+	if (ed == 0 && nerased == 1 && sorted[0] == k)
+		return encode_job(k, 1, len, blocks, false);	/* P only */
+	if (ed == 0 && nerased == 2 && sorted[0] == k && sorted[1] == k + 1)
+		return encode_job(k, 2, len, blocks, false);	/* P and Q */
+	if (ed == 1 && nerased == 1) {
+		/* One data block: XOR of the others and P, whatever m is. */
+		j.op = OP_XOR;
+		for (int i = 0; i <= k; i++)
+			if (i != sorted[0])
+				j.in[j.nin++] = blocks[i];
+		return run_job(&j, len);
+	}
+
+	p = plan_get(k, m, sorted, nerased, &ret);
+	if (!p)
+		return ret;
+	j.op = OP_EC;
+	j.nin = p->nsrc;
+	for (int s = 0; s < p->nsrc; s++)
+		j.in[s] = blocks[p->src[s]];
+	j.gftbls = p->gftbls;
+	ret = run_job(&j, len);
+	plan_put(p);
+	return ret;
+}
+
+uint32_t parity_crc32(uint32_t crc, const void *buf, size_t len)
+{
+	/*
+	 * crc32_gzip_refl() pre- and post-inverts like zlib's crc32(), so
+	 * seeds chain the same way.  zlib returns 0 for a NULL buffer (the
+	 * "initial value" idiom); do the same.
+	 */
+	if (!buf)
+		return 0;
+	return crc32_gzip_refl(crc, buf, len);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Plain-C reference                                                      */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * log/exp tables for g = 2 and poly 0x11d, and from them a full product
+ * table, so the reference multiplies with one lookup and needs no special
+ * case for long runs.
+ */
+static uint8_t gf_log[256], gf_exp[510], gf_prod[256][256];
+static pthread_once_t gf_once = PTHREAD_ONCE_INIT;
+
+static void gf_init(void)
+{
+	unsigned x = 1;
+
+	for (int i = 0; i < 255; i++) {
+		gf_exp[i] = gf_exp[i + 255] = x;
+		gf_log[x] = i;
+		x <<= 1;
+		if (x & 0x100)
+			x ^= 0x11d;
+	}
+	for (int a = 1; a < 256; a++)
+		for (int b = 1; b < 256; b++)
+			gf_prod[a][b] = gf_exp[gf_log[a] + gf_log[b]];
+}
+
+static inline uint8_t ref_mul(uint8_t a, uint8_t b)
+{
+	return gf_prod[a][b];
+}
+
+static inline uint8_t ref_inv(uint8_t a)
+{
+	return gf_exp[255 - gf_log[a]];
+}
+
+static void gf_ready(void)
+{
+	pthread_once(&gf_once, gf_init);
+}
+
+/* Coefficient of data column i in parity row r (0 = P): (2^r)^i. */
+static uint8_t ref_coef(int r, int i)
+{
+	return gf_exp[(r * i) % 255];
+}
+
+/* Row `row` (0..k+m-1) of the generator matrix. */
+static void ref_gen_row(int k, int row, uint8_t *out)
+{
+	for (int i = 0; i < k; i++)
+		out[i] = row < k ? (i == row) : ref_coef(row - k, i);
+}
+
+/* out ^= c * in, byte by byte. */
+static void ref_mad(uint8_t c, const uint8_t *in, uint8_t *out, size_t len)
+{
+	const uint8_t *t = gf_prod[c];
+
+	for (size_t x = 0; x < len; x++)
+		out[x] ^= t[in[x]];
+}
+
+/* Parity row r from the data blocks, written to blocks[k + r]. */
+static void ref_parity_row(int k, int r, size_t len, uint8_t *const *blocks)
+{
+	memset(blocks[k + r], 0, len);
+	for (int i = 0; i < k; i++)
+		ref_mad(ref_coef(r, i), blocks[i], blocks[k + r], len);
+}
+
+/* Gauss-Jordan inversion of the n x n matrix a (destroyed); -1 if singular. */
+static int ref_invert(uint8_t *a, uint8_t *inv, int n)
+{
+	memset(inv, 0, (size_t)n * n);
+	for (int i = 0; i < n; i++)
+		inv[i * n + i] = 1;
+	for (int c = 0; c < n; c++) {
+		int piv = c;
+
+		while (piv < n && !a[piv * n + c])
+			piv++;
+		if (piv == n)
+			return -1;
+		for (int x = 0; x < n; x++) {
+			uint8_t t = a[c * n + x];
+
+			a[c * n + x] = a[piv * n + x];
+			a[piv * n + x] = t;
+			t = inv[c * n + x];
+			inv[c * n + x] = inv[piv * n + x];
+			inv[piv * n + x] = t;
+		}
+		uint8_t f = ref_inv(a[c * n + c]);
+
+		for (int x = 0; x < n; x++) {
+			a[c * n + x] = ref_mul(a[c * n + x], f);
+			inv[c * n + x] = ref_mul(inv[c * n + x], f);
+		}
+		for (int r = 0; r < n; r++) {
+			uint8_t g = a[r * n + c];
+
+			if (r == c || !g)
+				continue;
+			for (int x = 0; x < n; x++) {
+				a[r * n + x] ^= ref_mul(g, a[c * n + x]);
+				inv[r * n + x] ^= ref_mul(g, inv[c * n + x]);
+			}
+		}
+	}
+	return 0;
+}
+
+int parity_ref_encode(int k, int m, size_t len, uint8_t *const *blocks)
+{
+	int ret = check_args(k, m, len, blocks);
+
+	if (ret)
+		return ret;
+	gf_ready();
+	for (int r = 0; r < m; r++)
+		ref_parity_row(k, r, len, blocks);
+	return 0;
+}
+
+int parity_ref_verify(int k, int m, size_t len, uint8_t *const *blocks)
+{
+	int ret = check_args(k, m, len, blocks);
+
+	if (ret)
+		return ret;
+	gf_ready();
+	/* 4 KiB at a time on the stack: verify must not write, not even
+	 * scratch shared with the ISA-L path. */
+	for (size_t off = 0, n; off < len; off += n) {
+		uint8_t tmp[4096];
+
+		n = len - off < sizeof(tmp) ? len - off : sizeof(tmp);
+		for (int r = 0; r < m; r++) {
+			memset(tmp, 0, n);
+			for (int i = 0; i < k; i++)
+				ref_mad(ref_coef(r, i), blocks[i] + off, tmp, n);
+			if (memcmp(tmp, blocks[k + r] + off, n))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Solve for the erased data blocks from k surviving rows (surviving data
+ * first, then parity in order P, Q, R, S, trying other parity choices if
+ * the first is singular), then recompute erased parity from the data.
+ */
+int parity_ref_reconstruct(int k, int m, size_t len, uint8_t *const *blocks,
+			   const int *erased, int nerased)
+{
+	int sorted[PARITY_MAX_M], src[PARITY_MAX_K], ed = 0, mask, ret;
+	uint8_t a[PARITY_MAX_K * PARITY_MAX_K], inv[PARITY_MAX_K * PARITY_MAX_K];
+	bool lost[NBLK_MAX];
+
+	ret = check_args(k, m, len, blocks);
+	if (!ret)
+		ret = check_erasures(k, m, erased, nerased, sorted, lost);
+	if (ret || nerased == 0)
+		return ret;
+	gf_ready();
+	for (int i = 0; i < nerased; i++)
+		ed += sorted[i] < k;
+
+	if (ed) {
+		for (mask = 0; mask < (1 << m); mask++) {
+			int n = 0;
+			bool ok = __builtin_popcount(mask) == ed;
+
+			for (int r = 0; r < m && ok; r++)
+				if ((mask >> r & 1) && lost[k + r])
+					ok = false;
+			if (!ok)
+				continue;
+			for (int i = 0; i < k; i++)
+				if (!lost[i])
+					src[n++] = i;
+			for (int r = 0; r < m; r++)
+				if (mask >> r & 1)
+					src[n++] = k + r;
+			for (int s = 0; s < k; s++)
+				ref_gen_row(k, src[s], a + s * k);
+			if (ref_invert(a, inv, k) == 0)
+				break;
+		}
+		if (mask == 1 << m)
+			return -EIO;
+		for (int i = 0; i < nerased && sorted[i] < k; i++) {
+			int d = sorted[i];
+
+			memset(blocks[d], 0, len);
+			for (int s = 0; s < k; s++)
+				ref_mad(inv[d * k + s], blocks[src[s]],
+					blocks[d], len);
+		}
+	}
+	for (int i = 0; i < nerased; i++) {
+		int r = sorted[i] - k;
+
+		if (r >= 0)
+			ref_parity_row(k, r, len, blocks);
+	}
+	return 0;
+}
