@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,7 +46,7 @@ int array_absent_count(const struct array *a)
 {
 	int n = 0;
 	for (uint32_t i = 0; i < a->width; i++)
-		n += !member_present(a, i);
+		n += !member_online(a, i);
 	return n;
 }
 
@@ -57,7 +58,7 @@ enum array_state array_state(const struct array *a)
 	for (uint32_t g = 0; g < l->groups; g++) {
 		uint32_t lost = 0;
 		for (uint32_t p = 0; p < l->gw; p++)
-			lost += !member_present(a, g * l->gw + p);
+			lost += !member_online(a, g * l->gw + p);
 		if (lost > l->m)
 			return ARRAY_FAILED;
 		absent += lost;
@@ -278,6 +279,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	}
 	for (uint32_t j = 0; j < a->width; j++) {
 		a->m[j].dirfd = -1;
+		pthread_mutex_init(&a->m[j].fault_lock, NULL);
 		a->m[j].state = a->sb.members[j].state;
 		snprintf(a->m[j].path, sizeof(a->m[j].path), "%s", a->sb.members[j].path);
 	}
@@ -372,7 +374,7 @@ static int write_superblocks_locked(struct array *a)
 	int ret = 0;
 	a->sb.utime = time(NULL);
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (!member_present(a, j))
+		if (!member_online(a, j))
 			continue;
 		struct superblock sb = a->sb;
 		sb.index = j;
@@ -397,7 +399,7 @@ int array_note_write(struct array *a)
 	if (!a->absent_recorded) {
 		bool change = false;
 		for (uint32_t j = 0; j < a->width; j++) {
-			if (!member_present(a, j) && a->sb.members[j].state == MS_ONLINE) {
+			if (!member_online(a, j) && a->sb.members[j].state == MS_ONLINE) {
 				a->sb.members[j].state = MS_FAULTY;
 				a->m[j].state = MS_FAULTY;
 				change = true;
@@ -428,7 +430,7 @@ int array_mark_dirty(struct array *a, uint64_t id, const int *fds)
 	int ret = 0;
 	dirty_name(id, name, sizeof(name));
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (!member_present(a, j) || fds[j] < 0)
+		if (!member_online(a, j) || fds[j] < 0)
 			continue;
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fds[j]);
 		if (linkat(AT_FDCWD, proc, a->m[j].dirfd, name, AT_SYMLINK_FOLLOW) == 0 ||
@@ -454,7 +456,7 @@ void array_clear_dirty(struct array *a, uint64_t id)
 	char name[64];
 	dirty_name(id, name, sizeof(name));
 	for (uint32_t j = 0; j < a->width; j++)
-		if (member_present(a, j))
+		if (member_online(a, j))
 			unlinkat(a->m[j].dirfd, name, 0);
 }
 
@@ -471,7 +473,7 @@ static int resync_one(struct array *a, const char *entry, bool *complete)
 	snprintf(name, sizeof(name), SB_DIRTY_DIR "/%s", entry);
 	for (uint32_t j = 0; j < a->width; j++) {
 		fds[j] = -1;
-		if (!member_present(a, j))
+		if (!member_online(a, j))
 			continue;
 		fds[j] = openat(a->m[j].dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 		if (fds[j] >= 0) {
@@ -541,7 +543,7 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 	char **names = NULL;
 	size_t nnames = 0, cap = 0;
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (!member_present(a, j))
+		if (!member_online(a, j))
 			continue;
 		int fd = openat(a->m[j].dirfd, SB_DIRTY_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
@@ -601,4 +603,145 @@ out:
 		free(names[i]);
 	free(names);
 	return ret;
+}
+
+/* ------------------------------------------------------ runtime failures */
+
+uint32_t array_read_error_threshold = 20;	/* as md's max_corrected_read_errors */
+const char *array_event_program;
+
+bool array_writable(struct array *a)
+{
+	return !a->readonly && array_state(a) != ARRAY_FAILED;
+}
+
+/* Lowest online member; the namespace is served from it. */
+static void pick_primary_locked(struct array *a)
+{
+	int old = a->primary;
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (member_online(a, j)) {
+			if ((int)j != old) {
+				__atomic_store_n(&a->primary, (int)j, __ATOMIC_RELEASE);
+				rfile_rekey(a);
+				log_warn("array '%s': member %u '%s' now serves the namespace",
+					 a->sb.name, j, a->m[j].path);
+			}
+			return;
+		}
+	}
+}
+
+int array_fail_member(struct array *a, uint32_t j, const char *why)
+{
+	pthread_mutex_lock(&a->lock);
+	if (j >= a->width || !member_online(a, j)) {
+		pthread_mutex_unlock(&a->lock);
+		return 0;
+	}
+	__atomic_store_n(&a->m[j].state, MS_FAULTY, __ATOMIC_RELEASE);
+	a->sb.members[j].state = MS_FAULTY;
+	snprintf(a->m[j].fail_reason, sizeof(a->m[j].fail_reason), "%s", why);
+	a->sb.events++;
+	enum array_state st = array_state(a);
+	log_err("member %u '%s' failed: %s; array '%s' is now %s", j, a->m[j].path, why,
+		a->sb.name, array_state_name(st));
+	write_superblocks_locked(a);
+	if ((int)j == a->primary)
+		pick_primary_locked(a);
+	pthread_mutex_unlock(&a->lock);
+	array_event(a, "Fail", j);
+	if (st == ARRAY_FAILED) {
+		log_err("array '%s' has lost more members than %s tolerates: it refuses writes and returns errors for data it cannot reconstruct; bring the failed members back and remount",
+			a->sb.name, layout_level_name(a->lay.level));
+		array_event(a, "ArrayFailed", j);
+	} else {
+		array_event(a, "DegradedArray", j);
+	}
+	return 1;
+}
+
+bool array_member_io_error(struct array *a, uint32_t j, int err, bool write)
+{
+	char why[96];
+	if (!member_online(a, j))
+		return true;
+	if (write || err == -ENXIO || err == -ENODEV || err == -ENOTCONN) {
+		snprintf(why, sizeof(why), "%s error (%s)", write ? "write" : "I/O", strerror(-err));
+		array_fail_member(a, j, why);
+		return true;
+	}
+	uint64_t n = __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED);
+	if (n >= array_read_error_threshold) {
+		snprintf(why, sizeof(why), "%llu read errors (threshold %u)",
+			 (unsigned long long)n, array_read_error_threshold);
+		array_fail_member(a, j, why);
+		return true;
+	}
+	return false;
+}
+
+void array_member_corrected(struct array *a, uint32_t j)
+{
+	__atomic_add_fetch(&a->m[j].corrected, 1, __ATOMIC_RELAXED);
+}
+
+void array_event(struct array *a, const char *event, int member)
+{
+	char mem[16] = "";
+	if (member >= 0)
+		snprintf(mem, sizeof(mem), "%d", member);
+	log_info("event %s%s%s on %s", event, member >= 0 ? " member " : "", mem, a->mountpoint);
+	if (!array_event_program)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* detach from the daemon: no zombie, no shared locks */
+		if (fork() == 0) {
+			execl(array_event_program, array_event_program, event, a->mountpoint,
+			      mem, (char *)NULL);
+			_exit(127);
+		}
+		_exit(0);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+/* ---------------------------------------------------------------- monitor */
+
+static pthread_t monitor_thread;
+static volatile bool monitor_run;
+
+static void *monitor(void *arg)
+{
+	struct array *a = arg;
+	while (monitor_run) {
+		for (uint32_t j = 0; j < a->width && monitor_run; j++) {
+			const char *why;
+			if (member_online(a, j) && member_vanished(a, j, &why))
+				array_fail_member(a, j, why);
+		}
+		for (int i = 0; i < 10 && monitor_run; i++)
+			usleep(100 * 1000);
+	}
+	return NULL;
+}
+
+int array_monitor_start(struct array *a)
+{
+	monitor_run = true;
+	if (pthread_create(&monitor_thread, NULL, monitor, a) != 0) {
+		monitor_run = false;
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+void array_monitor_stop(void)
+{
+	if (!monitor_run)
+		return;
+	monitor_run = false;
+	pthread_join(monitor_thread, NULL);
 }

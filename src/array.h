@@ -39,14 +39,19 @@
 #include <stdint.h>
 
 #include "layout.h"
+#include "member.h"
 #include "superblock.h"
 
 struct member {
 	int dirfd;			/* -1 when absent */
 	char path[PATH_MAX];		/* as given on the command line */
-	enum member_state state;
+	enum member_state state;	/* atomic reads; changed under a->lock */
 	bool stale;			/* present but its superblock is behind */
 	uint64_t reads, writes, errors;	/* counters (atomic) */
+	uint64_t corrected;		/* read errors repaired from redundancy */
+	char fail_reason[128];		/* why it was failed (under a->lock) */
+	pthread_mutex_t fault_lock;
+	struct member_faults fault;	/* injection (member.h) */
 };
 
 enum array_state { ARRAY_OPTIMAL, ARRAY_DEGRADED, ARRAY_FAILED };
@@ -93,10 +98,50 @@ enum array_state array_state(const struct array *a);
 const char *array_state_name(enum array_state s);
 int array_absent_count(const struct array *a);
 
+/* Present at assembly (its directory is open). */
 static inline bool member_present(const struct array *a, uint32_t i)
 {
 	return a->m[i].dirfd >= 0;
 }
+
+/* Serving I/O: present and online (a failed member stays present until
+ * it is removed, but is never read or written again). */
+static inline bool member_online(const struct array *a, uint32_t i)
+{
+	return a->m[i].dirfd >= 0 &&
+	       __atomic_load_n(&a->m[i].state, __ATOMIC_ACQUIRE) == MS_ONLINE;
+}
+
+/*
+ * Mark member j faulty at runtime: record it in the superblocks of the
+ * other online members (events bumped), log it, emit the events (Fail,
+ * DegradedArray or ArrayFailed), pick a new primary if needed.  Safe to
+ * call from any thread, more than once.  Returns 1 if this call failed
+ * it, 0 if it was not online.
+ */
+int array_fail_member(struct array *a, uint32_t j, const char *why);
+
+/* A member I/O error: fatal classes on writes fail the member at once;
+ * read errors are counted and fail it past the threshold.  Returns true
+ * when the member is (now) failed. */
+bool array_member_io_error(struct array *a, uint32_t j, int err, bool write);
+
+/* Corrected read error (repaired from redundancy): counted. */
+void array_member_corrected(struct array *a, uint32_t j);
+
+/* Runtime options */
+extern uint32_t array_read_error_threshold;
+
+/* Emit an event: log line and, if configured, the event program. */
+void array_event(struct array *a, const char *event, int member);
+extern const char *array_event_program;
+
+/* The 1 s member monitor (vanished roots, foreign superblocks). */
+int array_monitor_start(struct array *a);
+void array_monitor_stop(void);
+
+/* The array refuses changes (too many members lost, or mounted ro). */
+bool array_writable(struct array *a);
 
 /* Record absent members as faulty before the first change (see above). */
 int array_note_write(struct array *a);

@@ -134,7 +134,7 @@ static void json_str(struct out *o, const char *s)
 static const char *member_word(const struct array *a, uint32_t j)
 {
 	if (member_present(a, j))
-		return member_state_name(a->m[j].state);
+		return member_state_name(__atomic_load_n(&a->m[j].state, __ATOMIC_ACQUIRE));
 	if (a->m[j].stale)
 		return "stale";
 	if (a->m[j].state == MS_ONLINE)
@@ -176,15 +176,27 @@ static void status_text(struct array *a, struct out *o)
 	outf(o, "size:    %s usable\n", fmt_size(usable_bytes(a), sz, sizeof(sz)));
 	outf(o, "state:   %s%s\n", array_state_name(st), a->readonly ? " (read-only)" : "");
 	outf(o, "members:\n");
-	for (uint32_t j = 0; j < a->width; j++)
-		outf(o, "  %2u  %-10s %s  (reads %" PRIu64 ", writes %" PRIu64 ", errors %" PRIu64 ")\n",
+	for (uint32_t j = 0; j < a->width; j++) {
+		char inj[256];
+		outf(o, "  %2u  %-10s %s  (reads %" PRIu64 ", writes %" PRIu64 ", errors %" PRIu64
+			", corrected %" PRIu64 ")\n",
 		     j, member_word(a, j), a->m[j].path,
 		     __atomic_load_n(&a->m[j].reads, __ATOMIC_RELAXED),
 		     __atomic_load_n(&a->m[j].writes, __ATOMIC_RELAXED),
-		     __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED));
-	if (st == ARRAY_DEGRADED) {
+		     __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED),
+		     __atomic_load_n(&a->m[j].corrected, __ATOMIC_RELAXED));
+		if (a->m[j].fail_reason[0])
+			outf(o, "      failed: %s\n", a->m[j].fail_reason);
+		member_inject_describe(a, j, inj, sizeof(inj));
+		if (inj[0])
+			outf(o, "      injected faults: %s\n", inj);
+	}
+	if (st == ARRAY_FAILED) {
+		outf(o, "action:  too many members are lost for %s: the array refuses writes; bring the failed members back and remount ('raidfs unmount %s', then 'raidfs mount')\n",
+		     layout_level_name(a->lay.level), a->mountpoint);
+	} else if (st == ARRAY_DEGRADED) {
 		for (uint32_t j = 0; j < a->width; j++)
-			if (!member_present(a, j)) {
+			if (!member_online(a, j)) {
 				outf(o, "action:  member %u ('%s') is %s: bring the disk back and remount, or replace it; the array has less redundancy until then\n",
 				     j, a->m[j].path, member_word(a, j));
 				break;
@@ -209,13 +221,100 @@ static void status_json(struct array *a, struct out *o)
 	for (uint32_t j = 0; j < a->width; j++) {
 		outf(o, "%s{\"index\": %u, \"path\": ", j ? ", " : "", j);
 		json_str(o, a->m[j].path);
-		outf(o, ", \"state\": \"%s\", \"reads\": %" PRIu64 ", \"writes\": %" PRIu64 ", \"errors\": %" PRIu64 "}",
+		outf(o, ", \"state\": \"%s\", \"reads\": %" PRIu64 ", \"writes\": %" PRIu64
+			", \"errors\": %" PRIu64 ", \"corrected\": %" PRIu64 ", \"fail_reason\": ",
 		     member_word(a, j),
 		     __atomic_load_n(&a->m[j].reads, __ATOMIC_RELAXED),
 		     __atomic_load_n(&a->m[j].writes, __ATOMIC_RELAXED),
-		     __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED));
+		     __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED),
+		     __atomic_load_n(&a->m[j].corrected, __ATOMIC_RELAXED));
+		json_str(o, a->m[j].fail_reason);
+		outf(o, "}");
 	}
 	outf(o, "]}\n");
+}
+
+/* ------------------------------------------------------------- commands */
+
+/* MEMBER is an index or the member's path. -1 if unknown. */
+static int find_member(struct array *a, const char *arg)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (*arg && !*end)
+		return (v >= 0 && v < (long)a->width) ? (int)v : -1;
+	char *want = realpath(arg, NULL);
+	int found = -1;
+	for (uint32_t j = 0; j < a->width && found < 0; j++) {
+		if (!strcmp(arg, a->m[j].path)) {
+			found = j;
+			break;
+		}
+		char *have = want ? realpath(a->m[j].path, NULL) : NULL;
+		if (have && !strcmp(have, want))
+			found = j;
+		free(have);
+	}
+	free(want);
+	return found;
+}
+
+static void cmd_fail(struct array *a, int argc, char **argv, struct out *o)
+{
+	int j = argc == 2 ? find_member(a, argv[1]) : -1;
+	if (j < 0) {
+		outf(o, "rc 1\nraidfs: fail: no member '%s' in array '%s' (give its index or path; see 'raidfs status %s')\n",
+		     argc == 2 ? argv[1] : "", a->sb.name, a->mountpoint);
+		return;
+	}
+	if (!member_online(a, j)) {
+		outf(o, "rc 1\nraidfs: fail: member %d '%s' is not online (it is %s)\n", j, a->m[j].path,
+		     member_word(a, j));
+		return;
+	}
+	array_fail_member(a, j, "failed by the administrator ('raidfs fail')");
+	outf(o, "rc 0\nmember %d '%s' marked faulty; array '%s' is %s\n", j, a->m[j].path, a->sb.name,
+	     array_state_name(array_state(a)));
+}
+
+static void cmd_inject(struct array *a, int argc, char **argv, struct out *o)
+{
+	int j = argc >= 2 ? find_member(a, argv[1]) : -1;
+	char err[256];
+	if (j < 0) {
+		outf(o, "rc 1\nraidfs: inject: no member '%s' in array '%s' (give its index or path)\n",
+		     argc >= 2 ? argv[1] : "", a->sb.name);
+		return;
+	}
+	if (member_inject(a, j, argc - 2, argv + 2, err, sizeof(err)) < 0) {
+		outf(o, "rc 1\nraidfs: %s\n", err);
+		return;
+	}
+	char desc[256];
+	member_inject_describe(a, j, desc, sizeof(desc));
+	outf(o, "rc 0\nmember %d '%s': %s\n", j, a->m[j].path, desc[0] ? desc : "no faults injected");
+}
+
+static void dispatch(struct array *a, int argc, char **argv, struct out *o)
+{
+	const char *cmd = argv[0];
+	if (!strcmp(cmd, "status")) {
+		pthread_mutex_lock(&a->lock);
+		status_text(a, o);
+		pthread_mutex_unlock(&a->lock);
+	} else if (!strcmp(cmd, "status-json")) {
+		pthread_mutex_lock(&a->lock);
+		status_json(a, o);
+		pthread_mutex_unlock(&a->lock);
+	} else if (!strcmp(cmd, "pid")) {
+		outf(o, "rc 0\n%d\n", (int)getpid());
+	} else if (!strcmp(cmd, "fail")) {
+		cmd_fail(a, argc, argv, o);
+	} else if (!strcmp(cmd, "inject")) {
+		cmd_inject(a, argc, argv, o);
+	} else {
+		outf(o, "rc 2\nraidfs: unknown control request '%s' (is the daemon older than this raidfs?)\n", cmd);
+	}
 }
 
 /* ---------------------------------------------------------------- server */
@@ -243,16 +342,16 @@ static void serve(int fd)
 	if (!o.buf)
 		return;
 	o.buf[0] = '\0';
-	pthread_mutex_lock(&CA->lock);
-	if (strcmp(req, "status") == 0)
-		status_text(CA, &o);
-	else if (strcmp(req, "status-json") == 0)
-		status_json(CA, &o);
-	else if (strcmp(req, "pid") == 0)
-		outf(&o, "rc 0\n%d\n", (int)getpid());
+	/* words are separated by tabs (paths may hold spaces) */
+	char *argv[32];
+	int argc = 0;
+	for (char *save = NULL, *w = strtok_r(req, "\t", &save); w && argc < 32;
+	     w = strtok_r(NULL, "\t", &save))
+		argv[argc++] = w;
+	if (argc == 0)
+		outf(&o, "rc 2\nraidfs: empty control request\n");
 	else
-		outf(&o, "rc 2\nraidfs: unknown control request '%s'\n", req);
-	pthread_mutex_unlock(&CA->lock);
+		dispatch(CA, argc, argv, &o);
 	for (size_t off = 0; off < o.len;) {
 		ssize_t w = write(fd, o.buf + off, o.len - off);
 		if (w <= 0)

@@ -39,6 +39,33 @@ static struct rfile *find_locked(uint64_t key)
 	return NULL;
 }
 
+void rfile_rekey(struct array *a)
+{
+	struct rfile *all = NULL;
+	int p = a->primary;
+	pthread_mutex_lock(&table_lock);
+	for (unsigned b = 0; b < TABLE_SIZE; b++) {
+		while (table[b]) {
+			struct rfile *rf = table[b];
+			table[b] = rf->next;
+			rf->next = all;
+			all = rf;
+		}
+	}
+	while (all) {
+		struct rfile *rf = all;
+		struct stat st;
+		all = rf->next;
+		/* a file without a shard on the new primary keeps a key no
+		 * path lookup produces: it stays reachable through its handles */
+		rf->key = (rf->fd[p] >= 0 && fstat(rf->fd[p], &st) == 0) ? st.st_ino : ~(uint64_t)(uintptr_t)rf;
+		unsigned b = bucket(rf->key);
+		rf->next = table[b];
+		table[b] = rf;
+	}
+	pthread_mutex_unlock(&table_lock);
+}
+
 int rfile_lookup_size(uint64_t key, uint64_t *size)
 {
 	int found = 0;
@@ -113,7 +140,7 @@ int rfile_write_meta(struct rfile *rf, uint32_t flags)
 	};
 	int ret = 0;
 	for (uint32_t j = 0; j < rf->a->width; j++) {
-		if (rf->fd[j] < 0)
+		if (rf->fd[j] < 0 || !member_online(rf->a, j))
 			continue;
 		fm.index = j;
 		int r = meta_set(rf->fd[j], &fm);
@@ -150,21 +177,24 @@ static struct rfile *insert_or_share(struct rfile *rf)
 	return rf;
 }
 
-static int open_shard(int dirfd, const char *relpath, int flags)
+static int open_shard(struct array *a, uint32_t j, const char *relpath)
 {
-	int fd = openat(dirfd, relpath, O_RDWR | O_NOFOLLOW | O_CLOEXEC | flags);
-	if (fd < 0 && errno == EACCES)
-		fd = openat(dirfd, relpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | flags);
-	return fd < 0 ? -errno : fd;
+	int fd = member_openat(a, j, relpath, O_RDWR | O_NOFOLLOW, 0);
+	if (fd == -EACCES)
+		fd = member_openat(a, j, relpath, O_RDONLY | O_NOFOLLOW, 0);
+	return fd;
 }
 
 int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 {
 	struct stat st;
 	int p = a->primary;
-	int fd = open_shard(a->m[p].dirfd, relpath, 0);
-	if (fd < 0)
+	int fd = open_shard(a, p, relpath);
+	if (fd < 0) {
+		if (member_error_is_fatal(fd))
+			array_member_io_error(a, p, fd, false);
 		return fd;
+	}
 	if (fstat(fd, &st) < 0) {
 		int e = -errno;
 		close(fd);
@@ -196,12 +226,14 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 		fds[j] = -1;
 	fds[p] = fd;
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (j == (uint32_t)p || !member_present(a, j))
+		if (j == (uint32_t)p || !member_online(a, j))
 			continue;
-		fds[j] = open_shard(a->m[j].dirfd, relpath, 0);
+		fds[j] = open_shard(a, j, relpath);
 		if (fds[j] < 0) {
 			log_err("file '%s': shard missing on member %u '%s': %s",
 				relpath, j, a->m[j].path, strerror(-fds[j]));
+			if (member_error_is_fatal(fds[j]))
+				array_member_io_error(a, j, fds[j], false);
 			fds[j] = -1;
 		}
 	}
@@ -265,7 +297,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	if (fds[p] < 0)
 		return -errno;
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (j == (uint32_t)p || !member_present(a, j))
+		if (j == (uint32_t)p || !member_online(a, j))
 			continue;
 		/* O_TRUNC: a leftover of an interrupted create or unlink */
 		fds[j] = openat(a->m[j].dirfd, relpath, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
@@ -312,7 +344,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 fail:
 	close_fds(a, fds);
 	for (uint32_t j = 0; j < a->width; j++)
-		if (member_present(a, j))
+		if (member_online(a, j))
 			unlinkat(a->m[j].dirfd, relpath, 0);
 	return ret;
 }

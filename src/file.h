@@ -53,6 +53,9 @@ struct rfile {
 
 /* Open-file table. */
 void rfile_table_init(void);
+/* The primary member changed: rekey every open file by its inode there.
+ * Called with the array lock held. */
+void rfile_rekey(struct array *a);
 
 /*
  * Open the file at relpath (relative to the member roots).  Shares an

@@ -77,13 +77,60 @@ static struct dirh *DH(const struct fuse_file_info *fi)
 #define PRIMARY (A->m[A->primary].dirfd)
 #define FOR_OTHERS(j) \
 	for (uint32_t j = 0; j < A->width; j++) \
-		if ((int)j != A->primary && member_present(A, j))
+		if ((int)j != A->primary && member_online(A, j))
 
+/* A namespace operation failed on a non-primary member: a broken or
+ * vanished member is failed; anything else is logged (check finds it). */
 static void note_member_error(uint32_t j, const char *op, const char *path, int err)
 {
+	const char *why;
+	if (member_error_is_fatal(err) || member_vanished(A, j, &why)) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "%s of '%s' failed: %s", op, path ? path : "?", strerror(err));
+		array_fail_member(A, j, msg);
+		return;
+	}
 	log_err("%s '%s' failed on member %u '%s': %s (the member's namespace may now differ; run 'raidfs check')",
 		op, path, j, A->m[j].path, strerror(err));
 }
+
+/* The primary failed an operation: if the member itself is broken or
+ * gone, fail it (another member becomes primary) and tell the caller to
+ * retry; an ordinary error (ENOENT, EEXIST ...) is the answer. */
+static bool primary_lost(int err)
+{
+	int p = A->primary;
+	const char *why;
+	char msg[160];
+	if (member_error_is_fatal(err)) {
+		snprintf(msg, sizeof(msg), "namespace operation failed: %s", strerror(err));
+		return array_fail_member(A, p, msg) == 1 && array_state(A) != ARRAY_FAILED;
+	}
+	if (member_vanished(A, p, &why))
+		return array_fail_member(A, p, why) == 1 && array_state(A) != ARRAY_FAILED;
+	return false;
+}
+
+/* Same for calls that return 0 or -errno themselves. */
+#define ON_PRIMARY_ERR(call) ({ \
+	int _r; \
+	for (uint32_t _t = 0;; _t++) { \
+		_r = (call); \
+		if (_r >= 0 || _t >= A->width || !primary_lost(-_r)) \
+			break; \
+	} \
+	_r; })
+
+/* Run a call on the primary member (PRIMARY is re-read on each try);
+ * 0 or -errno. */
+#define ON_PRIMARY(call) ({ \
+	int _r; \
+	for (uint32_t _t = 0;; _t++) { \
+		_r = (call) < 0 ? -errno : 0; \
+		if (_r == 0 || _t >= A->width || !primary_lost(-_r)) \
+			break; \
+	} \
+	_r; })
 
 /* uid/gid for a new object under path's parent */
 static void new_owner(const char *path, uid_t *uid, gid_t *gid)
@@ -112,8 +159,8 @@ static void chown_new(int dirfd, const char *path, uid_t uid, gid_t gid)
 
 static int note_write(void)
 {
-	if (A->readonly)
-		return -EROFS;
+	if (!array_writable(A))
+		return A->readonly ? -EROFS : -EIO;
 	return array_note_write(A);
 }
 
@@ -133,7 +180,7 @@ static int closed_file_size(const char *r, uint64_t *size)
 	int ret = -EIO;
 	uint64_t best_ver = 0;
 	for (uint32_t j = 0; j < A->width; j++) {
-		if (!member_present(A, j))
+		if (!member_online(A, j))
 			continue;
 		int fd = openat(A->m[j].dirfd, r, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
@@ -170,8 +217,11 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	}
 	CHECK_HIDDEN(path);
 	const char *r = rel(path);
-	if (fstatat(PRIMARY, r, st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
+	{
+		int _e = ON_PRIMARY(fstatat(PRIMARY, r, st, AT_SYMLINK_NOFOLLOW));
+		if (_e < 0)
+			return _e;
+	}
 	if (S_ISREG(st->st_mode)) {
 		uint64_t size;
 		if (!rfile_lookup_size(st->st_ino, &size) && closed_file_size(r, &size) < 0) {
@@ -203,8 +253,11 @@ static int fs_mkdir(const char *path, mode_t mode)
 	if (r < 0)
 		return r;
 	new_owner(path, &uid, &gid);
-	if (mkdirat(PRIMARY, rel(path), mode) < 0)
-		return -errno;
+	{
+		int _e = ON_PRIMARY(mkdirat(PRIMARY, rel(path), mode));
+		if (_e < 0)
+			return _e;
+	}
 	chown_new(PRIMARY, path, uid, gid);
 	FOR_OTHERS(j) {
 		if (mkdirat(A->m[j].dirfd, rel(path), mode) < 0 && errno != EEXIST)
@@ -232,8 +285,11 @@ static int fs_mknod(const char *path, mode_t mode, dev_t rdev)
 	if (r < 0)
 		return r;
 	new_owner(path, &uid, &gid);
-	if (mknodat(PRIMARY, rel(path), mode, rdev) < 0)
-		return -errno;
+	{
+		int _e = ON_PRIMARY(mknodat(PRIMARY, rel(path), mode, rdev));
+		if (_e < 0)
+			return _e;
+	}
 	chown_new(PRIMARY, path, uid, gid);
 	FOR_OTHERS(j) {
 		if (mknodat(A->m[j].dirfd, rel(path), mode, rdev) < 0 && errno != EEXIST)
@@ -251,8 +307,11 @@ static int fs_symlink(const char *target, const char *path)
 	if (r < 0)
 		return r;
 	new_owner(path, &uid, &gid);
-	if (symlinkat(target, PRIMARY, rel(path)) < 0)
-		return -errno;
+	{
+		int _e = ON_PRIMARY(symlinkat(target, PRIMARY, rel(path)));
+		if (_e < 0)
+			return _e;
+	}
 	chown_new(PRIMARY, path, uid, gid);
 	FOR_OTHERS(j) {
 		if (symlinkat(target, A->m[j].dirfd, rel(path)) < 0 && errno != EEXIST)
@@ -268,8 +327,11 @@ static int fs_unlink(const char *path)
 	int r = note_write();
 	if (r < 0)
 		return r;
-	if (unlinkat(PRIMARY, rel(path), 0) < 0)
-		return -errno;
+	{
+		int _e = ON_PRIMARY(unlinkat(PRIMARY, rel(path), 0));
+		if (_e < 0)
+			return _e;
+	}
 	FOR_OTHERS(j)
 		if (unlinkat(A->m[j].dirfd, rel(path), 0) < 0 && errno != ENOENT)
 			note_member_error(j, "unlink", path, errno);
@@ -282,8 +344,11 @@ static int fs_rmdir(const char *path)
 	int r = note_write();
 	if (r < 0)
 		return r;
-	if (unlinkat(PRIMARY, rel(path), AT_REMOVEDIR) < 0)
-		return -errno;
+	{
+		int _e = ON_PRIMARY(unlinkat(PRIMARY, rel(path), AT_REMOVEDIR));
+		if (_e < 0)
+			return _e;
+	}
 	FOR_OTHERS(j)
 		if (unlinkat(A->m[j].dirfd, rel(path), AT_REMOVEDIR) < 0 && errno != ENOENT)
 			note_member_error(j, "rmdir", path, errno);
@@ -297,8 +362,11 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 	int r = note_write();
 	if (r < 0)
 		return r;
-	if (renameat2(PRIMARY, rel(from), PRIMARY, rel(to), flags) < 0)
-		return -errno;
+	{
+		int _e = ON_PRIMARY(renameat2(PRIMARY, rel(from), PRIMARY, rel(to), flags));
+		if (_e < 0)
+			return _e;
+	}
 	FOR_OTHERS(j)
 		if (renameat2(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), flags) < 0)
 			note_member_error(j, "rename", from, errno);
@@ -312,8 +380,11 @@ static int fs_link(const char *from, const char *to)
 	int r = note_write();
 	if (r < 0)
 		return r;
-	if (linkat(PRIMARY, rel(from), PRIMARY, rel(to), 0) < 0)
-		return -errno;
+	{
+		int _e = ON_PRIMARY(linkat(PRIMARY, rel(from), PRIMARY, rel(to), 0));
+		if (_e < 0)
+			return _e;
+	}
 	FOR_OTHERS(j)
 		if (linkat(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), 0) < 0)
 			note_member_error(j, "link", from, errno);
@@ -335,8 +406,11 @@ static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 		return 0;
 	}
 	CHECK_HIDDEN(path);
-	if (fchmodat(PRIMARY, rel(path), mode, 0) < 0)
-		return -errno;
+	{
+		int _e = ON_PRIMARY(fchmodat(PRIMARY, rel(path), mode, 0));
+		if (_e < 0)
+			return _e;
+	}
 	FOR_OTHERS(j)
 		if (fchmodat(A->m[j].dirfd, rel(path), mode, 0) < 0)
 			note_member_error(j, "chmod", path, errno);
@@ -358,8 +432,11 @@ static int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_inf
 		return 0;
 	}
 	CHECK_HIDDEN(path);
-	if (fchownat(PRIMARY, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
+	{
+		int _e = ON_PRIMARY(fchownat(PRIMARY, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW));
+		if (_e < 0)
+			return _e;
+	}
 	FOR_OTHERS(j)
 		if (fchownat(A->m[j].dirfd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
 			note_member_error(j, "chown", path, errno);
@@ -381,8 +458,11 @@ static int fs_utimens(const char *path, const struct timespec tv[2], struct fuse
 		return 0;
 	}
 	CHECK_HIDDEN(path);
-	if (utimensat(PRIMARY, rel(path), tv, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
+	{
+		int _e = ON_PRIMARY(utimensat(PRIMARY, rel(path), tv, AT_SYMLINK_NOFOLLOW));
+		if (_e < 0)
+			return _e;
+	}
 	FOR_OTHERS(j)
 		if (utimensat(A->m[j].dirfd, rel(path), tv, AT_SYMLINK_NOFOLLOW) < 0)
 			note_member_error(j, "utimens", path, errno);
@@ -399,7 +479,7 @@ static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	if (rf)
 		return stripe_truncate(rf, size);
 	CHECK_HIDDEN(path);
-	int r = rfile_open(A, rel(path), &rf);
+	int r = ON_PRIMARY_ERR(rfile_open(A, rel(path), &rf));
 	if (r < 0)
 		return r;
 	r = stripe_truncate(rf, size);
@@ -411,7 +491,7 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 {
 	CHECK_HIDDEN(path);
 	struct rfile *rf;
-	int r = rfile_open(A, rel(path), &rf);
+	int r = ON_PRIMARY_ERR(rfile_open(A, rel(path), &rf));
 	if (r < 0)
 		return r;
 	if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
@@ -431,10 +511,10 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	CHECK_HIDDEN(path);
 	uid_t uid; gid_t gid;
 	struct rfile *rf;
-	if (A->readonly)
-		return -EROFS;
+	if (!array_writable(A))
+		return A->readonly ? -EROFS : -EIO;
 	new_owner(path, &uid, &gid);
-	int r = rfile_create(A, rel(path), mode & 07777, uid, gid, &rf);
+	int r = ON_PRIMARY_ERR(rfile_create(A, rel(path), mode & 07777, uid, gid, &rf));
 	if (r < 0)
 		return r;
 	fi->fh = (uintptr_t)rf;
@@ -465,12 +545,18 @@ static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 
 /* ------------------------------------------------------------- dirs, fs */
 
+static int open_primary(const char *path, int flags)
+{
+	int fd = openat(PRIMARY, rel(path), flags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 static int fs_opendir(const char *path, struct fuse_file_info *fi)
 {
 	CHECK_HIDDEN(path);
-	int fd = openat(PRIMARY, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = ON_PRIMARY_ERR(open_primary(path, O_RDONLY | O_DIRECTORY));
 	if (fd < 0)
-		return -errno;
+		return fd;
 	struct dirh *h = malloc(sizeof(*h));
 	if (!h || !(h->d = fdopendir(fd))) {
 		int e = h ? errno : ENOMEM;
@@ -522,7 +608,7 @@ static int fs_statfs(const char *path, struct statvfs *out)
 	uint64_t files = UINT64_MAX, ffree = UINT64_MAX;
 	struct statvfs sv;
 	for (uint32_t j = 0; j < A->width; j++) {
-		if (!member_present(A, j) || fstatvfs(A->m[j].dirfd, &sv) < 0)
+		if (!member_online(A, j) || fstatvfs(A->m[j].dirfd, &sv) < 0)
 			continue;
 		uint64_t t = (uint64_t)sv.f_blocks * sv.f_frsize;
 		uint64_t f = (uint64_t)sv.f_bfree * sv.f_frsize;

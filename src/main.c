@@ -36,13 +36,19 @@ static void usage(FILE *f)
 "        raid5 raid6 raid10 raid50 raid60; chunk 4K..1M, default 64K)\n"
 "  mount [-f] [-o OPTIONS] DIR[:DIR...] MOUNTPOINT\n"
 "        assemble the array from its members and mount it (-f: foreground)\n"
-"        options: nodegraded, force, ro, log=FILE, allow_other and other FUSE options\n"
+"        options: nodegraded, force, ro, log=FILE, event_program=PATH,\n"
+"        read_error_threshold=N, allow_other and other FUSE options\n"
 "  status [--json] MOUNTPOINT\n"
 "        show the array's state (exit 0 optimal, 1 degraded, 2 failed or not mounted)\n"
 "  unmount MOUNTPOINT\n"
 "        flush and unmount\n"
 "  check DIR[:DIR...]\n"
 "        verify metadata and parity of an unmounted array (exit 0 clean, 1 problems, 2 error)\n"
+"  fail MOUNTPOINT MEMBER\n"
+"        mark a member (index or path) faulty; the array goes on degraded\n"
+"  inject MOUNTPOINT MEMBER FAULT...\n"
+"        fault injection: read-error|write-error|fsync-error|open-error [every|after N|count N|prob P] [ERRNO],\n"
+"        latency MS, corrupt P, vanish, clear\n"
 "\n"
 "fstab:  /srv/disk1:/srv/disk2:/srv/disk3  /srv/pool  fuse.raidfs  defaults,allow_other,nofail  0 0\n");
 }
@@ -158,6 +164,10 @@ static int parse_mount_opts(char *s, struct mount_opts *o)
 			o->readonly = true;
 		else if (!strcmp(opt, "foreground"))
 			o->foreground = true;
+		else if (!strncmp(opt, "event_program=", 14))
+			array_event_program = strdup(opt + 14);
+		else if (!strncmp(opt, "read_error_threshold=", 21))
+			array_read_error_threshold = strtoul(opt + 21, NULL, 10);
 		else {
 			size_t l = strlen(o->fuse_opts);
 			snprintf(o->fuse_opts + l, sizeof(o->fuse_opts) - l, "%s%s", l ? "," : "", opt);
@@ -243,6 +253,24 @@ static bool process_alive(pid_t pid)
 	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
+/* raidfs CMD MOUNTPOINT ARGS...: a control request to the daemon */
+static int cmd_control(const char *cmd, int argc, char **argv, int min_args, const char *usage_line)
+{
+	if (argc < 2 + min_args) {
+		fprintf(stderr, "raidfs: %s: usage: raidfs %s\n", cmd, usage_line);
+		return 1;
+	}
+	char req[4096];
+	size_t off = snprintf(req, sizeof(req), "%s", cmd);
+	for (int i = 2; i < argc && off < sizeof(req); i++)
+		off += snprintf(req + off, sizeof(req) - off, "\t%s", argv[i]);
+	if (off >= sizeof(req)) {
+		fprintf(stderr, "raidfs: %s: arguments too long\n", cmd);
+		return 1;
+	}
+	return ctl_request(argv[1], req, false, NULL, 0);
+}
+
 static int cmd_unmount(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -299,6 +327,11 @@ int main(int argc, char **argv)
 		return cmd_status(argc - 1, argv + 1);
 	if (!strcmp(cmd, "unmount") || !strcmp(cmd, "umount"))
 		return cmd_unmount(argc - 1, argv + 1);
+	if (!strcmp(cmd, "fail"))
+		return cmd_control("fail", argc - 1, argv + 1, 1, "fail MOUNTPOINT MEMBER");
+	if (!strcmp(cmd, "inject"))
+		return cmd_control("inject", argc - 1, argv + 1, 2,
+				   "inject MOUNTPOINT MEMBER read-error|write-error|fsync-error|open-error [every|after N|count N|prob P] [ERRNO] | latency MS | corrupt P | vanish | clear");
 	if (!strcmp(cmd, "check")) {
 		if (argc != 3) {
 			fprintf(stderr, "raidfs: check: give DIR[:DIR...]\n");

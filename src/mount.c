@@ -113,12 +113,16 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	}
 	fuse_set_signal_handlers(fuse_get_session(f));
 	ctl_start();
+	array_monitor_start(a);
+	if (array_state(a) == ARRAY_DEGRADED)
+		array_event(a, "DegradedArray", -1);
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 0);
 	fuse_loop_cfg_set_max_threads(lc, 16);
 	fuse_loop_cfg_set_idle_threads(lc, 8);
 	r = fuse_loop_mt(f, lc);
 	fuse_loop_cfg_destroy(lc);
+	array_monitor_stop();
 	ctl_stop();
 	fuse_remove_signal_handlers(fuse_get_session(f));
 	fuse_unmount(f);

@@ -81,35 +81,50 @@ static uint8_t *scratch(size_t len)
 
 /* ------------------------------------------------------------ member I/O */
 
-static int member_pread(struct rfile *rf, uint32_t j, void *buf, size_t len, uint64_t off)
+/* A read of slot data from member j.  On error the member's error is
+ * accounted (it may fail the member) and -EIO returned: the caller then
+ * reconstructs from redundancy. */
+static int shard_read(struct rfile *rf, uint32_t j, void *buf, size_t len, uint64_t off)
 {
-	ssize_t n = io_pread(rf->fd[j], buf, len, off);
+	ssize_t n = member_pread(rf->a, j, rf->fd[j], buf, len, off);
 	if (n < 0) {
-		__atomic_add_fetch(&rf->a->m[j].errors, 1, __ATOMIC_RELAXED);
 		log_err("read error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
 			j, rf->a->m[j].path, rf->id, off, strerror(-n));
+		array_member_io_error(rf->a, j, n, false);
 		return -EIO;
 	}
-	__atomic_add_fetch(&rf->a->m[j].reads, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
-static int member_pwrite(struct rfile *rf, uint32_t j, const void *buf, size_t len, uint64_t off)
+/* A write to member j.  A failed write fails the member (md does the
+ * same): the caller carries on with the survivors and checks at the end
+ * whether the group still has its data. */
+static int shard_write(struct rfile *rf, uint32_t j, const void *buf, size_t len, uint64_t off)
 {
-	int r = io_pwrite(rf->fd[j], buf, len, off);
+	int r = member_pwrite(rf->a, j, rf->fd[j], buf, len, off);
 	if (r < 0) {
-		__atomic_add_fetch(&rf->a->m[j].errors, 1, __ATOMIC_RELAXED);
 		log_err("write error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
 			j, rf->a->m[j].path, rf->id, off, strerror(-r));
-		return r == -ENOSPC ? r : -EIO;
+		if (r == -ENOSPC)
+			return r;	/* the member is full, not broken */
+		array_member_io_error(rf->a, j, r, true);
 	}
-	__atomic_add_fetch(&rf->a->m[j].writes, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
 static inline bool usable(const struct rfile *rf, uint32_t j)
 {
-	return rf->fd[j] >= 0;
+	return rf->fd[j] >= 0 && member_online(rf->a, j);
+}
+
+/* After writing a group: is the data still held by enough members? */
+static int group_alive(const struct rfile *rf, uint64_t s, uint32_t g)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t lost = 0;
+	for (uint32_t i = 0; i < l->k + l->m; i++)
+		lost += !usable(rf, layout_slot_member(l, s, g, i));
+	return lost > l->m ? -EIO : 0;
 }
 
 /* --------------------------------------------------------------- groups */
@@ -126,30 +141,30 @@ static int load_group(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo,
 {
 	const struct layout *l = &rf->lay;
 	uint64_t off = s * l->chunk + lo;
-	uint64_t have = 0;
-	bool absent = false;
+	uint64_t have = 0, bad = 0;
+	bool missing = false;
 
 	for (uint32_t j = 0; j < l->k; j++) {
 		if (!(want >> j & 1))
 			continue;
 		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (!usable(rf, mj)) {
-			absent = true;
+		if (!usable(rf, mj) || shard_read(rf, mj, blk[j], len, off) < 0) {
+			if (usable(rf, mj))
+				bad |= 1ull << j;
+			missing = true;
 			continue;
 		}
-		if (member_pread(rf, mj, blk[j], len, off) < 0)
-			return -EIO;
 		have |= 1ull << j;
 	}
-	if (!absent)
+	if (!missing)
 		return 0;
 	if (l->red == RED_NONE)
 		return -EIO;
 	if (l->red == RED_MIRROR) {
 		for (uint32_t c = 0; c < l->k + l->m; c++) {
 			uint32_t mj = layout_slot_member(l, s, g, c);
-			if (usable(rf, mj))
-				return member_pread(rf, mj, blk[0], len, off);
+			if (usable(rf, mj) && !(bad >> c & 1) && shard_read(rf, mj, blk[0], len, off) == 0)
+				goto repair;
 		}
 		return -EIO;
 	}
@@ -158,17 +173,34 @@ static int load_group(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo,
 		if (have >> j & 1)
 			continue;
 		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (usable(rf, mj)) {
-			if (member_pread(rf, mj, blk[j], len, off) < 0)
-				return -EIO;
-		} else {
-			if (ne == (int)l->m)
-				return -EIO;	/* more lost than the group tolerates */
-			erased[ne++] = j;
-		}
+		if (!(bad >> j & 1) && usable(rf, mj) && shard_read(rf, mj, blk[j], len, off) == 0)
+			continue;
+		if (usable(rf, mj))
+			bad |= 1ull << j;
+		if (ne == (int)l->m)
+			return -EIO;	/* more lost than the group tolerates */
+		erased[ne++] = j;
 	}
 	if (ne && parity_reconstruct(l->k, l->m, len, blk, erased, ne) < 0)
 		return -EIO;
+repair:
+	/* md's way: give the caller good data, then rewrite what the member
+	 * could not read, so a bad sector is remapped by the disk */
+	for (uint32_t j = 0; j < l->k + l->m; j++) {
+		if (!(bad >> j & 1))
+			continue;
+		uint32_t mj = layout_slot_member(l, s, g, j);
+		if (!usable(rf, mj))
+			continue;
+		const uint8_t *src = l->red == RED_MIRROR ? blk[0] : blk[j];
+		if (member_pwrite(rf->a, mj, rf->fd[mj], src, len, off) == 0) {
+			array_member_corrected(rf->a, mj);
+			log_warn("member %u '%s': read error at offset %" PRIu64 " of file %016" PRIx64 " repaired from redundancy",
+				 mj, rf->a->m[mj].path, off, rf->id);
+		} else {
+			array_member_io_error(rf->a, mj, -EIO, true);
+		}
+	}
 	return 0;
 }
 
@@ -192,21 +224,20 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 			if (!w->src[j])
 				continue;
 			uint32_t mj = layout_slot_member(l, s, g, j);
-			ret = usable(rf, mj) ? member_pwrite(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j])
+			ret = usable(rf, mj) ? shard_write(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j])
 					     : -EIO;
+			if (ret == 0 && !usable(rf, mj))
+				ret = -EIO;	/* raid0: nothing else holds it */
 		}
 		return ret;
 	}
 	if (l->red == RED_MIRROR) {
-		bool wrote = false;
 		for (uint32_t c = 0; c < l->k + l->m && !ret; c++) {
 			uint32_t mj = layout_slot_member(l, s, g, c);
-			if (!usable(rf, mj))
-				continue;
-			ret = member_pwrite(rf, mj, w->src[0], w->b[0] - w->a[0], base + w->a[0]);
-			wrote = true;
+			if (usable(rf, mj))
+				ret = shard_write(rf, mj, w->src[0], w->b[0] - w->a[0], base + w->a[0]);
 		}
-		return ret ? ret : (wrote ? 0 : -EIO);
+		return ret ? ret : group_alive(rf, s, g);
 	}
 
 	/* Parity: gather all k data slots over [lo, hi). */
@@ -249,14 +280,14 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 	for (uint32_t j = 0; j < l->k && !ret; j++) {
 		uint32_t mj = layout_slot_member(l, s, g, j);
 		if (w->src[j] && usable(rf, mj))
-			ret = member_pwrite(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j]);
+			ret = shard_write(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j]);
 	}
 	for (uint32_t p = l->k; p < n && !ret; p++) {
 		uint32_t mj = layout_slot_member(l, s, g, p);
 		if (usable(rf, mj))
-			ret = member_pwrite(rf, mj, blk[p], len, base + w->lo);
+			ret = shard_write(rf, mj, blk[p], len, base + w->lo);
 	}
-	return ret;
+	return ret ? ret : group_alive(rf, s, g);
 }
 
 /* Put the file in the dirty log before its first change.  Caller holds
@@ -311,8 +342,8 @@ ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off
 
 	if (len == 0)
 		return 0;
-	if (rf->a->readonly)
-		return -EROFS;
+	if (!array_writable(rf->a))
+		return rf->a->readonly ? -EROFS : -EIO;
 	pthread_rwlock_wrlock(&rf->rw);
 	ret = mark_dirty(rf);
 	for (uint64_t pos = off; pos < end && ret == 0;) {
@@ -397,9 +428,11 @@ ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 				}
 			}
 		}
-		if (usable(rf, mj)) {
-			ret = member_pread(rf, mj, dst + (pos - off), n, s * chunk + o);
+		if (usable(rf, mj) && shard_read(rf, mj, dst + (pos - off), n, s * chunk + o) == 0) {
+			ret = 0;
 		} else {
+			/* absent or unreadable: reconstruct (load_group retries
+			 * the read, then repairs the chunk it could not read) */
 			uint32_t cnt = l->k + l->m;
 			uint8_t *scr = scratch((size_t)cnt * n);
 			uint8_t *blk[LAYOUT_MAX_WIDTH];
@@ -455,17 +488,17 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit)
 		for (uint32_t c = 0; c < n && !ret; c++) {
 			uint32_t mj = layout_slot_member(l, s, g, c);
 			if (usable(rf, mj))
-				ret = member_pwrite(rf, mj, blk[0], chunk, base);
+				ret = shard_write(rf, mj, blk[0], chunk, base);
 		}
-		return ret;
+		return ret ? ret : group_alive(rf, s, g);
 	}
 	ret = parity_encode(l->k, l->m, chunk, blk);
 	for (uint32_t p = l->k; p < n && !ret; p++) {
 		uint32_t mj = layout_slot_member(l, s, g, p);
 		if (usable(rf, mj))
-			ret = member_pwrite(rf, mj, blk[p], chunk, base);
+			ret = shard_write(rf, mj, blk[p], chunk, base);
 	}
-	return ret;
+	return ret ? ret : group_alive(rf, s, g);
 }
 
 /* Cut or extend every present shard to its length for `size`. */
@@ -489,8 +522,8 @@ int stripe_truncate(struct rfile *rf, uint64_t size)
 	const struct layout *l = &rf->lay;
 	int ret;
 
-	if (rf->a->readonly)
-		return -EROFS;
+	if (!array_writable(rf->a))
+		return rf->a->readonly ? -EROFS : -EIO;
 	pthread_rwlock_wrlock(&rf->rw);
 	ret = mark_dirty(rf);
 	if (ret == 0 && size < rf->size && size > 0 && l->red == RED_PARITY) {
@@ -519,11 +552,21 @@ int stripe_fsync(struct rfile *rf, bool datasync)
 	for (uint32_t j = 0; j < rf->a->width && ret == 0; j++) {
 		if (!usable(rf, j))
 			continue;
-		if ((datasync ? fdatasync(rf->fd[j]) : fsync(rf->fd[j])) < 0) {
+		int r = member_fsync(rf->a, j, rf->fd[j], datasync);
+		if (r < 0) {
 			log_err("fsync failed on member %u '%s': %s", j, rf->a->m[j].path,
-				strerror(errno));
-			ret = -EIO;
+				strerror(-r));
+			/* data not durable there: the member cannot be trusted */
+			array_member_io_error(rf->a, j, r, true);
 		}
+	}
+	for (uint32_t g = 0; g < rf->lay.groups && ret == 0; g++) {
+		/* fsync succeeds while every group keeps its data durable */
+		uint32_t lost = 0;
+		for (uint32_t p = 0; p < rf->lay.gw; p++)
+			lost += !usable(rf, g * rf->lay.gw + p);
+		if (lost > rf->lay.m)
+			ret = -EIO;
 	}
 	pthread_rwlock_unlock(&rf->rw);
 	return ret;
@@ -567,7 +610,7 @@ long stripe_verify(struct rfile *rf,
 			bool skip = false;
 			for (uint32_t i = 0; i < n && !skip; i++) {
 				uint32_t mj = layout_slot_member(l, s, g, i);
-				if (!usable(rf, mj) || member_pread(rf, mj, blk[i], chunk, s * chunk) < 0)
+				if (!usable(rf, mj) || member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
 					skip = true;
 			}
 			if (skip)

@@ -1,0 +1,326 @@
+/*
+ * member.c - member system calls with counters and fault injection (see
+ * member.h).
+ */
+#include "member.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "array.h"
+#include "superblock.h"
+#include "util.h"
+
+static const char *const op_name[FOP_COUNT] = { "read", "write", "fsync", "open" };
+
+static double rand01(void)
+{
+	static __thread uint64_t x;
+	if (!x)
+		x = random_u64() | 1;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return (x >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* 0, or the negative errno the rule injects for this operation. */
+static int inject(struct array *a, uint32_t j, enum fault_op op)
+{
+	struct member *m = &a->m[j];
+	if (!__atomic_load_n(&m->fault.any, __ATOMIC_ACQUIRE))
+		return 0;
+	int ret = 0;
+	uint32_t lat;
+	pthread_mutex_lock(&m->fault_lock);
+	if (m->fault.vanished) {
+		pthread_mutex_unlock(&m->fault_lock);
+		return -ENXIO;
+	}
+	struct fault_rule *r = &m->fault.rule[op];
+	r->seen++;
+	switch (r->mode) {
+	case FM_OFF: break;
+	case FM_EVERY: ret = -r->err; break;
+	case FM_AFTER: if (r->seen > r->n) ret = -r->err; break;
+	case FM_PROB: if (rand01() < r->p) ret = -r->err; break;
+	case FM_COUNT:
+		if (r->n > 0) {
+			ret = -r->err;
+			if (--r->n == 0)
+				r->mode = FM_OFF;
+		}
+		break;
+	}
+	lat = m->fault.latency_ms;
+	pthread_mutex_unlock(&m->fault_lock);
+	if (lat) {
+		struct timespec ts = { lat / 1000, (lat % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	return ret;
+}
+
+static void count_error(struct array *a, uint32_t j)
+{
+	__atomic_add_fetch(&a->m[j].errors, 1, __ATOMIC_RELAXED);
+}
+
+ssize_t member_pread(struct array *a, uint32_t j, int fd, void *buf, size_t len, uint64_t off)
+{
+	int e = inject(a, j, FOP_READ);
+	if (e < 0) {
+		count_error(a, j);
+		return e;
+	}
+	ssize_t n = io_pread(fd, buf, len, off);
+	if (n < 0) {
+		count_error(a, j);
+		return n;
+	}
+	__atomic_add_fetch(&a->m[j].reads, 1, __ATOMIC_RELAXED);
+	struct member *m = &a->m[j];
+	if (__atomic_load_n(&m->fault.any, __ATOMIC_ACQUIRE) && len) {
+		pthread_mutex_lock(&m->fault_lock);
+		double p = m->fault.corrupt_p;
+		pthread_mutex_unlock(&m->fault_lock);
+		if (p > 0 && rand01() < p)
+			((uint8_t *)buf)[(size_t)(rand01() * len) % len] ^= 0x5a;
+	}
+	return n;
+}
+
+int member_pwrite(struct array *a, uint32_t j, int fd, const void *buf, size_t len, uint64_t off)
+{
+	int e = inject(a, j, FOP_WRITE);
+	if (e == 0)
+		e = io_pwrite(fd, buf, len, off);
+	if (e < 0) {
+		count_error(a, j);
+		return e;
+	}
+	__atomic_add_fetch(&a->m[j].writes, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int member_fsync(struct array *a, uint32_t j, int fd, bool datasync)
+{
+	int e = inject(a, j, FOP_FSYNC);
+	if (e == 0 && (datasync ? fdatasync(fd) : fsync(fd)) < 0)
+		e = -errno;
+	if (e < 0)
+		count_error(a, j);
+	return e;
+}
+
+int member_openat(struct array *a, uint32_t j, const char *relpath, int flags, mode_t mode)
+{
+	int e = inject(a, j, FOP_OPEN);
+	if (e < 0) {
+		count_error(a, j);
+		return e;
+	}
+	int fd = openat(a->m[j].dirfd, relpath, flags | O_CLOEXEC, mode);
+	return fd < 0 ? -errno : fd;
+}
+
+bool member_error_is_fatal(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case EIO: case ENXIO: case ENODEV: case ENOTCONN: case EROFS:
+	case ESTALE: case EREMOTEIO: case ENOMEDIUM: case EBADF:
+		return true;
+	}
+	return false;
+}
+
+bool member_vanished(struct array *a, uint32_t j, const char **why)
+{
+	struct member *m = &a->m[j];
+	struct stat st;
+	const char *dummy;
+	if (!why)
+		why = &dummy;
+	if (m->dirfd < 0) {
+		*why = "not present";
+		return true;
+	}
+	pthread_mutex_lock(&m->fault_lock);
+	bool v = m->fault.vanished;
+	pthread_mutex_unlock(&m->fault_lock);
+	if (v) {
+		*why = "the disk disappeared (injected)";
+		return true;
+	}
+	if (fstat(m->dirfd, &st) < 0 || st.st_nlink == 0) {
+		*why = "its directory was deleted";
+		return true;
+	}
+	struct superblock sb;
+	const char *sbwhy;
+	int r = sb_read(m->dirfd, &sb, &sbwhy);
+	if (r == -ENOENT) {
+		*why = "its superblock disappeared";
+		return true;
+	}
+	if (r == 0 && memcmp(sb.uuid, a->sb.uuid, 16) != 0) {
+		*why = "it now holds another array's superblock";
+		return true;
+	}
+	if (r < 0 && member_error_is_fatal(r)) {
+		*why = "its superblock cannot be read";
+		return true;
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------ injection */
+
+static int parse_errno(const char *s)
+{
+	static const struct { const char *name; int e; } t[] = {
+		{ "EIO", EIO }, { "ENXIO", ENXIO }, { "ENOSPC", ENOSPC }, { "EROFS", EROFS },
+		{ "ENOTCONN", ENOTCONN }, { "ESTALE", ESTALE }, { "ENODEV", ENODEV },
+		{ "EACCES", EACCES }, { "ENOENT", ENOENT },
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (!strcasecmp(s, t[i].name))
+			return t[i].e;
+	char *end;
+	long v = strtol(s, &end, 10);
+	return (*end || v <= 0 || v > 4095) ? -1 : (int)v;
+}
+
+int member_inject(struct array *a, uint32_t j, int argc, char **argv,
+		  char *err, size_t errlen)
+{
+	struct member *m = &a->m[j];
+	if (argc < 1) {
+		snprintf(err, errlen, "inject: say what to inject (read-error, write-error, fsync-error, open-error, latency, corrupt, vanish, clear)");
+		return -EINVAL;
+	}
+	const char *what = argv[0];
+	struct member_faults f;
+	pthread_mutex_lock(&m->fault_lock);
+	f = m->fault;
+	pthread_mutex_unlock(&m->fault_lock);
+
+	if (!strcmp(what, "clear")) {
+		memset(&f, 0, sizeof(f));
+	} else if (!strcmp(what, "vanish")) {
+		f.vanished = true;
+	} else if (!strcmp(what, "latency")) {
+		char *end;
+		long ms = argc > 1 ? strtol(argv[1], &end, 10) : -1;
+		if (argc != 2 || *end || ms < 0 || ms > 60000) {
+			snprintf(err, errlen, "inject: latency needs milliseconds (0..60000), for example 'latency 20'");
+			return -EINVAL;
+		}
+		f.latency_ms = ms;
+	} else if (!strcmp(what, "corrupt")) {
+		char *end;
+		double p = argc > 1 ? strtod(argv[1], &end) : -1;
+		if (argc != 2 || *end || p < 0 || p > 1) {
+			snprintf(err, errlen, "inject: corrupt needs a probability from 0 to 1, for example 'corrupt 0.01'");
+			return -EINVAL;
+		}
+		f.corrupt_p = p;
+	} else {
+		enum fault_op op = FOP_COUNT;
+		for (int i = 0; i < FOP_COUNT; i++) {
+			char name[32];
+			snprintf(name, sizeof(name), "%s-error", op_name[i]);
+			if (!strcmp(what, name))
+				op = i;
+		}
+		if (op == FOP_COUNT) {
+			snprintf(err, errlen, "inject: unknown fault '%s' (read-error, write-error, fsync-error, open-error, latency, corrupt, vanish, clear)", what);
+			return -EINVAL;
+		}
+		struct fault_rule r = { .mode = FM_EVERY, .err = EIO };
+		int i = 1;
+		if (i < argc && !strcmp(argv[i], "every")) {
+			i++;
+		} else if (i < argc && (!strcmp(argv[i], "after") || !strcmp(argv[i], "count"))) {
+			char *end;
+			r.mode = !strcmp(argv[i], "after") ? FM_AFTER : FM_COUNT;
+			long long n = i + 1 < argc ? strtoll(argv[i + 1], &end, 10) : -1;
+			if (i + 1 >= argc || *end || n < 0) {
+				snprintf(err, errlen, "inject: '%s' needs a number of operations", argv[i]);
+				return -EINVAL;
+			}
+			r.n = n;
+			i += 2;
+		} else if (i < argc && !strcmp(argv[i], "prob")) {
+			char *end;
+			r.mode = FM_PROB;
+			r.p = i + 1 < argc ? strtod(argv[i + 1], &end) : -1;
+			if (i + 1 >= argc || *end || r.p < 0 || r.p > 1) {
+				snprintf(err, errlen, "inject: 'prob' needs a probability from 0 to 1");
+				return -EINVAL;
+			}
+			i += 2;
+		} else if (i < argc && !strcmp(argv[i], "off")) {
+			r.mode = FM_OFF;
+			i++;
+		}
+		if (i < argc) {
+			r.err = parse_errno(argv[i]);
+			if (r.err < 0) {
+				snprintf(err, errlen, "inject: unknown errno '%s' (EIO, ENXIO, ENOSPC, EROFS, ... or a number)", argv[i]);
+				return -EINVAL;
+			}
+			i++;
+		}
+		if (i < argc) {
+			snprintf(err, errlen, "inject: unexpected '%s'", argv[i]);
+			return -EINVAL;
+		}
+		f.rule[op] = r;
+	}
+	bool any = f.vanished || f.latency_ms || f.corrupt_p > 0;
+	for (int i = 0; i < FOP_COUNT; i++)
+		any |= f.rule[i].mode != FM_OFF;
+	f.any = any;
+	pthread_mutex_lock(&m->fault_lock);
+	m->fault = f;
+	pthread_mutex_unlock(&m->fault_lock);
+	log_warn("member %u '%s': fault injection: %s%s%s", j, m->path, what,
+		 argc > 1 ? " " : "", argc > 1 ? argv[1] : "");
+	return 0;
+}
+
+void member_inject_describe(struct array *a, uint32_t j, char *buf, size_t len)
+{
+	struct member *m = &a->m[j];
+	struct member_faults f;
+	size_t off = 0;
+	pthread_mutex_lock(&m->fault_lock);
+	f = m->fault;
+	pthread_mutex_unlock(&m->fault_lock);
+	buf[0] = '\0';
+#define ADD(...) off += snprintf(buf + off, off < len ? len - off : 0, __VA_ARGS__)
+	if (f.vanished)
+		ADD("%svanished", off ? ", " : "");
+	for (int i = 0; i < FOP_COUNT; i++) {
+		const struct fault_rule *r = &f.rule[i];
+		switch (r->mode) {
+		case FM_OFF: break;
+		case FM_EVERY: ADD("%s%s-error every (%s)", off ? ", " : "", op_name[i], strerror(r->err)); break;
+		case FM_AFTER: ADD("%s%s-error after %llu", off ? ", " : "", op_name[i], (unsigned long long)r->n); break;
+		case FM_PROB: ADD("%s%s-error prob %g", off ? ", " : "", op_name[i], r->p); break;
+		case FM_COUNT: ADD("%s%s-error count %llu", off ? ", " : "", op_name[i], (unsigned long long)r->n); break;
+		}
+	}
+	if (f.latency_ms)
+		ADD("%slatency %u ms", off ? ", " : "", f.latency_ms);
+	if (f.corrupt_p > 0)
+		ADD("%scorrupt %g", off ? ", " : "", f.corrupt_p);
+#undef ADD
+}

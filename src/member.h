@@ -1,0 +1,79 @@
+/*
+ * member.h - every data-path system call on a member goes through here.
+ *
+ * Why one place: counting (status shows reads, writes, errors per member),
+ * fault injection (decision 11: errors, latency, silent corruption,
+ * disappearance, set from the CLI at runtime), and classifying errors so a
+ * member that misbehaves is failed instead of the caller seeing an error
+ * that redundancy can hide.
+ *
+ * Fault injection rules (one per operation: read, write, fsync, open):
+ *   every          every operation fails
+ *   after N        operations after the first N fail
+ *   prob P         each operation fails with probability P (0..1)
+ *   count N        the next N operations fail, then the rule clears
+ * with an errno (default EIO).  Also: latency MS (added to every
+ * operation), corrupt P (flip one byte of data read, with probability P),
+ * vanish (every operation fails with ENXIO and the monitor fails the
+ * member: the disk was unplugged), clear.
+ *
+ * Functions return 0 (bytes for member_pread: those that came from the
+ * file; the rest of the buffer is zeroed) or a negative errno.  They never
+ * change member states themselves: callers decide (stripe.c repairs read
+ * errors and fails members on write errors).
+ *
+ * Thread safety: the counters are atomic; the rules are protected by the
+ * member's fault lock.
+ */
+#ifndef RAIDFS_MEMBER_H
+#define RAIDFS_MEMBER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct array;
+
+enum fault_op { FOP_READ, FOP_WRITE, FOP_FSYNC, FOP_OPEN, FOP_COUNT };
+
+enum fault_mode { FM_OFF, FM_EVERY, FM_AFTER, FM_PROB, FM_COUNT };
+
+struct fault_rule {
+	enum fault_mode mode;
+	uint64_t n;		/* after N / count N */
+	double p;		/* probability */
+	int err;		/* positive errno */
+	uint64_t seen;		/* operations seen since the rule was set */
+};
+
+struct member_faults {
+	struct fault_rule rule[FOP_COUNT];
+	uint32_t latency_ms;
+	double corrupt_p;
+	bool vanished;
+	bool any;		/* fast path: no rule at all */
+};
+
+ssize_t member_pread(struct array *a, uint32_t j, int fd, void *buf, size_t len, uint64_t off);
+int member_pwrite(struct array *a, uint32_t j, int fd, const void *buf, size_t len, uint64_t off);
+int member_fsync(struct array *a, uint32_t j, int fd, bool datasync);
+int member_openat(struct array *a, uint32_t j, const char *relpath, int flags, mode_t mode);
+
+/* Is the member's disk gone (injected vanish, or its root directory
+ * deleted or replaced)?  Cheap enough for a 1 s monitor. */
+bool member_vanished(struct array *a, uint32_t j, const char **why);
+
+/*
+ * Parse and apply an injection spec (argv words, see above) to member j.
+ * Returns 0, or -EINVAL with a message in err.
+ */
+int member_inject(struct array *a, uint32_t j, int argc, char **argv,
+		  char *err, size_t errlen);
+/* One line describing the active injections ("" when none). */
+void member_inject_describe(struct array *a, uint32_t j, char *buf, size_t len);
+
+/* Errors that mean the member (not the request) is broken. */
+bool member_error_is_fatal(int err);
+
+#endif
