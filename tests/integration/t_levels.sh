@@ -6,14 +6,16 @@
 # overwrites, appends, truncates, renames, unlinks, ...) mirrored on a plain
 # reference directory, compare every byte, check `status` says optimal,
 # unmount, mount again, compare again, unmount, and `raidfs check` must be
-# clean.  One configuration also writes a sparse file beyond 4 GiB.
+# clean; then, on redundant levels, one flipped shard byte must make
+# `raidfs check` report an inconsistency (so that "clean" means something).
+# One configuration also writes a sparse file beyond 4 GiB.
 #
-# Environment: OPS (workload operations per configuration, default 250),
+# Environment: OPS (workload operations per configuration, default 500),
 # ONLY (run only configurations whose line matches this regex), SEED.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
-OPS=${OPS:-250}
+OPS=${OPS:-500}
 ONLY=${ONLY:-}
 
 # level width chunk groups flags
@@ -80,7 +82,7 @@ for cfg in "${CONFIGS[@]}"; do
 	rfs_mount "$members" "$mnt" || fail "$what: second mount failed"
 	workload compare "$mnt" "$C/ref" >"$C/compare.out" 2>&1 ||
 		{ cat "$C/compare.out" >&2; log "reproduce: $repro"; fail "$what: trees differ after remount"; }
-	rfs_unmount_wait "$mnt" || fail "$what: unmount"
+	rfs_unmount_quick "$mnt" || fail "$what: unmount"
 
 	"$RAIDFS" check "$members" >"$C/check.out" 2>&1
 	rc=$?
@@ -89,6 +91,21 @@ for cfg in "${CONFIGS[@]}"; do
 		log "reproduce: $repro"
 		fail "$what: raidfs check exit $rc (want 0)"
 	fi
+	# negative control: one flipped shard byte must make check fail
+	# (only where redundancy lets check see it)
+	case $level in
+	single|raid0) ;;
+	*)
+		shard=$(find "${mem%% *}" -path '*/.raidfs' -prune -o -type f -size +0 -printf '%s %p\n' |
+			sort -n | tail -n 1 | cut -d' ' -f2-)
+		if [ -n "$shard" ]; then
+			"$PY" -c 'import os,sys; fd=os.open(sys.argv[1],os.O_RDWR); o=os.fstat(fd).st_size//2; b=os.pread(fd,1,o); os.pwrite(fd,bytes([b[0]^0x40]),o)' "$shard"
+			"$RAIDFS" check "$members" >"$C/check.out" 2>&1
+			rc=$?
+			[ "$rc" -eq 1 ] || { cat "$C/check.out" >&2; fail "$what: raidfs check exit $rc after a shard byte of '$shard' was flipped (want 1)"; }
+		fi
+		;;
+	esac
 	log "ok: $what ($(head -n 1 "$C/workload.out" | sed 's/^workload: //'); $((SECONDS - t0))s)"
 	rm -rf "$C"
 done

@@ -505,13 +505,13 @@ class Workload:
 
     def op_rename(self):
         t = self.tree()
-        cands = t["files"] + t["links"]
+        cands = self.normal_files() + t["links"]   # sparse >4 GiB files stay
         if not cands:
             return self.op_create()
         src = self.rng.choice(cands)
         r = self.rng.random()
-        if r < 0.35 and len(t["files"]) > 1:
-            dst = self.rng.choice([f for f in t["files"] if f != src])  # over existing
+        if r < 0.35 and len(self.normal_files()) > 1:
+            dst = self.rng.choice([f for f in self.normal_files() if f != src])  # over existing
         elif r < 0.65:
             dst = os.path.join(os.path.dirname(src), self.newname("r"))  # same dir
         else:
@@ -529,7 +529,7 @@ class Workload:
 
     def op_unlink(self):
         t = self.tree()
-        cands = t["files"] + t["links"]
+        cands = self.normal_files() + t["links"]
         if not cands:
             return self.op_create()
         rel = self.rng.choice(cands)
@@ -594,6 +594,10 @@ class Workload:
         off = self.pick_off(cur) % (cur + self.chunk)   # sometimes past EOF
         n = self.pick_len(0)
         self.log("readcheck %s off=%d len=%d" % (rel, off, n))
+        self.read_range("readcheck", rel, off, n)
+
+    def read_range(self, name, rel, off, n):
+        """pread [off, off+n) on both sides; the bytes must be the same."""
         got = {}
         for side, root in (("ref", self.ref), ("mnt", self.mnt)):
             try:
@@ -605,16 +609,18 @@ class Workload:
             except OSError as e:
                 got[side] = e
         if isinstance(got["mnt"], OSError):
-            raise Diverged("op %d: readcheck %s off=%d len=%d: mount read failed: %s"
-                           % (self.opno, rel, off, n, errname(got["mnt"].errno)))
+            raise Diverged("op %d: %s %s: read off=%d len=%d: mount read failed: %s"
+                           % (self.opno, name, rel, off, n, errname(got["mnt"].errno)))
+        if isinstance(got["ref"], OSError):
+            raise got["ref"]
         a, b = got["ref"], got["mnt"]
         if a != b:
             if len(a) != len(b):
-                raise Diverged("op %d: readcheck %s off=%d len=%d: mount returned %d bytes, reference %d"
-                               % (self.opno, rel, off, n, len(b), len(a)))
+                raise Diverged("op %d: %s %s: read off=%d len=%d: mount returned %d bytes, reference %d"
+                               % (self.opno, name, rel, off, n, len(b), len(a)))
             i = first_diff(a, b)
-            raise Diverged("op %d: readcheck %s off=%d len=%d: differs at file offset %d: ref %02x mount %02x"
-                           % (self.opno, rel, off, n, off + i, a[i], b[i]))
+            raise Diverged("op %d: %s %s: read off=%d len=%d: differs at file offset %d: ref %02x mount %02x"
+                           % (self.opno, name, rel, off, n, off + i, a[i], b[i]))
 
     def op_chmod(self):
         files = self.tree()["files"] + self.tree()["dirs"]
@@ -661,6 +667,8 @@ class Workload:
         off = 4 * GIB + self.rng.choice([0, -1, 1, self.chunk, self.rng.randrange(0, 64 * MIB)])
         n = self.pick_len(0)
         self.pwrite_at("bigwrite", rel, off, self.data(n), self.rng.random() < 0.3)
+        # read back around the write now: the file may be gone by the end
+        self.read_range("bigwrite", rel, max(0, off - self.chunk), n + 2 * self.chunk)
 
     def run(self):
         names = [n for n, _ in self.ops]
