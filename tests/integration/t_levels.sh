@@ -15,6 +15,10 @@
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
+# the comparison tools must catch what they exist to catch
+workload selftest >"$T/selftest.out" 2>&1 ||
+	{ cat "$T/selftest.out" >&2; fail "tests/tools/workload.py selftest failed"; }
+
 OPS=${OPS:-500}
 ONLY=${ONLY:-}
 

@@ -991,6 +991,95 @@ def cmd_patterns(args):
     return 0
 
 
+# --------------------------------------------------------------------------
+# selftest: the tool must see the differences it exists to find
+
+
+def cmd_selftest(args):
+    import contextlib
+    import io
+    import shutil
+    import tempfile
+    bad = []
+
+    def expect(what, got, want):
+        if got != want:
+            bad.append("%s: exit %s, want %s" % (what, got, want))
+
+    def flip(path, off):
+        fd = os.open(path, os.O_RDWR)
+        try:
+            b = os.pread(fd, 1, off)
+            os.pwrite(fd, bytes([b[0] ^ 0x01]), off)
+        finally:
+            os.close(fd)
+
+    def quiet(argv):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            return main(argv)
+
+    tmp = tempfile.mkdtemp(prefix="workload-selftest.")
+    try:
+        a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+        os.mkdir(a)
+        os.mkdir(b)
+        expect("run on two plain dirs", quiet(["run", "--mnt", a, "--ref", b, "--seed", "1",
+                                              "--ops", "400", "--chunk", "4K", "--max-size", "256K"]), 0)
+        expect("compare identical trees", quiet(["compare", a, b]), 0)
+        # one flipped byte in the largest file
+        files = [os.path.join(r, f) for r, _, fs in os.walk(a) for f in fs
+                 if not os.path.islink(os.path.join(r, f))]
+        big = max(files, key=os.path.getsize)
+        at = os.path.getsize(big) * 2 // 3
+        flip(big, at)
+        expect("compare after one flipped byte", quiet(["compare", a, b]), 1)
+        flip(big, at)
+        expect("compare after flipping it back", quiet(["compare", a, b]), 0)
+        mode = stat.S_IMODE(os.stat(big).st_mode)
+        os.chmod(big, mode ^ 0o004)
+        expect("compare after chmod", quiet(["compare", a, b]), 1)
+        expect("compare --no-mode after chmod", quiet(["compare", "--no-mode", a, b]), 0)
+        os.chmod(big, mode)
+        # a divergence during run is reported (the reference is the model)
+        flip(big, 0)
+        expect("run after corrupting the mount side",
+               quiet(["run", "--mnt", a, "--ref", b, "--seed", "2", "--ops", "3000",
+                      "--chunk", "4K", "--max-size", "256K", "--name-prefix", "x"]), 1)
+        # crash journal: intact passes, a flipped or cut file fails
+        m, st = os.path.join(tmp, "m"), os.path.join(tmp, "state")
+        expect("crashwrite", quiet(["crashwrite", "--mnt", m, "--state", st, "--seed", "3",
+                                    "--chunk", "4K", "--max-size", "128K", "--max-ops", "300"]), 0)
+        expect("crashverify intact", quiet(["crashverify", "--mnt", m, "--state", st]), 0)
+        victim = max((os.path.join(m, f) for f in os.listdir(m)), key=os.path.getsize)
+        with open(victim, "rb") as fh:
+            saved = fh.read()
+        flip(victim, 0)
+        r1 = quiet(["crashverify", "--mnt", m, "--state", st])
+        flip(victim, 0)
+        os.truncate(victim, len(saved) // 4)
+        r2 = quiet(["crashverify", "--mnt", m, "--state", st])
+        with open(victim, "wb") as fh:
+            fh.write(saved)
+        expect("crashverify after truncating %s to a quarter" % os.path.basename(victim), r2, 1)
+        if r1 == 0:
+            # byte 0 may have been rewritten after the last fsync: then it
+            # is excluded; flip every byte instead
+            with open(victim, "wb") as fh:
+                fh.write(bytes(x ^ 0xff for x in saved))
+            r1 = quiet(["crashverify", "--mnt", m, "--state", st])
+            with open(victim, "wb") as fh:
+                fh.write(saved)
+        expect("crashverify after flipping fsynced bytes", r1, 1)
+        expect("crashverify after restoring", quiet(["crashverify", "--mnt", m, "--state", st]), 0)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if bad:
+        print("selftest: FAILED:\n  " + "\n  ".join(bad), file=sys.stderr)
+        return 1
+    print("selftest: ok")
+    return 0
+
+
 def size_arg(s):
     s = s.strip()
     mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(s[-1:].lower())
@@ -1045,8 +1134,10 @@ def main(argv=None):
     t.add_argument("--intolerable", action="store_true",
                    help="print minimal sets the level does NOT tolerate")
 
+    sub.add_parser("selftest", help="check that run/compare/crashverify detect what they must")
+
     args = p.parse_args(argv)
-    return {"run": cmd_run, "patterns": cmd_patterns, "compare": cmd_compare, "crashwrite": cmd_crashwrite,
+    return {"run": cmd_run, "patterns": cmd_patterns, "selftest": cmd_selftest, "compare": cmd_compare, "crashwrite": cmd_crashwrite,
             "crashverify": cmd_crashverify}[args.cmd](args)
 
 
