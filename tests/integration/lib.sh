@@ -110,6 +110,12 @@ expect_rc() {
 
 # ---- helpers added for the level/degraded/crash scenarios ----------------
 
+# need_python: skip unless $PY is a Python >= 3.9 (workload.py needs it)
+need_python() {
+	"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 9))' 2>/dev/null ||
+		skip "python3 >= 3.9 is missing (apt-get install python3)"
+}
+
 # is_mounted PATH: true when PATH is a mount point in /proc/mounts (also
 # when its FUSE daemon died and stat() on it fails with ENOTCONN)
 is_mounted() {

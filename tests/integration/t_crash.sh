@@ -16,6 +16,7 @@
 # configuration line), SEED.
 . "$(dirname "$0")/lib.sh"
 need_fuse
+need_python
 
 read -r I5 I6 I1 <<<"${ITERS:-9 9 4}"
 WRITERS=${WRITERS:-2}

@@ -23,6 +23,7 @@
 # workload ops, default 80), ONLY (regex on the configuration line), SEED.
 . "$(dirname "$0")/lib.sh"
 need_fuse
+need_python
 
 OPS=${OPS:-150}
 WOPS=${WOPS:-80}

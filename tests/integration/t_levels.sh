@@ -14,6 +14,7 @@
 # ONLY (run only configurations whose line matches this regex), SEED.
 . "$(dirname "$0")/lib.sh"
 need_fuse
+need_python
 
 # the comparison tools must catch what they exist to catch
 workload selftest >"$T/selftest.out" 2>&1 ||
