@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -91,22 +92,53 @@ static void close_fds(const struct array *a, int *fds)
 int rfile_best_meta(const struct array *a, const int *fds,
 		    struct file_meta *best, int *nvalid)
 {
+	struct file_meta fm[LAYOUT_MAX_WIDTH];
+	bool ok[LAYOUT_MAX_WIDTH];
+	uint64_t want = 0;
+	int p = a->primary, votes_best = 0;
+
+	for (uint32_t j = 0; j < a->width; j++) {
+		struct layout l;
+		ok[j] = fds[j] >= 0 && meta_get(fds[j], &fm[j]) == 0 &&
+			meta_layout(&fm[j], &l) == 0 && fm[j].width == a->width;
+	}
+	/* Version counters belong to one file: first decide which file this
+	 * is (the primary's, which serves the namespace, else the majority),
+	 * then take that file's newest record.  A shard of another file left
+	 * by an interrupted rename must not win on its version. */
+	if (p >= 0 && (uint32_t)p < a->width && ok[p]) {
+		want = fm[p].id;
+	} else {
+		for (uint32_t j = 0; j < a->width; j++) {
+			int v = 0;
+			for (uint32_t i = 0; i < a->width && ok[j]; i++)
+				v += ok[i] && fm[i].id == fm[j].id;
+			if (v > votes_best) {
+				votes_best = v;
+				want = fm[j].id;
+			}
+		}
+	}
 	bool have = false;
 	*nvalid = 0;
 	for (uint32_t j = 0; j < a->width; j++) {
-		struct file_meta fm;
-		struct layout l;
-		if (fds[j] < 0 || meta_get(fds[j], &fm) < 0)
-			continue;
-		if (meta_layout(&fm, &l) < 0 || fm.width != a->width)
+		if (!ok[j] || fm[j].id != want)
 			continue;
 		(*nvalid)++;
-		if (!have || fm.version > best->version) {
-			*best = fm;
+		if (!have || fm[j].version > best->version) {
+			*best = fm[j];
 			have = true;
 		}
 	}
 	return have ? 0 : -EIO;
+}
+
+/* Does shard j belong to the file described by m? */
+static bool shard_matches(int fd, const struct file_meta *m)
+{
+	struct file_meta fm;
+	int r = meta_get(fd, &fm);
+	return r < 0 || fm.id == m->id;	/* unreadable metadata: repaired on close */
 }
 
 int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
@@ -266,6 +298,14 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 		log_warn("file '%s': empty shards without metadata (interrupted create); metadata recreated",
 			 relpath);
 	}
+	for (uint32_t j = 0; ret == 0 && j < a->width; j++) {
+		if (fds[j] >= 0 && !shard_matches(fds[j], &fm)) {
+			log_err("file '%s': the shard on member %u '%s' belongs to another file (interrupted rename?); not used (run 'raidfs check')",
+				relpath, j, a->m[j].path);
+			close(fds[j]);
+			fds[j] = -1;
+		}
+	}
 	ret = rfile_private(a, fds, &fm, rf);
 	if (ret < 0) {
 		close_fds(a, fds);
@@ -302,10 +342,17 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		/* O_TRUNC: a leftover of an interrupted create or unlink */
 		fds[j] = openat(a->m[j].dirfd, relpath, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (fds[j] < 0) {
-			ret = -errno;
-			log_err("cannot create '%s' on member %u '%s': %s", relpath, j,
-				a->m[j].path, strerror(errno));
-			goto fail;
+			/* a member that cannot hold the new shard would leave the
+			 * file short of redundancy for good: it is failed, and the
+			 * file is created on the others */
+			char why[128];
+			snprintf(why, sizeof(why), "cannot create a shard there: %.80s", strerror(errno));
+			array_fail_member(a, j, why);
+			fds[j] = -1;
+			if (!array_writable(a)) {
+				ret = -EIO;
+				goto fail;
+			}
 		}
 	}
 	if (geteuid() == 0) {

@@ -74,10 +74,28 @@ static struct dirh *DH(const struct fuse_file_info *fi)
 		return NULL;
 	return (struct dirh *)(uintptr_t)(fi->fh & ~(uint64_t)1);
 }
-#define PRIMARY (A->m[A->primary].dirfd)
+/*
+ * PRIMARY reads the current primary member and remembers it for this
+ * thread's operation (cur_primary); OP_FD is that same member again, and
+ * FOR_OTHERS skips exactly it.  So when the primary fails in the middle of
+ * an operation, the operation still reaches every online member once.
+ */
+static __thread int cur_primary;
+static inline int primary_fd(void)
+{
+	cur_primary = __atomic_load_n(&A->primary, __ATOMIC_ACQUIRE);
+	return A->m[cur_primary].dirfd;
+}
+#define PRIMARY primary_fd()
+#define OP_FD (A->m[cur_primary].dirfd)
+#define PRIMARY_IDX (primary_fd(), cur_primary)
+/* the paths ON_PRIMARY() re-checks on ENOENT (see primary_disagrees());
+ * rename and link shadow path2 with their second name */
+#define PRIMARY_PATH path
+static const char *const path2 = NULL;
 #define FOR_OTHERS(j) \
 	for (uint32_t j = 0; j < A->width; j++) \
-		if ((int)j != A->primary && member_online(A, j))
+		if ((int)j != cur_primary && member_online(A, j))
 
 /* A namespace operation failed on a non-primary member: a broken or
  * vanished member is failed; anything else is logged (check finds it). */
@@ -97,26 +115,75 @@ static void note_member_error(uint32_t j, const char *op, const char *path, int 
 /* The primary failed an operation: if the member itself is broken or
  * gone, fail it (another member becomes primary) and tell the caller to
  * retry; an ordinary error (ENOENT, EEXIST ...) is the answer. */
-static bool primary_lost(int err)
+static bool primary_disagrees(const char *path);
+
+static bool primary_lost(int err, const char *path, const char *path2)
 {
-	int p = A->primary;
+	int p = cur_primary;
 	const char *why;
 	char msg[160];
 	if (member_error_is_fatal(err)) {
 		snprintf(msg, sizeof(msg), "namespace operation failed: %s", strerror(err));
 		return array_fail_member(A, p, msg) == 1 && array_state(A) != ARRAY_FAILED;
 	}
+	/* cheap test only (ENOENT is common): the root directory is gone;
+	 * the monitor catches the rest within a second */
+	struct stat st;
+	if (fstat(A->m[p].dirfd, &st) == 0 && st.st_nlink > 0 && !A->m[p].fault.vanished)
+		return (err == ENOENT || err == ENOTDIR) &&
+		       (primary_disagrees(path) || primary_disagrees(path2));
 	if (member_vanished(A, p, &why))
 		return array_fail_member(A, p, why) == 1 && array_state(A) != ARRAY_FAILED;
 	return false;
 }
 
+/*
+ * The primary answered ENOENT for a path the kernel believes in.  If every
+ * other online member has the path (or its parent), the primary lost it
+ * underneath us (its directory is being deleted, for example): fail it.
+ * A name left on the other members by a crash in the middle of an unlink
+ * looks the same, but is only reached by a user naming it explicitly.
+ */
+static bool primary_disagrees(const char *path)
+{
+	if (!path)
+		return false;
+	char parent[PATH_MAX];
+	const char *r = rel(path);
+	snprintf(parent, sizeof(parent), "%s", r);
+	char *slash = strrchr(parent, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(parent, sizeof(parent), ".");
+	for (int pass = 0; pass < 2; pass++) {
+		const char *q = pass ? parent : r;
+		int others = 0, have = 0;
+		struct stat st;
+		FOR_OTHERS(j) {
+			others++;
+			if (fstatat(A->m[j].dirfd, q, &st, AT_SYMLINK_NOFOLLOW) == 0)
+				have++;
+			else
+				break;	/* one member agrees with the primary */
+		}
+		if (others && have == others && fstatat(PRIMARY, q, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			char msg[160];
+			snprintf(msg, sizeof(msg), "'%.100s' vanished from it but not from the other members", q);
+			return array_fail_member(A, cur_primary, msg) == 1 && array_state(A) != ARRAY_FAILED;
+		}
+		if (pass == 0 && !strcmp(parent, "."))
+			break;
+	}
+	return false;
+}
+
 /* Same for calls that return 0 or -errno themselves. */
 #define ON_PRIMARY_ERR(call) ({ \
-	int _r; \
+	int _r; const char *_path = PRIMARY_PATH; \
 	for (uint32_t _t = 0;; _t++) { \
 		_r = (call); \
-		if (_r >= 0 || _t >= A->width || !primary_lost(-_r)) \
+		if (_r >= 0 || _t >= A->width || !primary_lost(-_r, _path, path2)) \
 			break; \
 	} \
 	_r; })
@@ -124,10 +191,10 @@ static bool primary_lost(int err)
 /* Run a call on the primary member (PRIMARY is re-read on each try);
  * 0 or -errno. */
 #define ON_PRIMARY(call) ({ \
-	int _r; \
+	int _r; const char *_path = PRIMARY_PATH; \
 	for (uint32_t _t = 0;; _t++) { \
 		_r = (call) < 0 ? -errno : 0; \
-		if (_r == 0 || _t >= A->width || !primary_lost(-_r)) \
+		if (_r == 0 || _t >= A->width || !primary_lost(-_r, _path, path2)) \
 			break; \
 	} \
 	_r; })
@@ -210,7 +277,7 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 {
 	struct rfile *rf = RF(fi);
 	if (rf) {
-		if (fstat(rf->fd[A->primary], st) < 0)
+		if (fstat(rf->fd[PRIMARY_IDX], st) < 0)
 			return -errno;
 		fix_file_stat(st, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE));
 		return 0;
@@ -258,7 +325,7 @@ static int fs_mkdir(const char *path, mode_t mode)
 		if (_e < 0)
 			return _e;
 	}
-	chown_new(PRIMARY, path, uid, gid);
+	chown_new(OP_FD, path, uid, gid);
 	FOR_OTHERS(j) {
 		if (mkdirat(A->m[j].dirfd, rel(path), mode) < 0 && errno != EEXIST)
 			note_member_error(j, "mkdir", path, errno);
@@ -290,7 +357,7 @@ static int fs_mknod(const char *path, mode_t mode, dev_t rdev)
 		if (_e < 0)
 			return _e;
 	}
-	chown_new(PRIMARY, path, uid, gid);
+	chown_new(OP_FD, path, uid, gid);
 	FOR_OTHERS(j) {
 		if (mknodat(A->m[j].dirfd, rel(path), mode, rdev) < 0 && errno != EEXIST)
 			note_member_error(j, "mknod", path, errno);
@@ -312,7 +379,7 @@ static int fs_symlink(const char *target, const char *path)
 		if (_e < 0)
 			return _e;
 	}
-	chown_new(PRIMARY, path, uid, gid);
+	chown_new(OP_FD, path, uid, gid);
 	FOR_OTHERS(j) {
 		if (symlinkat(target, A->m[j].dirfd, rel(path)) < 0 && errno != EEXIST)
 			note_member_error(j, "symlink", path, errno);
@@ -355,15 +422,29 @@ static int fs_rmdir(const char *path)
 	return 0;
 }
 
+/* both names on the same member: one evaluation of PRIMARY */
+static int rename_on_primary(const char *from, const char *to, unsigned int flags)
+{
+	int fd = PRIMARY;
+	return renameat2(fd, rel(from), fd, rel(to), flags);
+}
+
+static int link_on_primary(const char *from, const char *to)
+{
+	int fd = PRIMARY;
+	return linkat(fd, rel(from), fd, rel(to), 0);
+}
+
 static int fs_rename(const char *from, const char *to, unsigned int flags)
 {
+	const char *path = from, *path2 = to;
 	CHECK_HIDDEN(from);
 	CHECK_HIDDEN(to);
 	int r = note_write();
 	if (r < 0)
 		return r;
 	{
-		int _e = ON_PRIMARY(renameat2(PRIMARY, rel(from), PRIMARY, rel(to), flags));
+		int _e = ON_PRIMARY(rename_on_primary(from, to, flags));
 		if (_e < 0)
 			return _e;
 	}
@@ -375,13 +456,14 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 
 static int fs_link(const char *from, const char *to)
 {
+	const char *path = from, *path2 = to;
 	CHECK_HIDDEN(from);
 	CHECK_HIDDEN(to);
 	int r = note_write();
 	if (r < 0)
 		return r;
 	{
-		int _e = ON_PRIMARY(linkat(PRIMARY, rel(from), PRIMARY, rel(to), 0));
+		int _e = ON_PRIMARY(link_on_primary(from, to));
 		if (_e < 0)
 			return _e;
 	}
@@ -398,7 +480,7 @@ static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 	if (r < 0)
 		return r;
 	if (rf) {
-		if (fchmod(rf->fd[A->primary], mode) < 0)
+		if (fchmod(rf->fd[PRIMARY_IDX], mode) < 0)
 			return -errno;
 		FOR_OTHERS(j)
 			if (rf->fd[j] >= 0)
@@ -424,7 +506,7 @@ static int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_inf
 	if (r < 0)
 		return r;
 	if (rf) {
-		if (fchown(rf->fd[A->primary], uid, gid) < 0)
+		if (fchown(rf->fd[PRIMARY_IDX], uid, gid) < 0)
 			return -errno;
 		FOR_OTHERS(j)
 			if (rf->fd[j] >= 0)
@@ -450,7 +532,7 @@ static int fs_utimens(const char *path, const struct timespec tv[2], struct fuse
 	if (r < 0)
 		return r;
 	if (rf) {
-		if (futimens(rf->fd[A->primary], tv) < 0)
+		if (futimens(rf->fd[PRIMARY_IDX], tv) < 0)
 			return -errno;
 		FOR_OTHERS(j)
 			if (rf->fd[j] >= 0)
