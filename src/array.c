@@ -75,7 +75,7 @@ void array_capacity_ratio(const struct array *a, uint32_t *num, uint32_t *den)
 /* ---------------------------------------------------------------- create */
 
 /* Can this directory hold user xattrs (our per-file metadata)? */
-static int probe_xattr(int dirfd)
+int array_probe_xattr(int dirfd)
 {
 	static const char probe[] = ".raidfs-xattr-probe";
 	int fd = openat(dirfd, probe, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -89,7 +89,7 @@ static int probe_xattr(int dirfd)
 	return ret;
 }
 
-static bool dir_is_empty(int dirfd)
+bool array_dir_is_empty(int dirfd)
 {
 	int fd = dup(dirfd);
 	if (fd < 0)
@@ -149,13 +149,13 @@ int array_create(const struct create_opts *o, char **paths, int n)
 				goto out;
 			}
 		}
-		if (!o->force && !dir_is_empty(fds[i])) {
+		if (!o->force && !array_dir_is_empty(fds[i])) {
 			fprintf(stderr, "raidfs: member '%s' is not empty: raidfs needs empty member directories (use --force to use it anyway; files already there are left alone but are not part of the array)\n",
 				paths[i]);
 			ret = -ENOTEMPTY;
 			goto out;
 		}
-		int e = probe_xattr(fds[i]);
+		int e = array_probe_xattr(fds[i]);
 		if (e < 0) {
 			fprintf(stderr, "raidfs: member '%s' cannot hold user extended attributes (%s): raidfs keeps per-file metadata there; use a filesystem with user xattrs (ext4, xfs, btrfs, tmpfs)\n",
 				paths[i], strerror(-e));
@@ -369,12 +369,12 @@ void array_close(struct array *a)
 
 /* Write the authoritative superblock, with each member's own index, to
  * every present member.  Caller holds a->lock. */
-static int write_superblocks_locked(struct array *a)
+int array_write_superblocks_locked(struct array *a)
 {
 	int ret = 0;
 	a->sb.utime = time(NULL);
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (!member_online(a, j))
+		if (!member_writable(a, j))
 			continue;
 		struct superblock sb = a->sb;
 		sb.index = j;
@@ -407,7 +407,7 @@ int array_note_write(struct array *a)
 		}
 		if (change) {
 			a->sb.events++;
-			ret = write_superblocks_locked(a);
+			ret = array_write_superblocks_locked(a);
 			log_warn("array '%s': writing while degraded; absent members are now recorded as faulty (event %" PRIu64 ")",
 				 a->sb.name, a->sb.events);
 		}
@@ -430,7 +430,7 @@ int array_mark_dirty(struct array *a, uint64_t id, const int *fds)
 	int ret = 0;
 	dirty_name(id, name, sizeof(name));
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (!member_online(a, j) || fds[j] < 0)
+		if (!member_writable(a, j) || fds[j] < 0)
 			continue;
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fds[j]);
 		if (linkat(AT_FDCWD, proc, a->m[j].dirfd, name, AT_SYMLINK_FOLLOW) == 0 ||
@@ -456,7 +456,7 @@ void array_clear_dirty(struct array *a, uint64_t id)
 	char name[64];
 	dirty_name(id, name, sizeof(name));
 	for (uint32_t j = 0; j < a->width; j++)
-		if (member_online(a, j))
+		if (member_writable(a, j))
 			unlinkat(a->m[j].dirfd, name, 0);
 }
 
@@ -646,7 +646,7 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 	enum array_state st = array_state(a);
 	log_err("member %u '%s' failed: %s; array '%s' is now %s", j, a->m[j].path, why,
 		a->sb.name, array_state_name(st));
-	write_superblocks_locked(a);
+	array_write_superblocks_locked(a);
 	if ((int)j == a->primary)
 		pick_primary_locked(a);
 	pthread_mutex_unlock(&a->lock);
@@ -744,4 +744,52 @@ void array_monitor_stop(void)
 		return;
 	monitor_run = false;
 	pthread_join(monitor_thread, NULL);
+}
+
+/* ---------------------------------------------------------- replacement */
+
+int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path)
+{
+	pthread_mutex_lock(&a->lock);
+	if (member_online(a, j) || member_rebuilding(a, j)) {
+		pthread_mutex_unlock(&a->lock);
+		return -EBUSY;
+	}
+	if (a->m[j].dirfd >= 0)
+		close(a->m[j].dirfd);
+	a->m[j].dirfd = newfd;
+	snprintf(a->m[j].path, sizeof(a->m[j].path), "%s", path);
+	a->m[j].fail_reason[0] = '\0';
+	a->m[j].stale = false;
+	a->m[j].errors = a->m[j].corrected = a->m[j].reads = a->m[j].writes = 0;
+	memset(&a->m[j].fault, 0, sizeof(a->m[j].fault));
+	__atomic_store_n(&a->m[j].state, MS_REBUILDING, __ATOMIC_RELEASE);
+	a->sb.members[j].state = MS_REBUILDING;
+	snprintf(a->sb.members[j].path, SB_PATH_MAX, "%s", path);
+	a->sb.events++;
+	mkdirat(newfd, SB_DIR, 0700);
+	mkdirat(newfd, SB_DIRTY_DIR, 0700);
+	int r = array_write_superblocks_locked(a);
+	pthread_mutex_unlock(&a->lock);
+	log_warn("array '%s': member %u is being rebuilt onto '%s'", a->sb.name, j, path);
+	return r;
+}
+
+int array_member_rebuilt(struct array *a, uint32_t j)
+{
+	pthread_mutex_lock(&a->lock);
+	if (!member_rebuilding(a, j)) {
+		pthread_mutex_unlock(&a->lock);
+		return -EINVAL;
+	}
+	__atomic_store_n(&a->m[j].state, MS_ONLINE, __ATOMIC_RELEASE);
+	a->sb.members[j].state = MS_ONLINE;
+	a->sb.events++;
+	int r = array_write_superblocks_locked(a);
+	pick_primary_locked(a);
+	enum array_state st = array_state(a);
+	pthread_mutex_unlock(&a->lock);
+	log_info("array '%s': member %u '%s' rebuilt; array is %s", a->sb.name, j, a->m[j].path,
+		 array_state_name(st));
+	return r;
 }

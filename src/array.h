@@ -112,6 +112,22 @@ static inline bool member_online(const struct array *a, uint32_t i)
 	       __atomic_load_n(&a->m[i].state, __ATOMIC_ACQUIRE) == MS_ONLINE;
 }
 
+/* Receives writes: online, or being rebuilt (its new contents must follow
+ * every change; it is read only once the rebuild has finished). */
+static inline bool member_writable(const struct array *a, uint32_t i)
+{
+	if (a->m[i].dirfd < 0)
+		return false;
+	int st = __atomic_load_n(&a->m[i].state, __ATOMIC_ACQUIRE);
+	return st == MS_ONLINE || st == MS_REBUILDING;
+}
+
+static inline bool member_rebuilding(const struct array *a, uint32_t i)
+{
+	return a->m[i].dirfd >= 0 &&
+	       __atomic_load_n(&a->m[i].state, __ATOMIC_ACQUIRE) == MS_REBUILDING;
+}
+
 /*
  * Mark member j faulty at runtime: record it in the superblocks of the
  * other online members (events bumped), log it, emit the events (Fail,
@@ -128,6 +144,20 @@ bool array_member_io_error(struct array *a, uint32_t j, int err, bool write);
 
 /* Corrected read error (repaired from redundancy): counted. */
 void array_member_corrected(struct array *a, uint32_t j);
+
+/* Write the authoritative superblock to every online or rebuilding
+ * member.  Caller holds a->lock and has bumped the event counter. */
+int array_write_superblocks_locked(struct array *a);
+
+/* New member checks (used by create and replace). */
+int array_probe_xattr(int dirfd);
+bool array_dir_is_empty(int dirfd);
+
+/* Put newfd (directory `path`) in member j's slot as REBUILDING (j must
+ * be faulty or missing): -EBUSY otherwise.  array_member_rebuilt() makes
+ * it ONLINE.  Both bump the event counter and write the superblocks. */
+int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path);
+int array_member_rebuilt(struct array *a, uint32_t j);
 
 /* Runtime options */
 extern uint32_t array_read_error_threshold;

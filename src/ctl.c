@@ -27,6 +27,7 @@
 
 #include "array.h"
 #include "fsops.h"
+#include "rebuild.h"
 #include "util.h"
 
 static int listen_fd = -1;
@@ -191,14 +192,42 @@ static void status_text(struct array *a, struct out *o)
 		if (inj[0])
 			outf(o, "      injected faults: %s\n", inj);
 	}
+	struct rebuild_info ri;
+	rebuild_get(&ri);
+	if (ri.active) {
+		char d[32], t[32], r[32];
+		double pct = ri.total ? 100.0 * ri.done / ri.total : 0;
+		if (pct > 100)
+			pct = 100;
+		int bars = (int)(pct / 5);
+		outf(o, "rebuild: member %d [", ri.member);
+		for (int i = 0; i < 20; i++)
+			outf(o, "%c", i < bars ? '=' : (i == bars ? '>' : ' '));
+		outf(o, "] %5.1f%%  %s / %s", pct, fmt_size(ri.done, d, sizeof(d)), fmt_size(ri.total, t, sizeof(t)));
+		if (ri.elapsed >= 2 && ri.rate > 0) {
+			double eta = ri.done < ri.total ? (ri.total - ri.done) / ri.rate : 0;
+			outf(o, "  %s/s  ETA %dm%02ds", fmt_size((uint64_t)ri.rate, r, sizeof(r)), (int)eta / 60, (int)eta % 60);
+		} else {
+			outf(o, "  (measuring speed)");
+		}
+		outf(o, "%s\n", ri.paused ? "  PAUSED" : "");
+		if (ri.current[0])
+			outf(o, "         now: %s\n", ri.current);
+	} else if (ri.last_result[0]) {
+		outf(o, "rebuild: %s\n", ri.last_result);
+	}
 	if (st == ARRAY_FAILED) {
 		outf(o, "action:  too many members are lost for %s: the array refuses writes; bring the failed members back and remount ('raidfs unmount %s', then 'raidfs mount')\n",
 		     layout_level_name(a->lay.level), a->mountpoint);
 	} else if (st == ARRAY_DEGRADED) {
 		for (uint32_t j = 0; j < a->width; j++)
 			if (!member_online(a, j)) {
-				outf(o, "action:  member %u ('%s') is %s: bring the disk back and remount, or replace it; the array has less redundancy until then\n",
-				     j, a->m[j].path, member_word(a, j));
+				if (member_rebuilding(a, j))
+					outf(o, "action:  member %u is being rebuilt onto '%s'; the array has less redundancy until it finishes\n",
+					     j, a->m[j].path);
+				else
+					outf(o, "action:  member %u ('%s') is %s: replace it with 'raidfs replace %s %u NEWDIR' (an empty directory on a new disk)\n",
+					     j, a->m[j].path, member_word(a, j), a->mountpoint, j);
 				break;
 			}
 	}
@@ -231,7 +260,14 @@ static void status_json(struct array *a, struct out *o)
 		json_str(o, a->m[j].fail_reason);
 		outf(o, "}");
 	}
-	outf(o, "]}\n");
+	struct rebuild_info ri;
+	rebuild_get(&ri);
+	outf(o, "], \"rebuild\": {\"active\": %s, \"paused\": %s, \"member\": %d, \"done\": %" PRIu64
+		", \"total\": %" PRIu64 ", \"rate\": %.0f, \"elapsed\": %.1f, \"min_rate\": %u, \"max_rate\": %u, \"last_result\": ",
+	     ri.active ? "true" : "false", ri.paused ? "true" : "false", ri.member, ri.done, ri.total,
+	     ri.rate, ri.elapsed, ri.min_rate, ri.max_rate);
+	json_str(o, ri.last_result);
+	outf(o, "}}\n");
 }
 
 /* ------------------------------------------------------------- commands */
@@ -295,6 +331,55 @@ static void cmd_inject(struct array *a, int argc, char **argv, struct out *o)
 	outf(o, "rc 0\nmember %d '%s': %s\n", j, a->m[j].path, desc[0] ? desc : "no faults injected");
 }
 
+static void cmd_replace(struct array *a, int argc, char **argv, struct out *o)
+{
+	char err[512];
+	int j = argc == 3 ? find_member(a, argv[1]) : -1;
+	if (j < 0) {
+		outf(o, "rc 1\nraidfs: replace: no member '%s' in array '%s' (give its index or path)\n",
+		     argc == 3 ? argv[1] : "", a->sb.name);
+		return;
+	}
+	if (rebuild_start(a, j, argv[2], err, sizeof(err)) < 0) {
+		outf(o, "rc 1\nraidfs: replace: %s\n", err);
+		return;
+	}
+	outf(o, "rc 0\nrebuilding member %d onto '%s'; follow it with 'raidfs status %s'\n", j, argv[2],
+	     a->mountpoint);
+}
+
+static void cmd_rebuild(struct array *a, int argc, char **argv, struct out *o)
+{
+	struct rebuild_info ri;
+	rebuild_get(&ri);
+	uint32_t minr = ri.min_rate, maxr = ri.max_rate;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "pause") || !strcmp(argv[i], "resume")) {
+			rebuild_pause(argv[i][0] == 'p');
+			outf(o, "rc 0\nrebuild %s\n", argv[i][0] == 'p' ? "paused" : "resumed");
+			return;
+		}
+		if ((!strcmp(argv[i], "--min-rate") || !strcmp(argv[i], "--max-rate")) && i + 1 < argc) {
+			char *end;
+			unsigned long v = strtoul(argv[i + 1], &end, 10);
+			if (*end) {
+				outf(o, "rc 1\nraidfs: rebuild: '%s' is not a rate in MB/s\n", argv[i + 1]);
+				return;
+			}
+			if (argv[i][2] == 'm' && argv[i][3] == 'i')
+				minr = v;
+			else
+				maxr = v;
+			i++;
+			continue;
+		}
+		outf(o, "rc 1\nraidfs: rebuild: use pause, resume, --min-rate MB/s, --max-rate MB/s (0: no limit)\n");
+		return;
+	}
+	rebuild_set_rates(minr, maxr);
+	outf(o, "rc 0\nrebuild rates: min %u MB/s, max %u MB/s%s\n", minr, maxr, maxr ? "" : " (no limit)");
+}
+
 static void dispatch(struct array *a, int argc, char **argv, struct out *o)
 {
 	const char *cmd = argv[0];
@@ -312,6 +397,10 @@ static void dispatch(struct array *a, int argc, char **argv, struct out *o)
 		cmd_fail(a, argc, argv, o);
 	} else if (!strcmp(cmd, "inject")) {
 		cmd_inject(a, argc, argv, o);
+	} else if (!strcmp(cmd, "replace")) {
+		cmd_replace(a, argc, argv, o);
+	} else if (!strcmp(cmd, "rebuild")) {
+		cmd_rebuild(a, argc, argv, o);
 	} else {
 		outf(o, "rc 2\nraidfs: unknown control request '%s' (is the daemon older than this raidfs?)\n", cmd);
 	}

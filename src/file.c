@@ -67,6 +67,21 @@ void rfile_rekey(struct array *a)
 	pthread_mutex_unlock(&table_lock);
 }
 
+void rfile_forget_member(uint32_t j)
+{
+	pthread_mutex_lock(&table_lock);
+	for (unsigned b = 0; b < TABLE_SIZE; b++) {
+		for (struct rfile *rf = table[b]; rf; rf = rf->next) {
+			pthread_rwlock_wrlock(&rf->rw);
+			if (rf->fd[j] >= 0)
+				close(rf->fd[j]);
+			rf->fd[j] = -1;
+			pthread_rwlock_unlock(&rf->rw);
+		}
+	}
+	pthread_mutex_unlock(&table_lock);
+}
+
 int rfile_lookup_size(uint64_t key, uint64_t *size)
 {
 	int found = 0;
@@ -172,7 +187,7 @@ int rfile_write_meta(struct rfile *rf, uint32_t flags)
 	};
 	int ret = 0;
 	for (uint32_t j = 0; j < rf->a->width; j++) {
-		if (rf->fd[j] < 0 || !member_online(rf->a, j))
+		if (rf->fd[j] < 0 || !member_writable(rf->a, j))
 			continue;
 		fm.index = j;
 		int r = meta_set(rf->fd[j], &fm);
@@ -258,10 +273,12 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 		fds[j] = -1;
 	fds[p] = fd;
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (j == (uint32_t)p || !member_online(a, j))
+		if (j == (uint32_t)p || !member_writable(a, j))
 			continue;
 		fds[j] = open_shard(a, j, relpath);
-		if (fds[j] < 0) {
+		if (fds[j] < 0 && member_rebuilding(a, j)) {
+			fds[j] = -1;	/* not rebuilt yet: the rebuild opens it */
+		} else if (fds[j] < 0) {
 			log_err("file '%s': shard missing on member %u '%s': %s",
 				relpath, j, a->m[j].path, strerror(-fds[j]));
 			if (member_error_is_fatal(fds[j]))
@@ -337,11 +354,13 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	if (fds[p] < 0)
 		return -errno;
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (j == (uint32_t)p || !member_online(a, j))
+		if (j == (uint32_t)p || !member_writable(a, j))
 			continue;
 		/* O_TRUNC: a leftover of an interrupted create or unlink */
 		fds[j] = openat(a->m[j].dirfd, relpath, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-		if (fds[j] < 0) {
+		if (fds[j] < 0 && member_rebuilding(a, j)) {
+			fds[j] = -1;	/* its directory is not rebuilt yet */
+		} else if (fds[j] < 0) {
 			/* a member that cannot hold the new shard would leave the
 			 * file short of redundancy for good: it is failed, and the
 			 * file is created on the others */
@@ -391,7 +410,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 fail:
 	close_fds(a, fds);
 	for (uint32_t j = 0; j < a->width; j++)
-		if (member_online(a, j))
+		if (member_writable(a, j))
 			unlinkat(a->m[j].dirfd, relpath, 0);
 	return ret;
 }

@@ -100,6 +100,16 @@ int stripe_fsync(struct rfile *rf, bool datasync);
  * crash).  Caller holds rf->rw or owns rf privately. */
 int stripe_resync(struct rfile *rf);
 
+/* Rebuild member j's chunk of stripe s (rebuild.c); caller holds rf->rw
+ * exclusively.  With verify, the chunk is compared with what member j
+ * holds and rewritten (and *fixed set) only when it differs.  Bytes
+ * written or -errno. */
+long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, bool verify, bool *fixed);
+
+/* Every open file drops its shard descriptor on member j (it is being
+ * replaced). */
+void rfile_forget_member(uint32_t j);
+
 /*
  * Verify redundancy of every stripe against the data (offline check).
  * Returns the number of inconsistent rows (>= 0), or -errno; calls

@@ -95,13 +95,15 @@ static inline int primary_fd(void)
 static const char *const path2 = NULL;
 #define FOR_OTHERS(j) \
 	for (uint32_t j = 0; j < A->width; j++) \
-		if ((int)j != cur_primary && member_online(A, j))
+		if ((int)j != cur_primary && member_writable(A, j))
 
 /* A namespace operation failed on a non-primary member: a broken or
  * vanished member is failed; anything else is logged (check finds it). */
 static void note_member_error(uint32_t j, const char *op, const char *path, int err)
 {
 	const char *why;
+	if (member_rebuilding(A, j))
+		return;	/* the rebuild walk brings its namespace up to date */
 	if (member_error_is_fatal(err) || member_vanished(A, j, &why)) {
 		char msg[160];
 		snprintf(msg, sizeof(msg), "%s of '%s' failed: %s", op, path ? path : "?", strerror(err));

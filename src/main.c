@@ -46,6 +46,10 @@ static void usage(FILE *f)
 "        verify metadata and parity of an unmounted array (exit 0 clean, 1 problems, 2 error)\n"
 "  fail MOUNTPOINT MEMBER\n"
 "        mark a member (index or path) faulty; the array goes on degraded\n"
+"  replace MOUNTPOINT MEMBER NEWDIR\n"
+"        rebuild a faulty or missing member onto an empty directory, online\n"
+"  rebuild MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s\n"
+"        control a running rebuild (max 0: no limit)\n"
 "  inject MOUNTPOINT MEMBER FAULT...\n"
 "        fault injection: read-error|write-error|fsync-error|open-error [every|after N|count N|prob P] [ERRNO],\n"
 "        latency MS, corrupt P, vanish, clear\n"
@@ -332,6 +336,11 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "inject"))
 		return cmd_control("inject", argc - 1, argv + 1, 2,
 				   "inject MOUNTPOINT MEMBER read-error|write-error|fsync-error|open-error [every|after N|count N|prob P] [ERRNO] | latency MS | corrupt P | vanish | clear");
+	if (!strcmp(cmd, "replace"))
+		return cmd_control("replace", argc - 1, argv + 1, 2, "replace MOUNTPOINT MEMBER NEWDIR");
+	if (!strcmp(cmd, "rebuild"))
+		return cmd_control("rebuild", argc - 1, argv + 1, 1,
+				   "rebuild MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s");
 	if (!strcmp(cmd, "check")) {
 		if (argc != 3) {
 			fprintf(stderr, "raidfs: check: give DIR[:DIR...]\n");

@@ -18,6 +18,7 @@
 
 #include "file.h"
 #include "fsops.h"
+#include "rebuild.h"
 #include "util.h"
 
 static struct array the_array;
@@ -122,6 +123,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	fuse_loop_cfg_set_idle_threads(lc, 8);
 	r = fuse_loop_mt(f, lc);
 	fuse_loop_cfg_destroy(lc);
+	rebuild_stop();
 	array_monitor_stop();
 	ctl_stop();
 	fuse_remove_signal_handlers(fuse_get_session(f));

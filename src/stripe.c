@@ -33,6 +33,7 @@
 
 #include "file.h"
 #include "parity.h"
+#include "rebuild.h"
 #include "util.h"
 
 /* ------------------------------------------------------- thread scratch */
@@ -79,6 +80,22 @@ static uint8_t *scratch(size_t len)
 	return s->buf;
 }
 
+/* A second per-thread buffer, for the rebuild's verify pass. */
+static uint8_t *scratch_extra(size_t len)
+{
+	static __thread uint8_t *buf;
+	static __thread size_t have;
+	if (have < len) {
+		void *p;
+		if (posix_memalign(&p, 64, len))
+			return NULL;
+		free(buf);
+		buf = p;
+		have = len;
+	}
+	return buf;
+}
+
 /* ------------------------------------------------------------ member I/O */
 
 /* A read of slot data from member j.  On error the member's error is
@@ -112,9 +129,16 @@ static int shard_write(struct rfile *rf, uint32_t j, const void *buf, size_t len
 	return 0;
 }
 
+/* usable: may be read (holds valid data); writable: must receive writes
+ * (also a member being rebuilt) */
 static inline bool usable(const struct rfile *rf, uint32_t j)
 {
 	return rf->fd[j] >= 0 && member_online(rf->a, j);
+}
+
+static inline bool writable(const struct rfile *rf, uint32_t j)
+{
+	return rf->fd[j] >= 0 && member_writable(rf->a, j);
 }
 
 /* After writing a group: is the data still held by enough members? */
@@ -234,7 +258,7 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 	if (l->red == RED_MIRROR) {
 		for (uint32_t c = 0; c < l->k + l->m && !ret; c++) {
 			uint32_t mj = layout_slot_member(l, s, g, c);
-			if (usable(rf, mj))
+			if (writable(rf, mj))
 				ret = shard_write(rf, mj, w->src[0], w->b[0] - w->a[0], base + w->a[0]);
 		}
 		return ret ? ret : group_alive(rf, s, g);
@@ -279,12 +303,12 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 		return ret;
 	for (uint32_t j = 0; j < l->k && !ret; j++) {
 		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (w->src[j] && usable(rf, mj))
+		if (w->src[j] && writable(rf, mj))
 			ret = shard_write(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j]);
 	}
 	for (uint32_t p = l->k; p < n && !ret; p++) {
 		uint32_t mj = layout_slot_member(l, s, g, p);
-		if (usable(rf, mj))
+		if (writable(rf, mj))
 			ret = shard_write(rf, mj, blk[p], len, base + w->lo);
 	}
 	return ret ? ret : group_alive(rf, s, g);
@@ -344,6 +368,7 @@ ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off
 		return 0;
 	if (!array_writable(rf->a))
 		return rf->a->readonly ? -EROFS : -EIO;
+	rebuild_note_user_io();
 	pthread_rwlock_wrlock(&rf->rw);
 	ret = mark_dirty(rf);
 	for (uint64_t pos = off; pos < end && ret == 0;) {
@@ -399,6 +424,7 @@ ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 	uint8_t *dst = buf;
 	int ret = 0;
 
+	rebuild_note_user_io();
 	pthread_rwlock_rdlock(&rf->rw);
 	uint64_t size = rf->size;
 	if (off >= size) {
@@ -487,7 +513,7 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit)
 	if (l->red == RED_MIRROR) {
 		for (uint32_t c = 0; c < n && !ret; c++) {
 			uint32_t mj = layout_slot_member(l, s, g, c);
-			if (usable(rf, mj))
+			if (writable(rf, mj))
 				ret = shard_write(rf, mj, blk[0], chunk, base);
 		}
 		return ret ? ret : group_alive(rf, s, g);
@@ -495,7 +521,7 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit)
 	ret = parity_encode(l->k, l->m, chunk, blk);
 	for (uint32_t p = l->k; p < n && !ret; p++) {
 		uint32_t mj = layout_slot_member(l, s, g, p);
-		if (usable(rf, mj))
+		if (writable(rf, mj))
 			ret = shard_write(rf, mj, blk[p], chunk, base);
 	}
 	return ret ? ret : group_alive(rf, s, g);
@@ -505,7 +531,7 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit)
 static int trim_shards(struct rfile *rf, uint64_t size)
 {
 	for (uint32_t j = 0; j < rf->a->width; j++) {
-		if (!usable(rf, j))
+		if (!writable(rf, j))
 			continue;
 		if (ftruncate(rf->fd[j], layout_shard_size(&rf->lay, j, size)) < 0) {
 			int e = errno;
@@ -550,7 +576,7 @@ int stripe_fsync(struct rfile *rf, bool datasync)
 	if (rf->meta_stale)
 		ret = rfile_write_meta(rf, 0);
 	for (uint32_t j = 0; j < rf->a->width && ret == 0; j++) {
-		if (!usable(rf, j))
+		if (!writable(rf, j))
 			continue;
 		int r = member_fsync(rf->a, j, rf->fd[j], datasync);
 		if (r < 0) {
@@ -644,4 +670,61 @@ long stripe_verify(struct rfile *rf,
 		}
 	}
 	return bad;
+}
+
+/*
+ * Reconstruct member j's chunk of stripe s from the online members and
+ * write it to rf->fd[j].  An all-zero chunk is not written (holes stay
+ * holes; the final ftruncate gives the shard its length).  Returns the
+ * bytes written (0 or chunk) or -errno.  Caller holds rf->rw exclusively.
+ */
+long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, bool verify, bool *fixed)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t chunk = l->chunk, n = l->k + l->m, g, slot;
+	uint8_t *blk[LAYOUT_MAX_WIDTH];
+	int ret;
+
+	if (l->red == RED_NONE || rf->fd[j] < 0)
+		return -EINVAL;
+	uint8_t *scr = scratch((size_t)n * chunk);
+	if (!scr)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		blk[i] = scr + (size_t)i * chunk;
+	layout_member_slot(l, s, j, &g, &slot);
+	uint8_t *out;
+	if (l->red == RED_MIRROR) {
+		ret = load_group(rf, s, g, 0, chunk, blk, 1);
+		out = blk[0];
+	} else if (slot < l->k) {
+		ret = load_group(rf, s, g, 0, chunk, blk, 1ull << slot);
+		out = blk[slot];
+	} else {
+		uint64_t all = (l->k == 64) ? ~0ull : ((1ull << l->k) - 1);
+		ret = load_group(rf, s, g, 0, chunk, blk, all);
+		if (ret == 0)
+			ret = parity_encode(l->k, l->m, chunk, blk);
+		out = blk[slot];
+	}
+	if (ret < 0)
+		return ret;
+	if (verify) {
+		/* second pass: compare with what the new member holds */
+		uint8_t *have = scratch_extra(chunk);
+		if (!have)
+			return -ENOMEM;
+		ssize_t r = member_pread(rf->a, j, rf->fd[j], have, chunk, s * chunk);
+		if (r >= 0 && memcmp(have, out, chunk) == 0)
+			return 0;
+		*fixed = true;
+	} else {
+		bool zero = true;
+		for (uint32_t i = 0; i < chunk && zero; i += 8)
+			zero = *(uint64_t *)(out + i) == 0;
+		if (zero)
+			return 0;	/* a hole stays a hole */
+	}
+	ret = member_pwrite(rf->a, j, rf->fd[j], out, chunk, s * chunk);
+	return ret < 0 ? ret : (long)chunk;
 }

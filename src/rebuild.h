@@ -1,0 +1,62 @@
+/*
+ * rebuild.h - online rebuild of a member onto a replacement directory.
+ *
+ * `raidfs replace MOUNTPOINT MEMBER DIR` (member faulty or missing) puts
+ * DIR in MEMBER's slot in state REBUILDING and starts one rebuild thread:
+ *
+ *   1. every open file forgets its shard on the old member;
+ *   2. the thread walks the namespace of the primary member and recreates
+ *      directories, symlinks and FIFOs on DIR (mode, owner, times, user
+ *      xattrs), hard links as hard links;
+ *   3. each regular file is rebuilt window by window (16 stripes) under
+ *      the file's write lock: the member's chunk of every stripe is
+ *      reconstructed from the online members and written to its new shard,
+ *      all-zero chunks are skipped so holes stay holes;
+ *   4. when the walk is done the member becomes ONLINE (events bumped,
+ *      superblocks written) and the array optimal again.
+ *
+ * While it runs, the REBUILDING member receives every write and namespace
+ * change (member_writable()) but is never read (member_online()), so a
+ * half-rebuilt member is never a source.  Writes to a file not yet rebuilt
+ * also land on it and are overwritten by the reconstruction, which already
+ * includes them: either way the result is the current data.
+ *
+ * Rate: at most max_rate MB/s; while users did I/O in the last 100 ms, at
+ * most min_rate (md's speed_limit_min/max).  pause/resume stop and start
+ * the walk between windows.
+ *
+ * Not yet: persisted position (a rebuild interrupted by unmount starts
+ * again from the beginning at the next 'raidfs replace'), replacing a
+ * member that is still healthy, hot spares.  See docs/plan-failures.md.
+ */
+#ifndef RAIDFS_REBUILD_H
+#define RAIDFS_REBUILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct array;
+
+struct rebuild_info {
+	bool active, paused;
+	int member;
+	uint64_t done, total;		/* bytes written to the new member */
+	uint64_t files_done;
+	double rate;			/* bytes/s, smoothed */
+	double elapsed;			/* seconds */
+	uint32_t min_rate, max_rate;	/* MB/s */
+	char current[256];		/* file being rebuilt */
+	char last_result[256];		/* message of the last finished rebuild */
+};
+
+int rebuild_start(struct array *a, int member, const char *dir, char *err, size_t errlen);
+void rebuild_pause(bool pause);
+void rebuild_set_rates(uint32_t min_mb, uint32_t max_mb);
+void rebuild_get(struct rebuild_info *out);
+/* Stop a running rebuild (unmount); the member stays REBUILDING. */
+void rebuild_stop(void);
+/* Called on every user I/O, to slow the rebuild down (cheap). */
+void rebuild_note_user_io(void);
+
+#endif

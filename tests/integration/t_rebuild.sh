@@ -1,0 +1,97 @@
+#!/bin/bash
+# t_rebuild - replace failed members while a workload runs: for every
+# redundant level, fail members up to the tolerance, 'raidfs replace' each
+# onto an empty directory during the workload; afterwards fail a
+# *different* set of members up to the tolerance: the tree must still be
+# byte-identical (the rebuilt members hold the right bytes); after
+# unmount 'raidfs check' is clean.  raid5 also checks the event program's
+# sequence and the status progress output.
+. "$(dirname "$0")/lib.sh"
+need_fuse
+
+OPS=${OPS:-500}
+# level width groups "victims" "second victims"
+CONFIGS=(
+	"raid1 3 1 0,2 1"
+	"raid5 4 1 1 3"
+	"raid6 5 1 0,3 1,2"
+	"raid10 4 2 1,2 0,3"
+	"raid50 6 2 0,4 1,5"
+	"raid60 8 2 1,2,4,7 0,3,5,6"
+)
+cat > "$T/event.sh" <<'EV'
+#!/bin/sh
+echo "$1 $3" >> "$(dirname "$0")/events.txt"
+EV
+chmod +x "$T/event.sh"
+
+wait_online() {	# MOUNTPOINT MEMBER
+	for i in $(seq 1 600); do
+		"$RAIDFS" status --json "$1" | grep -q "\"index\": $2, [^}]*\"state\": \"online\"" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+n=0
+for cfg in "${CONFIGS[@]}"; do
+	read -r level width groups victims second <<<"$cfg"
+	[ -z "${ONLY:-}" ] || [[ $cfg =~ $ONLY ]] || continue
+	n=$((n + 1))
+	t0=$SECONDS
+	C=$T/c$n
+	mkdir -p "$C/ref"
+	mem=$(make_members "$width" "c$n/d")
+	mnt=$C/mnt
+	gopt=()
+	case $level in raid50|raid60) gopt=(--groups "$groups") ;; esac
+	what="$level width $width"
+	evopt=()
+	[ "$level" = raid5 ] && evopt=(-o "event_program=$T/event.sh")
+	expect_rc 0 "$RAIDFS" create --level "$level" --chunk 4K "${gopt[@]}" --name "r$n" $mem
+	rfs_mount "$(join_members $mem)" "$mnt" "${evopt[@]}" || fail "$what: mount"
+	workload run --mnt "$mnt" --ref "$C/ref" --seed $((SEED + n)) --ops 150 --chunk 4096 \
+		--max-size 300000 >"$C/w0.out" 2>&1 || { cat "$C/w0.out" >&2; fail "$what: first workload"; }
+	workload run --mnt "$mnt" --ref "$C/ref" --seed $((SEED + 100 + n)) --ops "$OPS" --chunk 4096 \
+		--max-size 300000 --name-prefix w >"$C/w1.out" 2>&1 &
+	wpid=$!
+	newmem=$mem
+	for v in ${victims//,/ }; do
+		"$RAIDFS" fail "$mnt" "$v" >/dev/null || fail "$what: fail $v"
+		mkdir -p "$C/new$v"
+		expect_rc 0 "$RAIDFS" replace "$mnt" "$v" "$C/new$v"
+		[ "$level" = raid5 ] && { "$RAIDFS" status "$mnt" > "$C/status-during.txt"; }
+		wait_online "$mnt" "$v" || fail "$what: member $v not online after its rebuild ($("$RAIDFS" status "$mnt"))"
+		newmem=$(echo " $newmem " | sed "s| $T/c$n/d$((v + 1)) | $C/new$v |")
+	done
+	wait $wpid || { cat "$C/w1.out" >&2; fail "$what: the workload saw an error during the rebuilds"; }
+	expect_rc 0 "$RAIDFS" status "$mnt"
+	for v in ${second//,/ }; do
+		"$RAIDFS" fail "$mnt" "$v" >/dev/null || fail "$what: second fail $v"
+	done
+	workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
+		{ cat "$C/cmp.out" >&2; fail "$what: tree differs with members {$second} failed after rebuilding {$victims}"; }
+	rfs_unmount_wait "$mnt" || fail "$what: unmount"
+	# the failed second set is recorded; check reports only that
+	expect_rc 1 "$RAIDFS" check "$(join_members $newmem)"
+	grep -q "redundancy does not match\|no valid metadata\|shard missing" "$OUT" &&
+		fail "$what: check found damage: $(cat "$OUT")"
+	if [ "$level" = raid5 ]; then
+		grep -q "^rebuild: member $victims \[" "$C/status-during.txt" ||
+			grep -q "^rebuild: member $victims rebuilt" "$C/status-during.txt" ||
+			fail "$what: status during the rebuild shows no progress line: $(cat "$C/status-during.txt")"
+		want="Fail $victims
+DegradedArray $victims
+RebuildStarted $victims
+RebuildFinished $victims"
+		got=$(grep -v "^Rebuild[0-9]" "$T/events.txt" | head -n 4)
+		[ "$got" = "$want" ] || fail "$what: events were
+$got
+expected
+$want"
+	fi
+	log "ok: $what: rebuilt {$victims} under load, then survived losing {$second} ($((SECONDS - t0))s)"
+	rm -rf "$C"
+done
+log "all passed in ${SECONDS}s"
+exit 0
