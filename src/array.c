@@ -686,6 +686,43 @@ void array_member_corrected(struct array *a, uint32_t j)
 	__atomic_add_fetch(&a->m[j].corrected, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * Events run the event program one at a time, in order, from their own
+ * thread: the thread that fails a member may be in the middle of a write
+ * and must not wait for a user's script.
+ */
+#define EVQ 64
+static struct { char event[24]; int member; } evq[EVQ];
+static unsigned evq_head, evq_tail;
+static pthread_mutex_t evq_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t evq_cond = PTHREAD_COND_INITIALIZER;
+static bool evq_thread_started;
+static struct array *evq_array;
+
+static void *event_thread(void *arg)
+{
+	for (;;) {
+		pthread_mutex_lock(&evq_lock);
+		while (evq_head == evq_tail)
+			pthread_cond_wait(&evq_cond, &evq_lock);
+		char event[24], mem[16] = "";
+		snprintf(event, sizeof(event), "%s", evq[evq_tail % EVQ].event);
+		if (evq[evq_tail % EVQ].member >= 0)
+			snprintf(mem, sizeof(mem), "%d", evq[evq_tail % EVQ].member);
+		evq_tail++;
+		pthread_mutex_unlock(&evq_lock);
+		pid_t pid = fork();
+		if (pid == 0) {
+			execl(array_event_program, array_event_program, event,
+			      evq_array->mountpoint, mem, (char *)NULL);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+	}
+	return NULL;
+}
+
 void array_event(struct array *a, const char *event, int member)
 {
 	char mem[16] = "";
@@ -694,18 +731,24 @@ void array_event(struct array *a, const char *event, int member)
 	log_info("event %s%s%s on %s", event, member >= 0 ? " member " : "", mem, a->mountpoint);
 	if (!array_event_program)
 		return;
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* detach from the daemon: no zombie, no shared locks */
-		if (fork() == 0) {
-			execl(array_event_program, array_event_program, event, a->mountpoint,
-			      mem, (char *)NULL);
-			_exit(127);
+	pthread_mutex_lock(&evq_lock);
+	if (!evq_thread_started) {
+		pthread_t t;
+		evq_array = a;
+		if (pthread_create(&t, NULL, event_thread, NULL) == 0) {
+			pthread_detach(t);
+			evq_thread_started = true;
 		}
-		_exit(0);
 	}
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
+	if (evq_head - evq_tail < EVQ) {
+		snprintf(evq[evq_head % EVQ].event, sizeof(evq[0].event), "%s", event);
+		evq[evq_head % EVQ].member = member;
+		evq_head++;
+		pthread_cond_signal(&evq_cond);
+	} else {
+		log_warn("event queue full: event program not run for %s", event);
+	}
+	pthread_mutex_unlock(&evq_lock);
 }
 
 /* ---------------------------------------------------------------- monitor */
