@@ -471,6 +471,13 @@ ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 			ret = load_group(rf, s, g, o, n, blk, 1ull << j);
 			if (ret == 0)
 				memcpy(dst + (pos - off), blk[j], n);
+			if (ret == 0 && l->red == RED_MIRROR && usable(rf, mj) &&
+			    layout_slot_member(l, s, g, 0) != mj) {
+				/* the copy we chose could not be read (load_group
+				 * read another): repair it from the good one */
+				if (member_pwrite(rf->a, mj, rf->fd[mj], blk[j], n, s * chunk + o) == 0)
+					array_member_corrected(rf->a, mj);
+			}
 		}
 		pos = y;
 		(void)sbytes;
