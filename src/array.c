@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "file.h"
+#include "rebuild.h"
 #include "meta.h"
 #include "util.h"
 
@@ -113,13 +114,14 @@ bool array_dir_is_empty(int dirfd)
 	return empty;
 }
 
-int array_create(const struct create_opts *o, char **paths, int n)
+int array_create(const struct create_opts *o, char **members, int n)
 {
 	struct layout l;
 	const char *why;
-	struct stat st[LAYOUT_MAX_WIDTH];
-	int fds[LAYOUT_MAX_WIDTH];
-	int ret = 0, i;
+	struct stat st[LAYOUT_MAX_WIDTH + SB_MAX_SPARES];
+	int fds[LAYOUT_MAX_WIDTH + SB_MAX_SPARES];
+	char *paths[LAYOUT_MAX_WIDTH + SB_MAX_SPARES];
+	int ret = 0, i, total;
 
 	if (n > LAYOUT_MAX_WIDTH) {
 		fprintf(stderr, "raidfs: too many members (%d): at most %d are supported\n",
@@ -131,9 +133,18 @@ int array_create(const struct create_opts *o, char **paths, int n)
 			layout_level_name(o->level), n, n == 1 ? "" : "s", why);
 		return -EINVAL;
 	}
+	if (o->nspares > SB_MAX_SPARES) {
+		fprintf(stderr, "raidfs: too many spares (%d): at most %d\n", o->nspares, SB_MAX_SPARES);
+		return -EINVAL;
+	}
+	total = n + o->nspares;
 	for (i = 0; i < n; i++)
+		paths[i] = members[i];
+	for (i = 0; i < o->nspares; i++)
+		paths[n + i] = o->spares[i];
+	for (i = 0; i < total; i++)
 		fds[i] = -1;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < total; i++) {
 		fds[i] = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fds[i] < 0 || fstat(fds[i], &st[i]) < 0) {
 			fprintf(stderr, "raidfs: cannot open member '%s': %s (create the directory, or mount the disk there)\n",
@@ -171,16 +182,17 @@ int array_create(const struct create_opts *o, char **paths, int n)
 	sb.level = o->level;
 	sb.chunk = o->chunk;
 	sb.width = n;
+	sb.nspares = o->nspares;
 	sb.groups = l.groups;
 	sb.events = 1;
 	sb.ctime = sb.utime = time(NULL);
-	for (i = 0; i < n; i++) {
-		sb.members[i].state = MS_ONLINE;
+	for (i = 0; i < total; i++) {
+		sb.members[i].state = i < n ? MS_ONLINE : MS_SPARE;
 		char *rp = realpath(paths[i], NULL);
 		snprintf(sb.members[i].path, SB_PATH_MAX, "%s", rp ? rp : paths[i]);
 		free(rp);
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < total; i++) {
 		sb.index = i;
 		ret = sb_write(fds[i], &sb);
 		if (ret == 0 && mkdirat(fds[i], SB_DIRTY_DIR, 0700) < 0 && errno != EEXIST)
@@ -192,7 +204,7 @@ int array_create(const struct create_opts *o, char **paths, int n)
 		}
 	}
 out:
-	for (i = 0; i < n; i++)
+	for (i = 0; i < total; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	return ret;
@@ -277,7 +289,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		errf(err, errlen, "member '%s' has a superblock with an invalid geometry", paths[best]);
 		goto fail;
 	}
-	for (uint32_t j = 0; j < a->width; j++) {
+	for (uint32_t j = 0; j < a->width + SB_MAX_SPARES; j++) {
 		a->m[j].dirfd = -1;
 		pthread_mutex_init(&a->m[j].fault_lock, NULL);
 		a->m[j].state = a->sb.members[j].state;
@@ -287,6 +299,15 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		if (!ok[i])
 			continue;
 		uint32_t idx = sbs[i].index;
+		if (idx >= a->width && idx < a->width + a->sb.nspares &&
+		    a->sb.members[idx].state == MS_SPARE) {
+			/* a hot spare */
+			snprintf(a->m[idx].path, sizeof(a->m[idx].path), "%s", paths[i]);
+			a->m[idx].state = MS_SPARE;
+			a->m[idx].dirfd = fds[i];
+			fds[i] = -1;
+			continue;
+		}
 		if (idx >= a->width) {
 			errf(err, errlen, "member '%s' claims index %u of a %u-member array (corrupt superblock)",
 			     paths[i], idx, a->width);
@@ -360,7 +381,7 @@ fail:
 
 void array_close(struct array *a)
 {
-	for (uint32_t j = 0; j < a->width; j++) {
+	for (uint32_t j = 0; j < a->width + SB_MAX_SPARES; j++) {
 		if (a->m[j].dirfd >= 0)
 			close(a->m[j].dirfd);
 		a->m[j].dirfd = -1;
@@ -373,8 +394,9 @@ int array_write_superblocks_locked(struct array *a)
 {
 	int ret = 0;
 	a->sb.utime = time(NULL);
-	for (uint32_t j = 0; j < a->width; j++) {
-		if (!member_writable(a, j))
+	for (uint32_t j = 0; j < a->width + a->sb.nspares; j++) {
+		bool spare = j >= a->width && a->m[j].dirfd >= 0;
+		if (!member_writable(a, j) && !spare)
 			continue;
 		struct superblock sb = a->sb;
 		sb.index = j;
@@ -765,6 +787,10 @@ static void *monitor(void *arg)
 			if (member_online(a, j) && member_vanished(a, j, &why))
 				array_fail_member(a, j, why);
 		}
+		struct rebuild_info ri;
+		rebuild_get(&ri);
+		if (monitor_run && !ri.active)
+			rebuild_take_spare(a);
 		for (int i = 0; i < 10 && monitor_run; i++)
 			usleep(100 * 1000);
 	}
@@ -835,4 +861,65 @@ int array_member_rebuilt(struct array *a, uint32_t j)
 	log_info("array '%s': member %u '%s' rebuilt; array is %s", a->sb.name, j, a->m[j].path,
 		 array_state_name(st));
 	return r;
+}
+
+/* -------------------------------------------------------------- spares */
+
+uint32_t array_spare_count(struct array *a)
+{
+	pthread_mutex_lock(&a->lock);
+	uint32_t n = 0;
+	for (uint32_t s = 0; s < a->sb.nspares; s++)
+		n += a->m[a->width + s].dirfd >= 0;
+	pthread_mutex_unlock(&a->lock);
+	return n;
+}
+
+int array_add_spare(struct array *a, int fd, const char *path, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&a->lock);
+	if (a->sb.nspares >= SB_MAX_SPARES) {
+		pthread_mutex_unlock(&a->lock);
+		snprintf(err, errlen, "the array already has %d spares (the most it can hold)", SB_MAX_SPARES);
+		return -ENOSPC;
+	}
+	uint32_t idx = a->width + a->sb.nspares++;
+	a->m[idx].dirfd = fd;
+	snprintf(a->m[idx].path, sizeof(a->m[idx].path), "%s", path);
+	a->m[idx].state = MS_SPARE;
+	a->sb.members[idx].state = MS_SPARE;
+	snprintf(a->sb.members[idx].path, SB_PATH_MAX, "%s", path);
+	a->sb.events++;
+	mkdirat(fd, SB_DIR, 0700);
+	int r = array_write_superblocks_locked(a);
+	pthread_mutex_unlock(&a->lock);
+	log_info("array '%s': '%s' added as a hot spare", a->sb.name, path);
+	return r;
+}
+
+int array_take_spare(struct array *a, uint32_t j, int *fd, char *path, size_t pathlen)
+{
+	pthread_mutex_lock(&a->lock);
+	int found = -1;
+	for (uint32_t s = 0; s < a->sb.nspares && found < 0; s++)
+		if (a->m[a->width + s].dirfd >= 0)
+			found = s;
+	if (found < 0) {
+		pthread_mutex_unlock(&a->lock);
+		return -ENOENT;
+	}
+	uint32_t idx = a->width + found;
+	*fd = a->m[idx].dirfd;
+	snprintf(path, pathlen, "%s", a->m[idx].path);
+	/* close the gap in the spare list */
+	for (uint32_t s = idx; s + 1 < a->width + a->sb.nspares; s++) {
+		a->m[s].dirfd = a->m[s + 1].dirfd;
+		memcpy(a->m[s].path, a->m[s + 1].path, sizeof(a->m[s].path));
+		a->sb.members[s] = a->sb.members[s + 1];
+	}
+	a->sb.nspares--;
+	a->m[a->width + a->sb.nspares].dirfd = -1;
+	pthread_mutex_unlock(&a->lock);
+	(void)j;
+	return 0;
 }

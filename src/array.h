@@ -60,7 +60,7 @@ struct array {
 	struct superblock sb;		/* authoritative (highest events) */
 	struct layout lay;		/* array geometry, rotation 0 */
 	uint32_t width;
-	struct member m[LAYOUT_MAX_WIDTH];
+	struct member m[LAYOUT_MAX_WIDTH + SB_MAX_SPARES];	/* spares after width */
 	int primary;			/* lowest present member index */
 	bool absent_recorded;		/* absent members written down as faulty */
 	bool readonly;
@@ -79,6 +79,8 @@ struct create_opts {
 	uint32_t groups;
 	const char *name;
 	bool force;
+	int nspares;			/* hot spares (--spare DIR) */
+	char *spares[SB_MAX_SPARES];
 };
 
 /* Create a new array on the member directories.  Errors are printed (to
@@ -148,6 +150,13 @@ void array_member_corrected(struct array *a, uint32_t j);
 /* Write the authoritative superblock to every online or rebuilding
  * member.  Caller holds a->lock and has bumped the event counter. */
 int array_write_superblocks_locked(struct array *a);
+
+/* Hot spares: add one (validated, recorded in the superblocks), and take
+ * the first one for member j (removes it from the spare list and starts
+ * rebuilding j onto it; rebuild.c).  array_spare_count() is atomic. */
+int array_add_spare(struct array *a, int fd, const char *path, char *err, size_t errlen);
+int array_take_spare(struct array *a, uint32_t j, int *fd, char *path, size_t pathlen);
+uint32_t array_spare_count(struct array *a);
 
 /* New member checks (used by create and replace). */
 int array_probe_xattr(int dirfd);

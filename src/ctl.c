@@ -192,6 +192,8 @@ static void status_text(struct array *a, struct out *o)
 		if (inj[0])
 			outf(o, "      injected faults: %s\n", inj);
 	}
+	for (uint32_t s = 0; s < a->sb.nspares; s++)
+		outf(o, "  S%-2u spare      %s\n", s, a->m[a->width + s].path);
 	struct rebuild_info ri;
 	rebuild_get(&ri);
 	if (ri.active) {
@@ -259,6 +261,11 @@ static void status_json(struct array *a, struct out *o)
 		     __atomic_load_n(&a->m[j].corrected, __ATOMIC_RELAXED));
 		json_str(o, a->m[j].fail_reason);
 		outf(o, "}");
+	}
+	outf(o, "], \"spares\": [");
+	for (uint32_t s = 0; s < a->sb.nspares; s++) {
+		outf(o, "%s", s ? ", " : "");
+		json_str(o, a->m[a->width + s].path);
 	}
 	struct rebuild_info ri;
 	rebuild_get(&ri);
@@ -348,6 +355,24 @@ static void cmd_replace(struct array *a, int argc, char **argv, struct out *o)
 	     a->mountpoint);
 }
 
+static void cmd_add(struct array *a, int argc, char **argv, struct out *o)
+{
+	char err[512];
+	if (argc != 2) {
+		outf(o, "rc 1\nraidfs: add: give the directory to add as a hot spare\n");
+		return;
+	}
+	if (rebuild_add_spare(a, argv[1], err, sizeof(err)) < 0) {
+		outf(o, "rc 1\nraidfs: add: %s\n", err);
+		return;
+	}
+	struct rebuild_info ri;
+	rebuild_get(&ri);
+	int started = ri.active ? 0 : rebuild_take_spare(a);
+	outf(o, "rc 0\n'%s' added as a hot spare%s\n", argv[1],
+	     started > 0 ? "; the array is degraded, so it is being rebuilt onto now" : "");
+}
+
 static void cmd_rebuild(struct array *a, int argc, char **argv, struct out *o)
 {
 	struct rebuild_info ri;
@@ -397,6 +422,8 @@ static void dispatch(struct array *a, int argc, char **argv, struct out *o)
 		cmd_fail(a, argc, argv, o);
 	} else if (!strcmp(cmd, "inject")) {
 		cmd_inject(a, argc, argv, o);
+	} else if (!strcmp(cmd, "add")) {
+		cmd_add(a, argc, argv, o);
 	} else if (!strcmp(cmd, "replace")) {
 		cmd_replace(a, argc, argv, o);
 	} else if (!strcmp(cmd, "rebuild")) {

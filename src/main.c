@@ -31,7 +31,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: raidfs <command> [options]\n"
 "\n"
-"  create --level LEVEL [--chunk SIZE] [--groups G] [--name NAME] [--force] DIR...\n"
+"  create --level LEVEL [--chunk SIZE] [--groups G] [--name NAME] [--force] [--spare DIR]... DIR...\n"
 "        make a new array of the member directories (LEVEL: single raid0 raid1\n"
 "        raid5 raid6 raid10 raid50 raid60; chunk 4K..1M, default 64K)\n"
 "  mount [-f] [-o OPTIONS] DIR[:DIR...] MOUNTPOINT\n"
@@ -46,6 +46,8 @@ static void usage(FILE *f)
 "        verify metadata and parity of an unmounted array (exit 0 clean, 1 problems, 2 error)\n"
 "  fail MOUNTPOINT MEMBER\n"
 "        mark a member (index or path) faulty; the array goes on degraded\n"
+"  add MOUNTPOINT DIR\n"
+"        add an empty directory as a hot spare (taken at once if the array is degraded)\n"
 "  replace MOUNTPOINT MEMBER NEWDIR\n"
 "        rebuild a faulty or missing member onto an empty directory, online\n"
 "  rebuild MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s\n"
@@ -67,6 +69,7 @@ static int cmd_create(int argc, char **argv)
 		{ "groups", required_argument, NULL, 'g' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "force", no_argument, NULL, 'F' },
+		{ "spare", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -74,7 +77,7 @@ static int cmd_create(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;	/* our own messages, with what to do */
-	while ((c = getopt_long(argc, argv, ":l:c:g:n:Fh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":l:c:g:n:Fs:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'l': {
 			int l = layout_level_parse(optarg);
@@ -113,6 +116,13 @@ static int cmd_create(int argc, char **argv)
 			o.name = optarg;
 			break;
 		case 'F': o.force = true; break;
+		case 's':
+			if (o.nspares == SB_MAX_SPARES) {
+				fprintf(stderr, "raidfs: create: at most %d spares\n", SB_MAX_SPARES);
+				return 1;
+			}
+			o.spares[o.nspares++] = optarg;
+			break;
 		case 'h': usage(stdout); return 0;
 		case ':':
 			fprintf(stderr, "raidfs: create: option '%s' needs a value (see 'raidfs --help')\n", argv[optind - 1]);
@@ -133,9 +143,13 @@ static int cmd_create(int argc, char **argv)
 	}
 	if (array_create(&o, argv + optind, n) < 0)
 		return 1;
-	printf("created %s array '%s' with %d member%s, chunk %u KiB\n",
+	printf("created %s array '%s' with %d member%s, chunk %u KiB",
 	       layout_level_name(o.level), o.name ? o.name : "raidfs", n, n == 1 ? "" : "s",
 	       o.chunk / 1024);
+	if (o.nspares)
+		printf(", %d hot spare%s (give them to 'raidfs mount' with the members)", o.nspares,
+		       o.nspares == 1 ? "" : "s");
+	printf("\n");
 	return 0;
 }
 
@@ -336,6 +350,8 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "inject"))
 		return cmd_control("inject", argc - 1, argv + 1, 2,
 				   "inject MOUNTPOINT MEMBER read-error|write-error|fsync-error|open-error [every|after N|count N|prob P] [ERRNO] | latency MS | corrupt P | vanish | clear");
+	if (!strcmp(cmd, "add"))
+		return cmd_control("add", argc - 1, argv + 1, 1, "add MOUNTPOINT DIR");
 	if (!strcmp(cmd, "replace"))
 		return cmd_control("replace", argc - 1, argv + 1, 2, "replace MOUNTPOINT MEMBER NEWDIR");
 	if (!strcmp(cmd, "rebuild"))

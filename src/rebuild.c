@@ -374,7 +374,10 @@ static void *rebuild_thread(void *arg)
 	return NULL;
 }
 
-int rebuild_start(struct array *a, int member, const char *dir, char *err, size_t errlen)
+static int start_on(struct array *a, int member, int fd, const char *path, char *err, size_t errlen);
+
+/* Common checks: can member be rebuilt now? */
+static int can_rebuild(struct array *a, int member, char *err, size_t errlen)
 {
 	if (a->lay.red == RED_NONE) {
 		snprintf(err, errlen, "%s has no redundancy: nothing to rebuild from", layout_level_name(a->lay.level));
@@ -400,6 +403,14 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
 		snprintf(err, errlen, "the array has lost more members than it tolerates: there is no complete data to rebuild from");
 		return -EIO;
 	}
+	return 0;
+}
+
+int rebuild_start(struct array *a, int member, const char *dir, char *err, size_t errlen)
+{
+	int r = can_rebuild(a, member, err, errlen);
+	if (r < 0)
+		return r;
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot open '%s': %s (create the directory, or mount the new disk there)", dir, strerror(errno));
@@ -419,7 +430,7 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
 		close(fd);
 		return -ENOTEMPTY;
 	}
-	int r = array_probe_xattr(fd);
+	r = array_probe_xattr(fd);
 	if (r < 0) {
 		snprintf(err, errlen, "'%s' cannot hold user extended attributes (%s): use a filesystem with user xattrs",
 			 dir, strerror(-r));
@@ -427,8 +438,15 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
 		return r;
 	}
 	char *rp = realpath(dir, NULL);
-	r = array_replace_begin(a, member, fd, rp ? rp : dir);
+	r = start_on(a, member, fd, rp ? rp : dir, err, errlen);
 	free(rp);
+	return r;
+}
+
+/* Put fd (an empty, checked directory) in member's slot and start. */
+static int start_on(struct array *a, int member, int fd, const char *path, char *err, size_t errlen)
+{
+	int r = array_replace_begin(a, member, fd, path);
 	if (r == -EBUSY) {
 		snprintf(err, errlen, "member %d is not faulty or missing", member);
 		close(fd);
@@ -471,4 +489,54 @@ void rebuild_stop(void)
 	if (live)
 		pthread_join(rb_thread, NULL);
 	rb_thread_live = false;
+}
+
+int rebuild_take_spare(struct array *a)
+{
+	char err[256], path[PATH_MAX];
+	int fd;
+	if (array_spare_count(a) == 0)
+		return 0;
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (member_online(a, j) || member_rebuilding(a, j))
+			continue;
+		if (can_rebuild(a, j, err, sizeof(err)) < 0)
+			return 0;
+		if (array_take_spare(a, j, &fd, path, sizeof(path)) < 0)
+			return 0;
+		log_warn("array '%s': hot spare '%s' takes the place of member %u", a->sb.name, path, j);
+		array_event(a, "SpareActive", j);
+		if (start_on(a, j, fd, path, err, sizeof(err)) < 0) {
+			log_err("cannot rebuild member %u onto the spare '%s': %s", j, path, err);
+			return -1;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open '%s': %s (create the directory, or mount the new disk there)", dir, strerror(errno));
+		return -errno;
+	}
+	if (!array_dir_is_empty(fd)) {
+		snprintf(err, errlen, "'%s' is not empty: a spare must be an empty directory", dir);
+		close(fd);
+		return -ENOTEMPTY;
+	}
+	int r = array_probe_xattr(fd);
+	if (r < 0) {
+		snprintf(err, errlen, "'%s' cannot hold user extended attributes (%s)", dir, strerror(-r));
+		close(fd);
+		return r;
+	}
+	char *rp = realpath(dir, NULL);
+	r = array_add_spare(a, fd, rp ? rp : dir, err, errlen);
+	free(rp);
+	if (r < 0)
+		close(fd);
+	return r;
 }

@@ -51,6 +51,11 @@ struct rebuild_info {
 };
 
 int rebuild_start(struct array *a, int member, const char *dir, char *err, size_t errlen);
+/* Hot spares: add DIR as a spare; if a member is faulty or missing and no
+ * rebuild runs, take a spare for it (called by the monitor every second;
+ * returns 1 when a rebuild was started). */
+int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen);
+int rebuild_take_spare(struct array *a);
 void rebuild_pause(bool pause);
 void rebuild_set_rates(uint32_t min_mb, uint32_t max_mb);
 void rebuild_get(struct rebuild_info *out);

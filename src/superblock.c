@@ -8,9 +8,9 @@
  *   16  uuid                     16
  *   32  name                     64, NUL padded
  *   96  level, chunk, width, groups, index   5 x u32
- *   116 reserved u32
+ *   116 spares u32 (hot spares; their entries follow the members)
  *   120 events u64, ctime u64, utime u64
- *   144 member entries, width x 264: state u8, 7 reserved, path[256]
+ *   144 member entries, (width + spares) x 264: state u8, 7 reserved, path[256]
  *   ... crc32 u32 of all previous bytes
  */
 #include "superblock.h"
@@ -41,14 +41,15 @@ const char *member_state_name(enum member_state s)
 	return "unknown";
 }
 
-size_t sb_encoded_size(uint32_t width)
+size_t sb_encoded_size(uint32_t entries)
 {
-	return HDR + (size_t)width * ENT + 4;
+	return HDR + (size_t)entries * ENT + 4;
 }
 
 size_t sb_encode(const struct superblock *sb, uint8_t *buf)
 {
-	size_t len = sb_encoded_size(sb->width);
+	uint32_t entries = sb->width + sb->nspares;
+	size_t len = sb_encoded_size(entries);
 	memset(buf, 0, len);
 	memcpy(buf, SB_MAGIC, 8);
 	put_le32(buf + 8, SB_VERSION);
@@ -60,10 +61,11 @@ size_t sb_encode(const struct superblock *sb, uint8_t *buf)
 	put_le32(buf + 104, sb->width);
 	put_le32(buf + 108, sb->groups);
 	put_le32(buf + 112, sb->index);
+	put_le32(buf + 116, sb->nspares);
 	put_le64(buf + 120, sb->events);
 	put_le64(buf + 128, sb->ctime);
 	put_le64(buf + 136, sb->utime);
-	for (uint32_t i = 0; i < sb->width; i++) {
+	for (uint32_t i = 0; i < entries; i++) {
 		uint8_t *e = buf + HDR + i * ENT;
 		e[0] = sb->members[i].state;
 		memcpy(e + 8, sb->members[i].path, strnlen(sb->members[i].path, SB_PATH_MAX - 1));
@@ -104,16 +106,17 @@ int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
 	sb->width = get_le32(buf + 104);
 	sb->groups = get_le32(buf + 108);
 	sb->index = get_le32(buf + 112);
+	sb->nspares = get_le32(buf + 116);
 	sb->events = get_le64(buf + 120);
 	sb->ctime = get_le64(buf + 128);
 	sb->utime = get_le64(buf + 136);
-	if (sb->width == 0 || sb->width > LAYOUT_MAX_WIDTH ||
-	    rlen != sb_encoded_size(sb->width) || sb->index >= sb->width ||
-	    sb->level >= LEVEL_COUNT) {
+	if (sb->width == 0 || sb->width > LAYOUT_MAX_WIDTH || sb->nspares > SB_MAX_SPARES ||
+	    rlen != sb_encoded_size(sb->width + sb->nspares) ||
+	    sb->index >= sb->width + sb->nspares || sb->level >= LEVEL_COUNT) {
 		*why = "superblock fields out of range (corrupt)";
 		return -EBADMSG;
 	}
-	for (uint32_t i = 0; i < sb->width; i++) {
+	for (uint32_t i = 0; i < sb->width + sb->nspares; i++) {
 		const uint8_t *e = buf + HDR + i * ENT;
 		sb->members[i].state = e[0];
 		memcpy(sb->members[i].path, e + 8, SB_PATH_MAX - 1);
@@ -123,7 +126,7 @@ int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
 
 int sb_read(int dirfd, struct superblock *sb, const char **why)
 {
-	uint8_t buf[HDR + LAYOUT_MAX_WIDTH * ENT + 4];
+	uint8_t buf[HDR + (LAYOUT_MAX_WIDTH + SB_MAX_SPARES) * ENT + 4];
 	const char *dummy;
 	if (!why)
 		why = &dummy;
@@ -145,7 +148,7 @@ int sb_read(int dirfd, struct superblock *sb, const char **why)
 
 int sb_write(int dirfd, const struct superblock *sb)
 {
-	uint8_t buf[HDR + LAYOUT_MAX_WIDTH * ENT + 4];
+	uint8_t buf[HDR + (LAYOUT_MAX_WIDTH + SB_MAX_SPARES) * ENT + 4];
 	size_t len = sb_encode(sb, buf);
 	int ret;
 

@@ -33,6 +33,7 @@
 #define SB_VERSION 1
 #define SB_NAME_MAX 64
 #define SB_PATH_MAX 256
+#define SB_MAX_SPARES 8
 
 /* Member states as recorded in superblocks. */
 enum member_state {
@@ -59,13 +60,14 @@ struct superblock {
 	uint64_t events;
 	uint64_t ctime;			/* creation, seconds since the epoch */
 	uint64_t utime;			/* last update */
-	struct sb_member members[LAYOUT_MAX_WIDTH];
+	uint32_t nspares;		/* hot spares, entries width .. width+nspares-1 */
+	struct sb_member members[LAYOUT_MAX_WIDTH + SB_MAX_SPARES];
 };
 
 const char *member_state_name(enum member_state s);
 
-/* Encoded size for a width. */
-size_t sb_encoded_size(uint32_t width);
+/* Encoded size for a number of entries (width + spares). */
+size_t sb_encoded_size(uint32_t entries);
 /* Encode into buf (at least sb_encoded_size(sb->width) bytes). */
 size_t sb_encode(const struct superblock *sb, uint8_t *buf);
 int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,

@@ -15,6 +15,31 @@
 static int failures;
 #define CHECK(cond, ...) do { if (!(cond)) { failures++; fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
+static void test_spares(void)
+{
+	struct superblock sb, out;
+	uint8_t buf[32768];
+	memset(&sb, 0, sizeof(sb));
+	sb.level = LEVEL_RAID5;
+	sb.chunk = 4096;
+	sb.width = 4;
+	sb.nspares = 2;
+	sb.index = 5;	/* the second spare */
+	for (uint32_t i = 0; i < 6; i++) {
+		sb.members[i].state = i < 4 ? MS_ONLINE : MS_SPARE;
+		snprintf(sb.members[i].path, SB_PATH_MAX, "/srv/d%u", i);
+	}
+	size_t len = sb_encode(&sb, buf);
+	CHECK(len == sb_encoded_size(6), "spares: encoded size %zu", len);
+	CHECK(sb_decode(buf, len, &out, NULL) == 0 && out.nspares == 2 && out.index == 5 &&
+	      out.members[5].state == MS_SPARE && !strcmp(out.members[4].path, "/srv/d4"),
+	      "spares round trip");
+	sb.nspares = SB_MAX_SPARES + 1;
+	sb.index = 0;
+	len = sb_encode(&sb, buf);
+	CHECK(sb_decode(buf, len, &out, NULL) == -EBADMSG, "too many spares accepted");
+}
+
 static void test_superblock(uint32_t width)
 {
 	struct superblock sb, out;
@@ -93,6 +118,7 @@ int main(void)
 	for (uint32_t w = 1; w <= LAYOUT_MAX_WIDTH; w = w < 8 ? w + 1 : w * 2)
 		test_superblock(w);
 	test_meta();
+	test_spares();
 	if (failures) {
 		fprintf(stderr, "test_format: %d failure(s)\n", failures);
 		return 1;
