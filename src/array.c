@@ -329,6 +329,13 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 			fds[i] = -1;
 			continue;
 		}
+		if (a->sb.members[idx].state == MS_REBUILDING && sbs[i].events == a->sb.events) {
+			/* a rebuild was interrupted: it is resumed after mount */
+			a->m[idx].dirfd = fds[i];
+			a->m[idx].state = MS_REBUILDING;
+			fds[i] = -1;
+			continue;
+		}
 		if (a->sb.members[idx].state != MS_ONLINE) {
 			log_warn("member %u '%s' is recorded as %s and is not used",
 				 idx, paths[i], member_state_name(a->sb.members[idx].state));
@@ -593,13 +600,16 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 		closedir(d);
 	}
 	int ret = 0;
-	if (nnames && array_absent_count(a) && !force) {
+	int lost = 0;
+	for (uint32_t j = 0; j < a->width; j++)
+		lost += !member_writable(a, j);	/* a rebuilding member is verified anyway */
+	if (nnames && lost && !force) {
 		errf(err, errlen, "array '%s' is both dirty (%zu file%s were being written when it stopped) and degraded: parity of those files cannot be trusted to rebuild the missing members; return the missing members, or mount with -o force to accept possible damage to those files",
 		     a->sb.name, nnames, nnames == 1 ? "" : "s");
 		ret = -EUCLEAN;
 		goto out;
 	}
-	if (nnames && array_absent_count(a)) {
+	if (nnames && lost) {
 		/* forced: the resync changes files without the absent members,
 		 * which are therefore out of date from now on */
 		ret = array_note_write(a);

@@ -82,13 +82,14 @@ void rfile_forget_member(uint32_t j)
 	pthread_mutex_unlock(&table_lock);
 }
 
-int rfile_lookup_size(uint64_t key, uint64_t *size)
+int rfile_lookup_size(uint64_t key, uint64_t *size, bool *marked)
 {
 	int found = 0;
 	pthread_mutex_lock(&table_lock);
 	struct rfile *rf = find_locked(key);
 	if (rf) {
 		*size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+		*marked = __atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE);
 		found = 1;
 	}
 	pthread_mutex_unlock(&table_lock);

@@ -74,8 +74,9 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 int rfile_release(struct rfile *rf);
 
 /* Logical size of an open file with the primary shard inode `key`, if the
- * file is open: 1 and *size set; 0 otherwise. */
-int rfile_lookup_size(uint64_t key, uint64_t *size);
+ * file is open: 1 and *size set (and *marked: it is in the dirty log, so
+ * its shards carry one more link than the user made); 0 otherwise. */
+int rfile_lookup_size(uint64_t key, uint64_t *size, bool *marked);
 
 /* Build a private rfile over given shard fds (for resync and check; the
  * fds are owned by the caller, not closed by rfile_free_private). */

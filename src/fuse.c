@@ -282,6 +282,8 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 		if (fstat(rf->fd[PRIMARY_IDX], st) < 0)
 			return -errno;
 		fix_file_stat(st, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE));
+		if (__atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE) && st->st_nlink > 1)
+			st->st_nlink--;	/* the dirty-log link is ours, not the user's */
 		return 0;
 	}
 	CHECK_HIDDEN(path);
@@ -293,7 +295,11 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	}
 	if (S_ISREG(st->st_mode)) {
 		uint64_t size;
-		if (!rfile_lookup_size(st->st_ino, &size) && closed_file_size(r, &size) < 0) {
+		bool marked = false;
+		if (rfile_lookup_size(st->st_ino, &size, &marked)) {
+			if (marked && st->st_nlink > 1)
+				st->st_nlink--;	/* the dirty-log link is ours */
+		} else if (closed_file_size(r, &size) < 0) {
 			log_err("file '%s': no valid metadata on any member", r);
 			return -EIO;
 		}

@@ -114,6 +114,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	}
 	fuse_set_signal_handlers(fuse_get_session(f));
 	ctl_start();
+	rebuild_resume(a);
 	array_monitor_start(a);
 	if (array_state(a) == ARRAY_DEGRADED)
 		array_event(a, "DegradedArray", -1);

@@ -19,6 +19,7 @@
 #include "array.h"
 #include "file.h"
 #include "meta.h"
+#include "parity.h"
 #include "util.h"
 
 #define WINDOW_STRIPES 16
@@ -127,6 +128,9 @@ struct walk {
 	size_t nlinks, caplinks;
 	int errors;
 	bool count_only;
+	const char *resume_after;	/* skip files up to this path (walk order) */
+	uint64_t skipped;
+	uint64_t last_save_ms;
 	bool verify;		/* second pass: compare and repair */
 	uint64_t fixed;		/* chunks the verify pass had to rewrite */
 	uint64_t total;
@@ -224,6 +228,85 @@ static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 	return r;
 }
 
+static int cmp_names(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* Order of the walk: component by component, each compared with strcmp. */
+static int path_cmp(const char *a, const char *b)
+{
+	for (;;) {
+		size_t la = strcspn(a, "/"), lb = strcspn(b, "/");
+		size_t l = la < lb ? la : lb;
+		int c = memcmp(a, b, l);
+		if (c)
+			return c;
+		if (la != lb)
+			return la < lb ? -1 : 1;
+		if (!a[la] || !b[lb])
+			return (a[la] ? 1 : 0) - (b[lb] ? 1 : 0);
+		a += la + 1;
+		b += lb + 1;
+	}
+}
+
+#define POS_FILE ".raidfs/rebuild"
+
+/* Persist the position on the new member at most once a second, so a
+ * rebuild interrupted by unmount or kill -9 resumes after this file. */
+static void save_position(struct walk *w, const char *path)
+{
+	uint64_t t = now_ms();
+	if (t - w->last_save_ms < 1000)
+		return;
+	w->last_save_ms = t;
+	char buf[PATH_MAX + 128];
+	int n = snprintf(buf, sizeof(buf), "raidfs-rebuild 1\nmember %u\ndone %" PRIu64 "\nafter %s\n",
+			 w->j, info.done, path);
+	if (n < 0 || (size_t)n >= sizeof(buf) - 16)
+		return;
+	n += snprintf(buf + n, sizeof(buf) - n, "crc %08x\n", parity_crc32(0, buf, n));
+	int fd = openat(w->dst, POS_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	bool ok = io_pwrite(fd, buf, n, 0) == 0 && fdatasync(fd) == 0;
+	close(fd);
+	if (ok)
+		renameat(w->dst, POS_FILE ".tmp", w->dst, POS_FILE);
+}
+
+/* The saved position of a rebuild onto member j (dirfd): the last path
+ * rebuilt and the bytes done; false when there is none or it is corrupt. */
+static bool load_position(int dirfd, uint32_t j, char *path, size_t len, uint64_t *done)
+{
+	char buf[PATH_MAX + 128];
+	int fd = openat(dirfd, POS_FILE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	char *crc = strstr(buf, "crc ");
+	unsigned member, want;
+	unsigned long long d;
+	if (!crc || sscanf(crc, "crc %x", &want) != 1 || parity_crc32(0, buf, crc - buf) != want)
+		return false;
+	char *after = strstr(buf, "\nafter ");
+	if (sscanf(buf, "raidfs-rebuild 1\nmember %u\ndone %llu", &member, &d) != 2 || member != j || !after)
+		return false;
+	after += 7;
+	size_t l = strcspn(after, "\n");
+	if (l >= len)
+		return false;
+	memcpy(path, after, l);
+	path[l] = '\0';
+	*done = d;
+	return true;
+}
+
 static int walk_dir(struct walk *w, const char *rel)
 {
 	int fd = openat(w->src, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -237,13 +320,25 @@ static int walk_dir(struct walk *w, const char *rel)
 	bool root = !strcmp(rel, ".");
 	struct dirent *e;
 	int ret = 0;
-	while ((e = readdir(d)) && ret == 0) {
+	/* sorted, so the walk order is stable and a position can be resumed */
+	char **names = NULL;
+	size_t nn = 0, cap = 0;
+	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		if (root && (!strcmp(e->d_name, ".raidfs") || !strncmp(e->d_name, ".raidfs-", 8)))
 			continue;
+		if (nn == cap) {
+			cap = cap ? cap * 2 : 64;
+			names = realloc(names, cap * sizeof(*names));
+		}
+		names[nn++] = strdup(e->d_name);
+	}
+	closedir(d);
+	qsort(names, nn, sizeof(*names), cmp_names);
+	for (size_t ni = 0; ni < nn && ret == 0; ni++) {
 		char *child;
-		if (asprintf(&child, root ? "%s" : "%s/%s", root ? e->d_name : rel, e->d_name) < 0) {
+		if (asprintf(&child, root ? "%s%s" : "%s/%s", root ? "" : rel, names[ni]) < 0) {
 			ret = -ENOMEM;
 			break;
 		}
@@ -293,8 +388,14 @@ static int walk_dir(struct walk *w, const char *rel)
 						 errno == EEXIST;
 				}
 			}
+			if (!linked && !w->verify && w->resume_after && path_cmp(child, w->resume_after) <= 0) {
+				w->skipped++;	/* rebuilt before the interruption */
+				linked = true;
+			}
 			if (!linked) {
 				int r = rebuild_file(w, child, &st);
+				if (r == 0 && !w->verify)
+					save_position(w, child);
 				if (r < 0) {
 					log_err("rebuild of '%s' onto member %u failed: %s", child, w->j, strerror(-r));
 					if (r == -EINTR)
@@ -314,15 +415,22 @@ static int walk_dir(struct walk *w, const char *rel)
 		}
 		free(child);
 	}
-	closedir(d);
+	for (size_t ni = 0; ni < nn; ni++)
+		free(names[ni]);
+	free(names);
 	return ret;
 }
+
+static char resume_path[PATH_MAX];
+static bool resume_set;
 
 static void *rebuild_thread(void *arg)
 {
 	struct array *a = RA;
 	uint32_t j = (uint32_t)(uintptr_t)arg;
 	struct walk w = { .a = a, .j = j, .src = a->m[a->primary].dirfd, .dst = a->m[j].dirfd };
+	if (resume_set)
+		w.resume_after = resume_path;
 
 	w.count_only = true;
 	walk_dir(&w, ".");
@@ -336,6 +444,9 @@ static void *rebuild_thread(void *arg)
 	for (size_t i = 0; i < w.nlinks; i++)
 		free(w.links[i].path);
 	w.nlinks = 0;
+	if (w.resume_after)
+		log_info("rebuild of member %u resumed after '%s': %" PRIu64 " files already rebuilt were skipped",
+			 j, w.resume_after, w.skipped);
 	if (r == 0 && w.errors == 0) {
 		/* verify: every chunk again, compared with the new member; also
 		 * catches files renamed into an already rebuilt directory */
@@ -354,6 +465,7 @@ static void *rebuild_thread(void *arg)
 
 	char msg[256];
 	if (r == 0 && w.errors == 0) {
+		unlinkat(w.dst, POS_FILE, 0);
 		array_member_rebuilt(a, j);
 		snprintf(msg, sizeof(msg), "member %u rebuilt onto '%.120s' and verified (%" PRIu64 " files, %.1f s)",
 			 j, a->m[j].path, info.files_done / 2, (now_ms() - t_start_ms) / 1000.0);
@@ -460,6 +572,7 @@ static int start_on(struct array *a, int member, int fd, const char *path, char 
 		pthread_mutex_lock(&rb_lock);
 	}
 	RA = a;
+	resume_set = false;
 	info.active = true;
 	info.paused = false;
 	info.member = member;
@@ -539,4 +652,43 @@ int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen
 	if (r < 0)
 		close(fd);
 	return r;
+}
+
+int rebuild_resume(struct array *a)
+{
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (!member_rebuilding(a, j))
+			continue;
+		uint64_t done = 0;
+		pthread_mutex_lock(&rb_lock);
+		if (info.active) {
+			pthread_mutex_unlock(&rb_lock);
+			return 0;
+		}
+		resume_set = load_position(a->m[j].dirfd, j, resume_path, sizeof(resume_path), &done);
+		RA = a;
+		info.active = true;
+		info.paused = false;
+		info.member = j;
+		info.done = resume_set ? done : 0;
+		info.files_done = 0;
+		info.total = 0;
+		info.rate = info.elapsed = 0;
+		rb_stop = false;
+		pthread_mutex_unlock(&rb_lock);
+		if (resume_set)
+			log_warn("array '%s': resuming the rebuild of member %u onto '%s' after '%s'",
+				 a->sb.name, j, a->m[j].path, resume_path);
+		else
+			log_warn("array '%s': restarting the rebuild of member %u onto '%s' (no saved position)",
+				 a->sb.name, j, a->m[j].path);
+		array_event(a, "RebuildStarted", j);
+		if (pthread_create(&rb_thread, NULL, rebuild_thread, (void *)(uintptr_t)j) != 0) {
+			info.active = false;
+			return -EAGAIN;
+		}
+		rb_thread_live = true;
+		return 1;
+	}
+	return 0;
 }

@@ -25,9 +25,14 @@
  * most min_rate (md's speed_limit_min/max).  pause/resume stop and start
  * the walk between windows.
  *
- * Not yet: persisted position (a rebuild interrupted by unmount starts
- * again from the beginning at the next 'raidfs replace'), replacing a
- * member that is still healthy, hot spares.  See docs/plan-failures.md.
+ * Resume: the walk is in sorted order and the last rebuilt path is saved
+ * on the new member (.raidfs/rebuild, crc protected) at most once a
+ * second; a mount that finds a member recorded as rebuilding continues
+ * after that path (files before it are not rebuilt again; the verify pass
+ * still checks them).
+ *
+ * Not yet: replacing a member that is still healthy.  See
+ * docs/plan-failures.md.
  */
 #ifndef RAIDFS_REBUILD_H
 #define RAIDFS_REBUILD_H
@@ -56,6 +61,9 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
  * returns 1 when a rebuild was started). */
 int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen);
 int rebuild_take_spare(struct array *a);
+/* At mount: continue the rebuild of a member recorded as rebuilding, from
+ * its saved position (.raidfs/rebuild on that member). */
+int rebuild_resume(struct array *a);
 void rebuild_pause(bool pause);
 void rebuild_set_rates(uint32_t min_mb, uint32_t max_mb);
 void rebuild_get(struct rebuild_info *out);

@@ -323,10 +323,13 @@ static int mark_dirty(struct rfile *rf)
 	int r = array_note_write(rf->a);
 	if (r < 0)
 		return r;
+	/* set first: getattr hides the dirty-log link from st_nlink */
+	__atomic_store_n(&rf->marked, true, __ATOMIC_RELEASE);
 	r = array_mark_dirty(rf->a, rf->id, rf->fd);
-	if (r < 0)
+	if (r < 0) {
+		__atomic_store_n(&rf->marked, false, __ATOMIC_RELEASE);
 		return r;
-	rf->marked = true;
+	}
 	return 0;
 }
 
