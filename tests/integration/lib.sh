@@ -152,9 +152,8 @@ rfs_unmount_wait() {
 	! is_mounted "$mnt" || { log "$mnt still mounted after unmount"; return 1; }
 }
 
-# rfs_unmount_quick MOUNTPOINT: fusermount3 -u and wait until the daemon has
-# exited (a zombie counts).  For mounts that wrote nothing: `raidfs unmount`
-# waits until the zombie is reaped, which init here does only every ~1.5 s.
+# rfs_unmount_quick MOUNTPOINT: fusermount3 -u (not the CLI) and wait until
+# the daemon has exited (a zombie counts: init may reap it late)
 rfs_unmount_quick() {
 	local mnt=$1 pid
 	pid=$(daemon_pid "$mnt")

@@ -131,7 +131,7 @@ for cfg in "${CONFIGS[@]}"; do
 			log "reproduce: $repro"
 			fail "$pw: degraded read differs from the reference"
 		fi
-		rfs_unmount_quick "$mnt" || fail "$pw: unmount"
+		rfs_unmount_wait "$mnt" || fail "$pw: unmount"
 		unhide_pattern "$pat"
 		restore_members
 	done
@@ -161,7 +161,7 @@ for cfg in "${CONFIGS[@]}"; do
 		rfs_mount "$members" "$mnt" || fail "$pw: degraded remount failed"
 		workload compare "$mnt" "$C/refw" >"$C/compare.out" 2>&1 ||
 			{ cat "$C/compare.out" >&2; log "reproduce: $repro"; fail "$pw: differs after degraded remount"; }
-		rfs_unmount_quick "$mnt" || fail "$pw: unmount"
+		rfs_unmount_wait "$mnt" || fail "$pw: unmount"
 		unhide_pattern "$pat"
 		restore_members     # the array with stale members is thrown away
 	done
@@ -195,7 +195,7 @@ for cfg in "${CONFIGS[@]}"; do
 	expect_rc 0 "$RAIDFS" status "$mnt"
 	workload compare "$mnt" "$C/ref" >"$C/compare.out" 2>&1 ||
 		{ cat "$C/compare.out" >&2; fail "$what: healthy array differs after the degraded tests"; }
-	rfs_unmount_quick "$mnt" || fail "$what: unmount"
+	rfs_unmount_wait "$mnt" || fail "$what: unmount"
 
 	verdict=ok
 	[ "$PROBLEMS" -eq "$p0" ] || verdict="FAILED ($((PROBLEMS - p0)) problem(s))"

@@ -87,7 +87,7 @@ for cfg in "${CONFIGS[@]}"; do
 	rfs_mount "$members" "$mnt" || fail "$what: second mount failed"
 	workload compare "$mnt" "$C/ref" >"$C/compare.out" 2>&1 ||
 		{ cat "$C/compare.out" >&2; log "reproduce: $repro"; fail "$what: trees differ after remount"; }
-	rfs_unmount_quick "$mnt" || fail "$what: unmount"
+	rfs_unmount_wait "$mnt" || fail "$what: unmount"
 
 	"$RAIDFS" check "$members" >"$C/check.out" 2>&1
 	rc=$?

@@ -767,7 +767,7 @@ def cmd_crashwrite(args):
             os.close(dfd)
         while args.max_ops == 0 or opno < args.max_ops:
             opno += 1
-            if rng.random() < 0.01 and len(files) < args.files * 3:
+            if rng.random() < 0.03 and len(files) < args.files * 6:
                 new_file()
                 continue
             name = rng.choice(sorted(files))
