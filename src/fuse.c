@@ -623,6 +623,42 @@ static int fs_write(const char *path, const char *buf, size_t size, off_t off,
 	return stripe_write(RF(fi), buf, size, off);
 }
 
+/*
+ * Writes arrive here rather than in fs_write: with splice the payload is
+ * still in a pipe and is copied once, into a 64-byte aligned per-thread
+ * buffer, so the parity code can use it in place (ISA-L wants aligned
+ * blocks; the FUSE header leaves an in-memory payload misaligned, which
+ * would cost the parity path one more copy).  Levels without parity use
+ * an in-memory payload as it is.
+ */
+static int fs_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
+			struct fuse_file_info *fi)
+{
+	static __thread void *abuf;
+	static __thread size_t abuf_len;
+	struct rfile *rf = RF(fi);
+	size_t len = fuse_buf_size(buf);
+	const struct fuse_buf *b0 = &buf->buf[buf->idx];
+
+	if (buf->count == 1 && !(b0->flags & FUSE_BUF_IS_FD) &&
+	    (rf->lay.red != RED_PARITY || ((uintptr_t)b0->mem & 63) == 0))
+		return stripe_write(rf, (const char *)b0->mem + buf->off, len, off);
+	if (abuf_len < len) {
+		void *p;
+		if (posix_memalign(&p, 64, len))
+			return -ENOMEM;
+		free(abuf);
+		abuf = p;
+		abuf_len = len;
+	}
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(len);
+	dst.buf[0].mem = abuf;
+	ssize_t n = fuse_buf_copy(&dst, buf, 0);
+	if (n < 0)
+		return n;
+	return stripe_write(rf, abuf, n, off);
+}
+
 static int fs_release(const char *path, struct fuse_file_info *fi)
 {
 	return rfile_release(RF(fi));
@@ -894,6 +930,7 @@ static const struct fuse_operations ops = {
 	.open = fs_open,
 	.read = fs_read,
 	.write = fs_write,
+	.write_buf = fs_write_buf,
 	.statfs = fs_statfs,
 	.release = fs_release,
 	.fsync = fs_fsync,
