@@ -398,7 +398,13 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	layout_init(&l, fm.level, fm.chunk, fm.width, fm.groups, 0, NULL);
 	fm.rotation = layout_rotation_for_id(&l, fm.id);
 	rfile_private(a, fds, &fm, rf);
-	ret = rfile_write_meta(rf, 0);
+	/* in the dirty log before the metadata goes out member by member:
+	 * a crash in between is repaired by the next mount */
+	ret = array_mark_dirty(a, fm.id, fds);
+	if (ret == 0) {
+		rf->marked = true;
+		ret = rfile_write_meta(rf, 0);
+	}
 	if (ret < 0) {
 		pthread_rwlock_destroy(&rf->rw);
 		free(rf);
