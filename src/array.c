@@ -529,22 +529,8 @@ static int resync_one(struct array *a, const char *entry, bool *complete)
 	ret = rfile_best_meta(a, fds, &fm, &nvalid);
 	if (ret < 0) {
 		/* interrupted create: empty shards, no metadata yet */
-		bool empty = true;
-		for (uint32_t j = 0; j < a->width; j++) {
-			struct stat st;
-			if (fds[j] >= 0 && (fstat(fds[j], &st) < 0 || st.st_size != 0))
-				empty = false;
-		}
-		if (empty) {
-			struct layout l;
-			memset(&fm, 0, sizeof(fm));
-			fm.id = strtoull(entry, NULL, 16);
-			fm.level = a->lay.level;
-			fm.chunk = a->lay.chunk;
-			fm.width = a->lay.width;
-			fm.groups = a->lay.groups;
-			layout_init(&l, fm.level, fm.chunk, fm.width, fm.groups, 0, NULL);
-			fm.rotation = layout_rotation_for_id(&l, fm.id);
+		if (rfile_shards_empty(a, fds)) {
+			rfile_new_meta(a, strtoull(entry, NULL, 16), &fm);
 			ret = 0;
 		}
 	}

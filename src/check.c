@@ -72,22 +72,22 @@ static void check_file(struct check *c, const char *path)
 			problem(c, "file '%s': shard missing on member %u '%s'", path, j, a->m[j].path);
 			continue;
 		}
-		int r = meta_get(fds[j], &metas[j]);
-		if (r < 0)
-			problem(c, "file '%s': metadata on member %u '%s' is %s", path, j, a->m[j].path,
-				r == -ENODATA ? "missing" : r == -EBADMSG ? "corrupt (checksum)" : strerror(-r));
-		else
-			valid[j] = true;
+		valid[j] = meta_get(fds[j], &metas[j]) == 0;
 	}
 	if (rfile_best_meta(a, fds, &best, &nvalid) < 0) {
-		struct stat st;
-		if (fds[a->primary] >= 0 && fstat(fds[a->primary], &st) == 0 && st.st_size == 0 && nvalid == 0) {
-			/* interrupted create; the next open adopts it */
-			c->problems--;
-		} else {
-			problem(c, "file '%s': no valid metadata on any member: the file cannot be read", path);
-		}
+		/* empty shards without metadata: an interrupted create, which
+		 * the next mount (dirty log) or open adopts */
+		if (!rfile_shards_empty(a, fds))
+			problem(c, "file '%s': no valid metadata on any member: the file cannot be read; delete it through the mount", path);
 		goto out;
+	}
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (fds[j] < 0 || valid[j])
+			continue;
+		int r = meta_get(fds[j], &metas[j]);
+		problem(c, "file '%s': metadata on member %u '%s' is %s (mounting and opening the file rewrites it)",
+			path, j, a->m[j].path,
+			r == -ENODATA ? "missing" : r == -EBADMSG ? "corrupt (checksum)" : strerror(-r));
 	}
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (!valid[j])

@@ -149,6 +149,29 @@ int rfile_best_meta(const struct array *a, const int *fds,
 	return have ? 0 : -EIO;
 }
 
+void rfile_new_meta(const struct array *a, uint64_t id, struct file_meta *fm)
+{
+	struct layout l;
+	memset(fm, 0, sizeof(*fm));
+	fm->id = id;
+	fm->level = a->lay.level;
+	fm->chunk = a->lay.chunk;
+	fm->width = a->lay.width;
+	fm->groups = a->lay.groups;
+	layout_init(&l, fm->level, fm->chunk, fm->width, fm->groups, 0, NULL);
+	fm->rotation = layout_rotation_for_id(&l, id);
+}
+
+bool rfile_shards_empty(const struct array *a, const int *fds)
+{
+	for (uint32_t j = 0; j < a->width; j++) {
+		struct stat st;
+		if (fds[j] >= 0 && (fstat(fds[j], &st) < 0 || st.st_size != 0))
+			return false;
+	}
+	return true;
+}
+
 /* Does shard j belong to the file described by m? */
 static bool shard_matches(int fd, const struct file_meta *m)
 {
@@ -293,26 +316,14 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 	if (ret < 0) {
 		/* A crash between creating the shards and writing their
 		 * metadata leaves empty shards without it: adopt them. */
-		bool empty = true;
-		for (uint32_t j = 0; j < a->width; j++)
-			if (fds[j] >= 0 && (fstat(fds[j], &st) < 0 || st.st_size != 0))
-				empty = false;
-		if (!empty) {
+		if (!rfile_shards_empty(a, fds)) {
 			log_err("file '%s': no valid raidfs metadata on any member; it cannot be read (run 'raidfs check')",
 				relpath);
 			close_fds(a, fds);
 			free(rf);
 			return -EIO;
 		}
-		struct layout l;
-		memset(&fm, 0, sizeof(fm));
-		fm.id = random_u64();
-		fm.level = a->lay.level;
-		fm.chunk = a->lay.chunk;
-		fm.width = a->lay.width;
-		fm.groups = a->lay.groups;
-		layout_init(&l, fm.level, fm.chunk, fm.width, fm.groups, 0, NULL);
-		fm.rotation = layout_rotation_for_id(&l, fm.id);
+		rfile_new_meta(a, random_u64(), &fm);
 		log_warn("file '%s': empty shards without metadata (interrupted create); metadata recreated",
 			 relpath);
 	}
@@ -388,15 +399,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		goto fail;
 	}
 	struct file_meta fm;
-	struct layout l;
-	memset(&fm, 0, sizeof(fm));
-	fm.id = random_u64();
-	fm.level = a->lay.level;
-	fm.chunk = a->lay.chunk;
-	fm.width = a->lay.width;
-	fm.groups = a->lay.groups;
-	layout_init(&l, fm.level, fm.chunk, fm.width, fm.groups, 0, NULL);
-	fm.rotation = layout_rotation_for_id(&l, fm.id);
+	rfile_new_meta(a, random_u64(), &fm);
 	rfile_private(a, fds, &fm, rf);
 	/* in the dirty log before the metadata goes out member by member:
 	 * a crash in between is repaired by the next mount */

@@ -88,6 +88,11 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 int rfile_best_meta(const struct array *a, const int *fds,
 		    struct file_meta *best, int *nvalid);
 
+/* Metadata of a new, empty file with this id in array a's layout. */
+void rfile_new_meta(const struct array *a, uint64_t id, struct file_meta *fm);
+/* Are all the given shards empty (an interrupted create)? */
+bool rfile_shards_empty(const struct array *a, const int *fds);
+
 /* Write the metadata (size, flags) to every present shard. */
 int rfile_write_meta(struct rfile *rf, uint32_t flags);
 

@@ -56,7 +56,8 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	}
 	if (array_assemble(a, paths, n, o->allow_degraded, err, sizeof(err)) < 0) {
 		fprintf(stderr, "raidfs: cannot mount: %s\n", err);
-		log_err("cannot mount: %s", err);
+		if (o->log)
+			log_err("cannot mount: %s", err);
 		return 1;
 	}
 	a->readonly = o->readonly;
@@ -65,7 +66,8 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	int r = array_resync_dirty(a, o->force, &count, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "raidfs: cannot mount: %s\n", err);
-		log_err("cannot mount: %s", err);
+		if (o->log)
+			log_err("cannot mount: %s", err);
 		array_close(a);
 		return 1;
 	}

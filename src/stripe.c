@@ -423,7 +423,6 @@ ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 {
 	const struct layout *l = &rf->lay;
 	const uint64_t chunk = l->chunk;
-	const uint64_t sbytes = layout_stripe_data_bytes(l);
 	uint8_t *dst = buf;
 	int ret = 0;
 
@@ -483,7 +482,6 @@ ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 			}
 		}
 		pos = y;
-		(void)sbytes;
 	}
 	pthread_rwlock_unlock(&rf->rw);
 	return ret < 0 ? ret : (ssize_t)len;
@@ -643,27 +641,24 @@ long stripe_verify(struct rfile *rf,
 		blk[i] = scr + (size_t)i * chunk;
 	for (uint64_t s = 0; s < nstripes; s++) {
 		for (uint32_t g = 0; g < l->groups; g++) {
-			bool skip = false;
-			for (uint32_t i = 0; i < n && !skip; i++) {
+			bool incomplete = false;
+			for (uint32_t i = 0; i < n && !incomplete; i++) {
 				uint32_t mj = layout_slot_member(l, s, g, i);
 				if (!usable(rf, mj) || member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
-					skip = true;
+					incomplete = true;
 			}
-			if (skip)
-				continue;
+			if (incomplete)
+				continue;	/* nothing to compare against */
 			/* bytes past the logical end must read as zero */
-			for (uint32_t j = 0; j < l->k && l->red == RED_PARITY; j++) {
+			bool bad_row = false;
+			for (uint32_t j = 0; j < l->k && l->red == RED_PARITY && !bad_row; j++) {
 				uint64_t cbeg = layout_unmap(l, s, layout_data_index(l, g, j), 0);
 				if (cbeg + chunk > rf->size) {
 					uint64_t from = cbeg >= rf->size ? 0 : rf->size - cbeg;
-					for (uint64_t x = from; x < chunk; x++)
-						if (blk[j][x]) {
-							skip = true;	/* count once below */
-							break;
-						}
+					for (uint64_t x = from; x < chunk && !bad_row; x++)
+						bad_row = blk[j][x] != 0;
 				}
 			}
-			int bad_row = skip;
 			if (!bad_row) {
 				if (l->red == RED_MIRROR) {
 					for (uint32_t c = 1; c < n && !bad_row; c++)
