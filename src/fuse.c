@@ -145,6 +145,8 @@ static bool primary_lost(int err, const char *path, const char *path2)
  * underneath us (its directory is being deleted, for example): fail it.
  * A name left on the other members by a crash in the middle of an unlink
  * looks the same, but is only reached by a user naming it explicitly.
+ * With a single other member the evidence is not enough: the monitor
+ * decides within a second instead.
  */
 static bool primary_disagrees(const char *path)
 {
@@ -169,7 +171,9 @@ static bool primary_disagrees(const char *path)
 			else
 				break;	/* one member agrees with the primary */
 		}
-		if (others && have == others && fstatat(PRIMARY, q, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		/* two or more members against the primary: one member alone may
+		 * be the one that is dying (its rm -rf half done) */
+		if (others >= 2 && have == others && fstatat(PRIMARY, q, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			char msg[160];
 			snprintf(msg, sizeof(msg), "'%.100s' vanished from it but not from the other members", q);
 			return array_fail_member(A, cur_primary, msg) == 1 && array_state(A) != ARRAY_FAILED;

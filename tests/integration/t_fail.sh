@@ -50,7 +50,7 @@ for cfg in "${CONFIGS[@]}"; do
 			# an injected write error needs a write to reach the member)
 			for i in $(seq 1 100); do
 				"$RAIDFS" status --json "$mnt" | grep -q "\"index\": $v, [^}]*\"state\": \"faulty\"" && break
-				kill -0 $wpid 2>/dev/null || { [ "$method" = eio ] && touch "$mnt/poke-$v-$i" && rm -f "$mnt/poke-$v-$i"; }
+				kill -0 $wpid 2>/dev/null || { [ "$method" = eio ] && head -c 100000 /dev/zero > "$mnt/poke-$v-$i" && rm -f "$mnt/poke-$v-$i"; }  # data, so a write reaches every member
 				sleep 0.1
 			done
 			"$RAIDFS" status --json "$mnt" | grep -q "\"index\": $v, [^}]*\"state\": \"faulty\"" ||
