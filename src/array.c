@@ -223,6 +223,11 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 
 	memset(a, 0, sizeof(*a));
 	pthread_mutex_init(&a->lock, NULL);
+	pthread_rwlockattr_t ra;
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&a->ns_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
 	if (n > LAYOUT_MAX_WIDTH) {
 		errf(err, errlen, "too many members (%d): at most %d are supported", n, LAYOUT_MAX_WIDTH);
 		return -EINVAL;
@@ -348,8 +353,8 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	}
 	a->primary = -1;
 	for (uint32_t j = 0; j < a->width; j++)
-		if (member_present(a, j) && a->primary < 0)
-			a->primary = j;
+		if (member_online(a, j) && a->primary < 0)
+			a->primary = j;	/* never a member still being rebuilt */
 
 	enum array_state st = array_state(a);
 	if (st != ARRAY_OPTIMAL) {
@@ -453,6 +458,8 @@ static void dirty_name(uint64_t id, char *buf, size_t len)
 	snprintf(buf, len, SB_DIRTY_DIR "/%016" PRIx64, id);
 }
 
+static void missed_mark(struct array *a, uint64_t id);
+
 int array_mark_dirty(struct array *a, uint64_t id, const int *fds)
 {
 	char name[64], proc[64];
@@ -477,7 +484,118 @@ int array_mark_dirty(struct array *a, uint64_t id, const int *fds)
 		log_err("cannot mark file %016" PRIx64 " dirty on member %u '%s': %s",
 			id, j, a->m[j].path, strerror(errno));
 	}
+	if (array_state(a) != ARRAY_OPTIMAL)
+		missed_mark(a, id);
 	return ret;
+}
+
+/*
+ * Missed-write log (the write-intent bitmap of md, per file): while a
+ * member is not in service, every file that changes gets an empty marker
+ * .raidfs/missed/<member>/<file id> on the members in service.  A re-add
+ * of that member resyncs only the marked files (and any whose metadata
+ * version differs); a finished rebuild or re-add clears the markers.
+ */
+static void missed_mark_on(struct array *a, uint32_t on, uint32_t away, const char *id)
+{
+	char path[96];
+	snprintf(path, sizeof(path), SB_MISSED_DIR "/%u/%s", away, id);
+	int fd = openat(a->m[on].dirfd, path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == ENOENT) {
+		char dir[64];
+		mkdirat(a->m[on].dirfd, SB_MISSED_DIR, 0700);
+		snprintf(dir, sizeof(dir), SB_MISSED_DIR "/%u", away);
+		mkdirat(a->m[on].dirfd, dir, 0700);
+		fd = openat(a->m[on].dirfd, path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	}
+	if (fd >= 0)
+		close(fd);
+	else
+		log_warn("cannot record file %s as changed for member %u on member %u '%s': %s (its re-add will compare versions only)",
+			 id, away, on, a->m[on].path, strerror(errno));
+}
+
+static void missed_mark(struct array *a, uint64_t id)
+{
+	char name[24];
+	snprintf(name, sizeof(name), "%016" PRIx64, id);
+	for (uint32_t away = 0; away < a->width; away++) {
+		if (member_writable(a, away))
+			continue;
+		for (uint32_t on = 0; on < a->width; on++)
+			if (member_online(a, on))
+				missed_mark_on(a, on, away, name);
+	}
+}
+
+/* Member `away` just left service: the files being changed right now
+ * (the dirty log) changed while it was away. */
+static void missed_from_dirty(struct array *a, uint32_t away)
+{
+	int p = __atomic_load_n(&a->primary, __ATOMIC_ACQUIRE);
+	if (p < 0 || !member_online(a, p))
+		return;
+	DIR *d = opendir_at(a->m[p].dirfd, SB_DIRTY_DIR);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		for (uint32_t on = 0; on < a->width; on++)
+			if (member_online(a, on))
+				missed_mark_on(a, on, away, e->d_name);
+	}
+	closedir(d);
+}
+
+int array_missed_load(struct array *a, uint32_t away, uint64_t **ids, size_t *n)
+{
+	char dir[64];
+	int p = __atomic_load_n(&a->primary, __ATOMIC_ACQUIRE);
+	*ids = NULL;
+	*n = 0;
+	snprintf(dir, sizeof(dir), SB_MISSED_DIR "/%u", away);
+	DIR *d = opendir_at(a->m[p].dirfd, dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	size_t cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		uint64_t id = strtoull(e->d_name, &end, 16);
+		if (e->d_name[0] == '.' || *end)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 256;
+			uint64_t *x = realloc(*ids, cap * sizeof(**ids));
+			if (!x)
+				break;
+			*ids = x;
+		}
+		(*ids)[(*n)++] = id;
+	}
+	closedir(d);
+	return 0;
+}
+
+void array_missed_clear(struct array *a, uint32_t away)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), SB_MISSED_DIR "/%u", away);
+	for (uint32_t on = 0; on < a->width; on++) {
+		if (!member_writable(a, on))
+			continue;
+		DIR *d = opendir_at(a->m[on].dirfd, dir);
+		if (!d)
+			continue;
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				unlinkat(dirfd(d), e->d_name, 0);
+		closedir(d);
+		unlinkat(a->m[on].dirfd, dir, AT_REMOVEDIR);
+	}
 }
 
 void array_clear_dirty(struct array *a, uint64_t id)
@@ -581,14 +699,9 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (!member_online(a, j))
 			continue;
-		int fd = openat(a->m[j].dirfd, SB_DIRTY_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
+		DIR *d = opendir_at(a->m[j].dirfd, SB_DIRTY_DIR);
+		if (!d)
 			continue;
-		DIR *d = fdopendir(fd);
-		if (!d) {
-			close(fd);
-			continue;
-		}
 		struct dirent *e;
 		while ((e = readdir(d))) {
 			if (e->d_name[0] == '.')
@@ -689,6 +802,7 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 	if ((int)j == a->primary)
 		pick_primary_locked(a);
 	pthread_mutex_unlock(&a->lock);
+	missed_from_dirty(a, j);
 	array_event(a, "Fail", j);
 	if (st == ARRAY_FAILED) {
 		log_err("array '%s' has lost more members than %s tolerates: it refuses writes and returns errors for data it cannot reconstruct; bring the failed members back and remount",
@@ -872,7 +986,10 @@ int array_member_rebuilt(struct array *a, uint32_t j)
 	a->sb.members[j].state = MS_ONLINE;
 	a->sb.events++;
 	int r = array_write_superblocks_locked(a);
-	pick_primary_locked(a);
+	/* the primary keeps serving: switching would change every inode
+	 * number the kernel and open files know */
+	if (a->primary < 0 || !member_online(a, a->primary))
+		pick_primary_locked(a);
 	enum array_state st = array_state(a);
 	pthread_mutex_unlock(&a->lock);
 	log_info("array '%s': member %u '%s' rebuilt; array is %s", a->sb.name, j, a->m[j].path,
@@ -880,7 +997,77 @@ int array_member_rebuilt(struct array *a, uint32_t j)
 	return r;
 }
 
+/* A faulty member leaves the array: its directory is closed (the disk can
+ * be unplugged) and it is recorded as removed. */
+int array_remove_member(struct array *a, uint32_t j, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&a->lock);
+	int st = __atomic_load_n(&a->m[j].state, __ATOMIC_ACQUIRE);
+	if (member_online(a, j) || member_rebuilding(a, j)) {
+		pthread_mutex_unlock(&a->lock);
+		snprintf(err, errlen, "member %u '%s' is %s: fail it first ('raidfs fail %s %u')", j,
+			 a->m[j].path, st == MS_ONLINE ? "online" : "being rebuilt", a->mountpoint, j);
+		return -EBUSY;
+	}
+	if (st == MS_REMOVED) {
+		pthread_mutex_unlock(&a->lock);
+		snprintf(err, errlen, "member %u is already removed", j);
+		return -EINVAL;
+	}
+	__atomic_store_n(&a->m[j].state, MS_REMOVED, __ATOMIC_RELEASE);
+	a->sb.members[j].state = MS_REMOVED;
+	a->sb.events++;
+	int r = array_write_superblocks_locked(a);
+	int fd = a->m[j].dirfd;
+	a->m[j].dirfd = -1;
+	pthread_mutex_unlock(&a->lock);
+	rfile_forget_member(j);
+	if (fd >= 0)
+		close(fd);
+	log_warn("array '%s': member %u '%s' removed", a->sb.name, j, a->m[j].path);
+	array_event(a, "Remove", j);
+	return r;
+}
+
 /* -------------------------------------------------------------- spares */
+
+int array_remove_spare(struct array *a, const char *path, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&a->lock);
+	char *want = realpath(path, NULL);
+	int found = -1;
+	for (uint32_t s = 0; s < a->sb.nspares && found < 0; s++) {
+		const char *p = a->m[a->width + s].path;
+		if (!strcmp(p, path) || (want && !strcmp(p, want)))
+			found = s;
+	}
+	free(want);
+	if (found < 0) {
+		pthread_mutex_unlock(&a->lock);
+		snprintf(err, errlen, "'%s' is neither a member nor a spare of array '%s'", path, a->sb.name);
+		return -ENOENT;
+	}
+	uint32_t idx = a->width + found;
+	int fd = a->m[idx].dirfd;
+	for (uint32_t s = idx; s + 1 < a->width + a->sb.nspares; s++) {
+		a->m[s].dirfd = a->m[s + 1].dirfd;
+		memcpy(a->m[s].path, a->m[s + 1].path, sizeof(a->m[s].path));
+		a->sb.members[s] = a->sb.members[s + 1];
+	}
+	a->sb.nspares--;
+	a->m[a->width + a->sb.nspares].dirfd = -1;
+	memset(&a->sb.members[a->width + a->sb.nspares], 0, sizeof(a->sb.members[0]));
+	a->sb.events++;
+	int r = array_write_superblocks_locked(a);
+	pthread_mutex_unlock(&a->lock);
+	if (fd >= 0) {
+		unlinkat(fd, SB_FILE, 0);	/* an empty directory again */
+		unlinkat(fd, SB_DIR, AT_REMOVEDIR);
+		close(fd);
+	}
+	log_info("array '%s': spare '%s' removed", a->sb.name, path);
+	return r;
+}
 
 uint32_t array_spare_count(struct array *a)
 {

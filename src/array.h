@@ -4,17 +4,34 @@
  *
  * Member states (as recorded in the superblocks; see superblock.h):
  *
- *      create          mount: superblock missing / stale
- *   ----------> ONLINE ------------------------------> (absent)
- *                 |  ^                                   |
- *   first write   |  | (rebuild, a later feature)        | first write while
- *   while absent  v  |                                   | absent: recorded
- *               FAULTY <---------------------------------+  array_note_write()
+ *            create / add                       raidfs add, create --spare
+ *               |                                         |
+ *               v         I/O error, vanished root,       v
+ *   +------> ONLINE ----- foreign superblock, -------> FAULTY      SPARE
+ *   |                     raidfs fail; absent at          |          |
+ *   |                     the first write after mount     |          |
+ *   |                                                     | raidfs replace DIR,
+ *   | rebuild walked, verified,                           | or a spare taken
+ *   | redo queue empty (rebuild.c)                        v by the monitor
+ *   +------------------------------------------------ REBUILDING <---+
+ *                                                         |
+ *                              unmount / kill -9: resumes at the next mount
+ *
+ *   ONLINE      read and written; serves the namespace if it is the primary
+ *   REBUILDING  written (every change follows it) but never read
+ *   FAULTY      neither; its slot waits for a replacement
+ *   SPARE       an empty directory waiting to replace a faulty member
  *
  * Array states, derived (array_state()):
- *   OPTIMAL   every member present and online
- *   DEGRADED  members absent, but every group within its tolerance
- *   FAILED    a group lost more members than it tolerates (never mounted)
+ *   OPTIMAL   every member online
+ *   DEGRADED  members faulty, absent or rebuilding, but every group within
+ *             its tolerance ("rebuilding" in status while a rebuild runs)
+ *   FAILED    a group lost more members than it tolerates: writes are
+ *             refused, reads that need a lost member return EIO
+ *
+ * Every transition bumps the event counter and rewrites the superblocks of
+ * the members still in service, so a member that was away is recognised
+ * as stale by its lower counter when it comes back.
  *
  * A member absent at mount is only recorded as FAULTY (events bumped on the
  * survivors) when the first modifying operation happens: a member that was
@@ -65,6 +82,12 @@ struct array {
 	bool absent_recorded;		/* absent members written down as faulty */
 	bool readonly;
 	pthread_mutex_t lock;
+	/* Namespace lock: operations that change the namespace on the members
+	 * hold it shared (fuse.c); the rebuild holds it exclusively while it
+	 * opens or creates a path on the new member, and when it decides the
+	 * new member is complete (rebuild.c), so it never sees a rename
+	 * applied to some members only.  Writer-preferring. */
+	pthread_rwlock_t ns_lock;
 	char mountpoint[PATH_MAX];
 	/* given paths that could not be used, and why (set by assembly;
 	 * the strings are the caller's argv and static messages) */
@@ -158,6 +181,11 @@ int array_add_spare(struct array *a, int fd, const char *path, char *err, size_t
 int array_take_spare(struct array *a, uint32_t j, int *fd, char *path, size_t pathlen);
 uint32_t array_spare_count(struct array *a);
 
+/* raidfs remove: a faulty member (recorded as removed, its directory
+ * closed) or a spare (dropped from the list, its directory left empty). */
+int array_remove_member(struct array *a, uint32_t j, char *err, size_t errlen);
+int array_remove_spare(struct array *a, const char *path, char *err, size_t errlen);
+
 /* New member checks (used by create and replace). */
 int array_probe_xattr(int dirfd);
 bool array_dir_is_empty(int dirfd);
@@ -188,6 +216,12 @@ int array_note_write(struct array *a);
 /* Dirty-file log. fds[] are the shard descriptors (-1 for absent). */
 int array_mark_dirty(struct array *a, uint64_t id, const int *fds);
 void array_clear_dirty(struct array *a, uint64_t id);
+
+/* Missed-write log (see array.c): the ids of files changed while member
+ * `away` was out of service (malloc'd array), and clearing it once the
+ * member is back in sync. */
+int array_missed_load(struct array *a, uint32_t away, uint64_t **ids, size_t *n);
+void array_missed_clear(struct array *a, uint32_t away);
 
 /*
  * Resync every file in the dirty log: recompute redundancy from data and

@@ -202,7 +202,7 @@ static void status_text(struct array *a, struct out *o)
 		if (pct > 100)
 			pct = 100;
 		int bars = (int)(pct / 5);
-		outf(o, "rebuild: member %d [", ri.member);
+		outf(o, "%s member %d [", ri.readd ? "re-add: " : "rebuild:", ri.member);
 		for (int i = 0; i < 20; i++)
 			outf(o, "%c", i < bars ? '=' : (i == bars ? '>' : ' '));
 		outf(o, "] %5.1f%%  %s / %s", pct, fmt_size(ri.done, d, sizeof(d)), fmt_size(ri.total, t, sizeof(t)));
@@ -228,8 +228,8 @@ static void status_text(struct array *a, struct out *o)
 					outf(o, "action:  member %u is being rebuilt onto '%s'; the array has less redundancy until it finishes\n",
 					     j, a->m[j].path);
 				else
-					outf(o, "action:  member %u ('%s') is %s: replace it with 'raidfs replace %s %u NEWDIR' (an empty directory on a new disk)\n",
-					     j, a->m[j].path, member_word(a, j), a->mountpoint, j);
+					outf(o, "action:  member %u ('%s') is %s: replace it with 'raidfs replace %s %u NEWDIR' (an empty directory on a new disk), or if the disk is sound (pulled by mistake) put it back with 'raidfs add %s %s' (resyncs only what changed)\n",
+					     j, a->m[j].path, member_word(a, j), a->mountpoint, j, a->mountpoint, a->m[j].path);
 				break;
 			}
 	}
@@ -269,9 +269,9 @@ static void status_json(struct array *a, struct out *o)
 	}
 	struct rebuild_info ri;
 	rebuild_get(&ri);
-	outf(o, "], \"rebuild\": {\"active\": %s, \"paused\": %s, \"member\": %d, \"done\": %" PRIu64
+	outf(o, "], \"rebuild\": {\"active\": %s, \"readd\": %s, \"paused\": %s, \"member\": %d, \"done\": %" PRIu64
 		", \"total\": %" PRIu64 ", \"rate\": %.0f, \"elapsed\": %.1f, \"min_rate\": %u, \"max_rate\": %u, \"last_result\": ",
-	     ri.active ? "true" : "false", ri.paused ? "true" : "false", ri.member, ri.done, ri.total,
+	     ri.active ? "true" : "false", ri.readd ? "true" : "false", ri.paused ? "true" : "false", ri.member, ri.done, ri.total,
 	     ri.rate, ri.elapsed, ri.min_rate, ri.max_rate);
 	json_str(o, ri.last_result);
 	outf(o, "}}\n");
@@ -355,11 +355,45 @@ static void cmd_replace(struct array *a, int argc, char **argv, struct out *o)
 	     a->mountpoint);
 }
 
+static void cmd_remove(struct array *a, int argc, char **argv, struct out *o)
+{
+	char err[512];
+	if (argc != 2) {
+		outf(o, "rc 1\nraidfs: remove: give the member (index or path) or the spare's path\n");
+		return;
+	}
+	int j = find_member(a, argv[1]);
+	if (j < 0) {
+		if (array_remove_spare(a, argv[1], err, sizeof(err)) < 0) {
+			outf(o, "rc 1\nraidfs: remove: %s\n", err);
+			return;
+		}
+		outf(o, "rc 0\nspare '%s' removed from array '%s'\n", argv[1], a->sb.name);
+		return;
+	}
+	if (array_remove_member(a, j, err, sizeof(err)) < 0) {
+		outf(o, "rc 1\nraidfs: remove: %s\n", err);
+		return;
+	}
+	outf(o, "rc 0\nmember %d '%s' removed from array '%s'; put a new disk in its place with 'raidfs replace %s %d DIR'\n",
+	     j, a->m[j].path, a->sb.name, a->mountpoint, j);
+}
+
 static void cmd_add(struct array *a, int argc, char **argv, struct out *o)
 {
 	char err[512];
 	if (argc != 2) {
 		outf(o, "rc 1\nraidfs: add: give the directory to add as a hot spare\n");
+		return;
+	}
+	int j = rebuild_readd(a, argv[1], err, sizeof(err));
+	if (j >= 0) {
+		outf(o, "rc 0\nmember %d re-added from '%s': only the files changed while it was away are resynced; follow it with 'raidfs status %s'\n",
+		     j, argv[1], a->mountpoint);
+		return;
+	}
+	if (j != -ENOENT) {
+		outf(o, "rc 1\nraidfs: add: %s\n", err);
 		return;
 	}
 	if (rebuild_add_spare(a, argv[1], err, sizeof(err)) < 0) {
@@ -422,6 +456,8 @@ static void dispatch(struct array *a, int argc, char **argv, struct out *o)
 		cmd_fail(a, argc, argv, o);
 	} else if (!strcmp(cmd, "inject")) {
 		cmd_inject(a, argc, argv, o);
+	} else if (!strcmp(cmd, "remove")) {
+		cmd_remove(a, argc, argv, o);
 	} else if (!strcmp(cmd, "add")) {
 		cmd_add(a, argc, argv, o);
 	} else if (!strcmp(cmd, "replace")) {

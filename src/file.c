@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rebuild.h"
 #include "util.h"
 
 #define TABLE_SIZE 4096
@@ -329,8 +330,10 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 	}
 	for (uint32_t j = 0; ret == 0 && j < a->width; j++) {
 		if (fds[j] >= 0 && !shard_matches(fds[j], &fm)) {
-			log_err("file '%s': the shard on member %u '%s' belongs to another file (interrupted rename?); not used (run 'raidfs check')",
-				relpath, j, a->m[j].path);
+			/* on a member being rebuilt: a leftover the rebuild replaces */
+			if (!member_rebuilding(a, j))
+				log_err("file '%s': the shard on member %u '%s' belongs to another file (interrupted rename?); not used (run 'raidfs check')",
+					relpath, j, a->m[j].path);
 			close(fds[j]);
 			fds[j] = -1;
 		}
@@ -372,6 +375,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		fds[j] = openat(a->m[j].dirfd, relpath, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (fds[j] < 0 && member_rebuilding(a, j)) {
 			fds[j] = -1;	/* its directory is not rebuilt yet */
+			rebuild_redo(relpath);
 		} else if (fds[j] < 0) {
 			/* a member that cannot hold the new shard would leave the
 			 * file short of redundancy for good: it is failed, and the

@@ -33,6 +33,7 @@
 #include "fsops.h"
 #include "file.h"
 #include "meta.h"
+#include "rebuild.h"
 #include "util.h"
 
 static struct array *A;
@@ -102,8 +103,10 @@ static const char *const path2 = NULL;
 static void note_member_error(uint32_t j, const char *op, const char *path, int err)
 {
 	const char *why;
-	if (member_rebuilding(A, j))
-		return;	/* the rebuild walk brings its namespace up to date */
+	if (member_rebuilding(A, j)) {
+		rebuild_redo(path);	/* the rebuild brings it up to date */
+		return;
+	}
 	if (member_error_is_fatal(err) || member_vanished(A, j, &why)) {
 		char msg[160];
 		snprintf(msg, sizeof(msg), "%s of '%s' failed: %s", op, path ? path : "?", strerror(err));
@@ -460,9 +463,21 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 		if (_e < 0)
 			return _e;
 	}
-	FOR_OTHERS(j)
-		if (renameat2(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), flags) < 0)
-			note_member_error(j, "rename", from, errno);
+	FOR_OTHERS(j) {
+		/* a directory that moves under the rebuild's walk (which may be
+		 * inside it) is walked again under its new name */
+		struct stat st;
+		if (member_rebuilding(A, j) && fstatat(OP_FD, rel(to), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode))
+			rebuild_redo(to);
+		if (renameat2(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), flags) < 0) {
+			int e = errno;
+			bool rb = member_rebuilding(A, j);
+			note_member_error(j, "rename", from, e);
+			if (rb)
+				rebuild_redo(to);	/* after from: see rebuild.c */
+		}
+	}
 	return 0;
 }
 
@@ -480,8 +495,13 @@ static int fs_link(const char *from, const char *to)
 			return _e;
 	}
 	FOR_OTHERS(j)
-		if (linkat(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), 0) < 0)
-			note_member_error(j, "link", from, errno);
+		if (linkat(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), 0) < 0) {
+			int e = errno;
+			bool rb = member_rebuilding(A, j);
+			note_member_error(j, "link", from, e);
+			if (rb)
+				rebuild_redo(to);	/* after from: see rebuild.c */
+		}
 	return 0;
 }
 
@@ -800,8 +820,11 @@ static int fs_setxattr(const char *path, const char *name, const char *val,
 		return r;
 	FOR_OTHERS(j) {
 		fd = xattr_fd(A->m[j].dirfd, path);
-		if (fd < 0)
+		if (fd < 0) {
+			if (member_rebuilding(A, j))
+				rebuild_redo(path);
 			continue;
+		}
 		if (fsetxattr(fd, name, val, size, 0) < 0)
 			note_member_error(j, "setxattr", path, errno);
 		close(fd);
@@ -877,8 +900,11 @@ static int fs_removexattr(const char *path, const char *name)
 		return r;
 	FOR_OTHERS(j) {
 		fd = xattr_fd(A->m[j].dirfd, path);
-		if (fd < 0)
+		if (fd < 0) {
+			if (member_rebuilding(A, j))
+				rebuild_redo(path);
 			continue;
+		}
 		fremovexattr(fd, name);
 		close(fd);
 	}
@@ -916,20 +942,44 @@ static void fs_destroy(void *priv)
 	log_info("array '%s' unmounted from %s", A->sb.name, A->mountpoint);
 }
 
+/*
+ * Every operation that changes the namespace runs under the namespace
+ * lock (shared), so the rebuild, which takes it exclusively, never sees an
+ * operation applied to some members and not yet to the others.
+ */
+#define NS(call) ({ \
+	pthread_rwlock_rdlock(&A->ns_lock); \
+	int _nr = (call); \
+	pthread_rwlock_unlock(&A->ns_lock); \
+	_nr; })
+static int ns_mknod(const char *p, mode_t m, dev_t d) { return NS(fs_mknod(p, m, d)); }
+static int ns_mkdir(const char *p, mode_t m) { return NS(fs_mkdir(p, m)); }
+static int ns_unlink(const char *p) { return NS(fs_unlink(p)); }
+static int ns_rmdir(const char *p) { return NS(fs_rmdir(p)); }
+static int ns_symlink(const char *t, const char *p) { return NS(fs_symlink(t, p)); }
+static int ns_rename(const char *f, const char *t, unsigned int fl) { return NS(fs_rename(f, t, fl)); }
+static int ns_link(const char *f, const char *t) { return NS(fs_link(f, t)); }
+static int ns_chmod(const char *p, mode_t m, struct fuse_file_info *fi) { return NS(fs_chmod(p, m, fi)); }
+static int ns_chown(const char *p, uid_t u, gid_t g, struct fuse_file_info *fi) { return NS(fs_chown(p, u, g, fi)); }
+static int ns_utimens(const char *p, const struct timespec tv[2], struct fuse_file_info *fi) { return NS(fs_utimens(p, tv, fi)); }
+static int ns_setxattr(const char *p, const char *n, const char *v, size_t s, int f) { return NS(fs_setxattr(p, n, v, s, f)); }
+static int ns_removexattr(const char *p, const char *n) { return NS(fs_removexattr(p, n)); }
+static int ns_create(const char *p, mode_t m, struct fuse_file_info *fi) { return NS(fs_create(p, m, fi)); }
+
 static const struct fuse_operations ops = {
 	.init = fs_init,
 	.destroy = fs_destroy,
 	.getattr = fs_getattr,
 	.readlink = fs_readlink,
-	.mknod = fs_mknod,
-	.mkdir = fs_mkdir,
-	.unlink = fs_unlink,
-	.rmdir = fs_rmdir,
-	.symlink = fs_symlink,
-	.rename = fs_rename,
-	.link = fs_link,
-	.chmod = fs_chmod,
-	.chown = fs_chown,
+	.mknod = ns_mknod,
+	.mkdir = ns_mkdir,
+	.unlink = ns_unlink,
+	.rmdir = ns_rmdir,
+	.symlink = ns_symlink,
+	.rename = ns_rename,
+	.link = ns_link,
+	.chmod = ns_chmod,
+	.chown = ns_chown,
 	.truncate = fs_truncate,
 	.open = fs_open,
 	.read = fs_read,
@@ -938,15 +988,15 @@ static const struct fuse_operations ops = {
 	.statfs = fs_statfs,
 	.release = fs_release,
 	.fsync = fs_fsync,
-	.setxattr = fs_setxattr,
+	.setxattr = ns_setxattr,
 	.getxattr = fs_getxattr,
 	.listxattr = fs_listxattr,
-	.removexattr = fs_removexattr,
+	.removexattr = ns_removexattr,
 	.opendir = fs_opendir,
 	.readdir = fs_readdir,
 	.releasedir = fs_releasedir,
-	.create = fs_create,
-	.utimens = fs_utimens,
+	.create = ns_create,
+	.utimens = ns_utimens,
 };
 
 const struct fuse_operations *fsops_get(struct array *a)

@@ -46,6 +46,8 @@ static void usage(FILE *f)
 "        verify metadata and parity of an unmounted array (exit 0 clean, 1 problems, 2 error)\n"
 "  fail MOUNTPOINT MEMBER\n"
 "        mark a member (index or path) faulty; the array goes on degraded\n"
+"  remove MOUNTPOINT MEMBER|SPARE\n"
+"        take a faulty or missing member (or a spare) out of the array; its directory is let go\n"
 "  add MOUNTPOINT DIR\n"
 "        add an empty directory as a hot spare (taken at once if the array is degraded)\n"
 "  replace MOUNTPOINT MEMBER NEWDIR\n"
@@ -350,6 +352,8 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "inject"))
 		return cmd_control("inject", argc - 1, argv + 1, 2,
 				   "inject MOUNTPOINT MEMBER read-error|write-error|fsync-error|open-error [every|after N|count N|prob P] [ERRNO] | latency MS | corrupt P | vanish | clear");
+	if (!strcmp(cmd, "remove"))
+		return cmd_control("remove", argc - 1, argv + 1, 1, "remove MOUNTPOINT MEMBER|SPARE");
 	if (!strcmp(cmd, "add"))
 		return cmd_control("add", argc - 1, argv + 1, 1, "add MOUNTPOINT DIR");
 	if (!strcmp(cmd, "replace"))

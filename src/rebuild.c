@@ -123,9 +123,22 @@ static bool throttle(uint64_t bytes)
 struct walk {
 	struct array *a;
 	uint32_t j;
-	int src, dst;		/* primary and new member dirfds */
-	struct { uint64_t ino; char *path; } *links;
+	int dst;		/* the new member's dirfd (the source is SRC(w)) */
+	/* hard-linked files met so far: their rfile stays open (pinned) for
+	 * the whole rebuild, so every name of the file, whenever it is
+	 * reached and whatever was renamed meanwhile, is linked to the one
+	 * shard rf->fd[j] that all writes go to; pass: the pass that last
+	 * rebuilt its data */
+	struct { struct rfile *rf; int pass; } *links;
 	size_t nlinks, caplinks;
+	int pass;		/* 1 walk, 2 verify, 0 redo (always rebuild) */
+	/* re-add of a member that was away: files it holds at the current
+	 * version and not in the missed-write log are left as they are */
+	bool readd;
+	uint64_t *missed;	/* sorted ids from .raidfs/missed/<j> */
+	size_t nmissed;
+	uint64_t unchanged;	/* files a re-add left alone */
+	uint64_t resynced;	/* files the first pass rebuilt */
 	int errors;
 	bool count_only;
 	const char *resume_after;	/* skip files up to this path (walk order) */
@@ -135,6 +148,10 @@ struct walk {
 	uint64_t fixed;		/* chunks the verify pass had to rewrite */
 	uint64_t total;
 };
+
+/* The source is the current primary: it may change during the walk
+ * when a member fails (raid6 rebuilding with a second failure). */
+#define SRC(w) ((w)->a->m[__atomic_load_n(&(w)->a->primary, __ATOMIC_ACQUIRE)].dirfd)
 
 static void copy_xattrs(int from, int to)
 {
@@ -157,24 +174,69 @@ static void copy_owner_times(struct walk *w, const char *rel, const struct stat 
 	utimensat(w->dst, rel, tv, AT_SYMLINK_NOFOLLOW);
 }
 
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* Is path on the new member the inode fd is open on? */
+static bool same_inode(int dirfd, const char *path, int fd)
+{
+	struct stat a, b;
+	return fstatat(dirfd, path, &a, AT_SYMLINK_NOFOLLOW) == 0 && fstat(fd, &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+#define MAX_PINNED 1024
+
+/*
+ * Rebuild one regular file onto the new member.  Opening it and settling
+ * its new shard happen under the namespace lock, so the path names the
+ * same file on every member.  Every name of a hard-linked file shares one
+ * rfile (keyed by the primary's inode): when that rfile already has a
+ * shard on the new member, this name is linked to it, so the new member
+ * keeps one inode per file.  Whatever else sits at the path on the new
+ * member (a leftover of a rename that failed there) is replaced.
+ */
 static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 {
 	struct array *a = w->a;
 	struct rfile *rf;
+	pthread_rwlock_wrlock(&a->ns_lock);
 	int r = rfile_open(a, rel, &rf);
-	if (r < 0)
+	if (r < 0) {
+		pthread_rwlock_unlock(&a->ns_lock);
 		return r == -ENOENT ? 0 : r;	/* deleted meanwhile */
+	}
 	pthread_mutex_lock(&rb_lock);
 	snprintf(info.current, sizeof(info.current), "%s", rel);
 	pthread_mutex_unlock(&rb_lock);
 
 	pthread_rwlock_wrlock(&rf->rw);
-	if (rf->fd[w->j] < 0) {
-		int fd = openat(w->dst, rel, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	int j = w->j;
+	bool had = rf->fd[j] >= 0;	/* the member's own shard, same file id */
+	if (rf->fd[j] >= 0 && !same_inode(w->dst, rel, rf->fd[j])) {
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", rf->fd[j]);
+		unlinkat(w->dst, rel, 0);
+		if (linkat(AT_FDCWD, proc, w->dst, rel, AT_SYMLINK_FOLLOW) < 0) {
+			close(rf->fd[j]);	/* unlinked everywhere: start over */
+			rf->fd[j] = -1;
+		}
+	}
+	if (rf->fd[j] < 0) {
+		unlinkat(w->dst, rel, 0);
+		int fd = openat(w->dst, rel, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 				st->st_mode & 07777);
 		if (fd < 0) {
-			r = -errno;
+			/* no parent directory there: an operation that failed on
+			 * the new member queued it; it comes back as a redo */
+			r = errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+			if (r == 0)
+				rebuild_redo(rel);
 			pthread_rwlock_unlock(&rf->rw);
+			pthread_rwlock_unlock(&a->ns_lock);
 			rfile_release(rf);
 			return r;
 		}
@@ -182,9 +244,45 @@ static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 		fchmod(fd, st->st_mode & 07777);
 		if (rf->fd[a->primary] >= 0)
 			copy_xattrs(rf->fd[a->primary], fd);
-		rf->fd[w->j] = fd;
+		rf->fd[j] = fd;
+		had = false;
+	}
+	/* owner and mode as the primary has them now (a chmod through an
+	 * open handle skipped this member while it had no shard here) */
+	struct stat cur;
+	if (rf->fd[a->primary] >= 0 && fstat(rf->fd[a->primary], &cur) == 0) {
+		fchown(rf->fd[j], cur.st_uid, cur.st_gid);
+		fchmod(rf->fd[j], cur.st_mode & 07777);
+	}
+	bool skip = false;
+	if (w->readd && had && w->pass) {
+		/* re-add: a file not changed while the member was away is
+		 * left alone (only its owner and mode are brought up to date) */
+		struct file_meta fm;
+		bool logged = bsearch(&rf->id, w->missed, w->nmissed, sizeof(uint64_t), cmp_u64) != NULL;
+		skip = w->pass == 2 ? !logged
+				    : !logged && meta_get(rf->fd[j], &fm) == 0 && fm.id == rf->id &&
+				      fm.version == rf->meta_version && !rf->meta_stale;
+		if (skip)
+			w->unchanged += w->pass == 1;
 	}
 	pthread_rwlock_unlock(&rf->rw);
+	pthread_rwlock_unlock(&a->ns_lock);
+	if (skip) {
+		rfile_release(rf);
+		return 0;
+	}
+	w->resynced += w->pass == 1;
+
+	/* another name of a pinned file whose data this pass did already */
+	size_t li = w->nlinks;
+	for (size_t i = 0; i < w->nlinks; i++)
+		if (w->links[i].rf == rf)
+			li = i;
+	if (li < w->nlinks && w->pass && w->links[li].pass == w->pass) {
+		rfile_release(rf);
+		return 0;
+	}
 
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
 	for (uint64_t s = 0;; s += WINDOW_STRIPES) {
@@ -217,11 +315,27 @@ static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 			r = -errno;
 		if (r == 0)
 			r = rfile_write_meta(rf, 0);
-		struct timespec tv[2] = { st->st_atim, st->st_mtim };
-		futimens(rf->fd[w->j], tv);
+		struct stat now;
+		if (rf->fd[a->primary] >= 0 && fstat(rf->fd[a->primary], &now) == 0) {
+			struct timespec tv[2] = { now.st_atim, now.st_mtim };
+			futimens(rf->fd[w->j], tv);
+		}
 		pthread_rwlock_unlock(&rf->rw);
 	}
-	rfile_release(rf);
+	bool keep = false;
+	if (r == 0 && li < w->nlinks) {
+		w->links[li].pass = w->pass;
+	} else if (r == 0 && st->st_nlink > 1 && w->nlinks < MAX_PINNED) {
+		if (w->nlinks == w->caplinks) {
+			w->caplinks = w->caplinks ? w->caplinks * 2 : 64;
+			w->links = realloc(w->links, w->caplinks * sizeof(*w->links));
+		}
+		w->links[w->nlinks].rf = rf;	/* keeps our reference */
+		w->links[w->nlinks++].pass = w->pass;
+		keep = true;
+	}
+	if (!keep)
+		rfile_release(rf);
 	pthread_mutex_lock(&rb_lock);
 	info.files_done++;
 	pthread_mutex_unlock(&rb_lock);
@@ -253,20 +367,23 @@ static int path_cmp(const char *a, const char *b)
 
 #define POS_FILE ".raidfs/rebuild"
 
+static void redo_sync(void);
+
 /* Persist the position on the new member at most once a second, so a
  * rebuild interrupted by unmount or kill -9 resumes after this file. */
 static void save_position(struct walk *w, const char *path)
 {
 	uint64_t t = now_ms();
-	if (t - w->last_save_ms < 1000)
+	if (w->last_save_ms && t - w->last_save_ms < 1000)
 		return;
 	w->last_save_ms = t;
 	char buf[PATH_MAX + 128];
-	int n = snprintf(buf, sizeof(buf), "raidfs-rebuild 1\nmember %u\ndone %" PRIu64 "\nafter %s\n",
-			 w->j, info.done, path);
+	int n = snprintf(buf, sizeof(buf), "raidfs-rebuild 1\nmember %u\ndone %" PRIu64 "\nmode %s\nafter %s\n",
+			 w->j, info.done, w->readd ? "readd" : "rebuild", path);
 	if (n < 0 || (size_t)n >= sizeof(buf) - 16)
 		return;
 	n += snprintf(buf + n, sizeof(buf) - n, "crc %08x\n", parity_crc32(0, buf, n));
+	redo_sync();
 	int fd = openat(w->dst, POS_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
@@ -278,7 +395,7 @@ static void save_position(struct walk *w, const char *path)
 
 /* The saved position of a rebuild onto member j (dirfd): the last path
  * rebuilt and the bytes done; false when there is none or it is corrupt. */
-static bool load_position(int dirfd, uint32_t j, char *path, size_t len, uint64_t *done)
+static bool load_position(int dirfd, uint32_t j, char *path, size_t len, uint64_t *done, bool *readd)
 {
 	char buf[PATH_MAX + 128];
 	int fd = openat(dirfd, POS_FILE, O_RDONLY | O_CLOEXEC);
@@ -297,6 +414,7 @@ static bool load_position(int dirfd, uint32_t j, char *path, size_t len, uint64_
 	char *after = strstr(buf, "\nafter ");
 	if (sscanf(buf, "raidfs-rebuild 1\nmember %u\ndone %llu", &member, &d) != 2 || member != j || !after)
 		return false;
+	*readd = strstr(buf, "\nmode readd\n") != NULL;
 	after += 7;
 	size_t l = strcspn(after, "\n");
 	if (l >= len)
@@ -307,16 +425,127 @@ static bool load_position(int dirfd, uint32_t j, char *path, size_t len, uint64_
 	return true;
 }
 
+static int walk_dir(struct walk *w, const char *rel);
+
+/* Bring one entry of the source (child, with its stat) onto the new
+ * member: directories recursively, files rebuilt (see rebuild_file() for
+ * hard links). */
+static void remove_tree(int dirfd, const char *path);
+
+/* The new member holds something else at child (another kind of object,
+ * or a symlink to another target: a re-added member that missed changes,
+ * or a leftover of a race): remove it, deciding under the namespace lock. */
+static void replace_mismatch(struct walk *w, const char *child, const struct stat *st)
+{
+	struct stat dt;
+	if (fstatat(w->dst, child, &dt, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	bool same = (dt.st_mode & S_IFMT) == (st->st_mode & S_IFMT);
+	if (same && !S_ISLNK(st->st_mode))
+		return;
+	pthread_rwlock_wrlock(&w->a->ns_lock);
+	struct stat cur;
+	if (fstatat(SRC(w), child, &cur, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    fstatat(w->dst, child, &dt, AT_SYMLINK_NOFOLLOW) == 0) {
+		same = (dt.st_mode & S_IFMT) == (cur.st_mode & S_IFMT);
+		if (same && S_ISLNK(cur.st_mode)) {
+			char t1[PATH_MAX], t2[PATH_MAX];
+			ssize_t n1 = readlinkat(SRC(w), child, t1, sizeof(t1));
+			ssize_t n2 = readlinkat(w->dst, child, t2, sizeof(t2));
+			same = n1 >= 0 && n1 == n2 && memcmp(t1, t2, n1) == 0;
+		}
+		if (!same)
+			remove_tree(w->dst, child);
+	}
+	pthread_rwlock_unlock(&w->a->ns_lock);
+}
+
+static int walk_entry(struct walk *w, const char *child, const struct stat *st)
+{
+	int ret = 0;
+	replace_mismatch(w, child, st);
+	if (S_ISDIR(st->st_mode)) {
+		if (mkdirat(w->dst, child, st->st_mode & 07777) < 0 && errno != EEXIST)
+			/* its parent moved away meanwhile: the rename queued
+			 * the new name for a redo */
+			return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+		int dfd = openat(SRC(w), child, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int nfd = openat(w->dst, child, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0 && nfd >= 0)
+			copy_xattrs(dfd, nfd);
+		if (dfd >= 0) close(dfd);
+		if (nfd >= 0) close(nfd);
+		if (ret == 0)
+			ret = walk_dir(w, child);
+		fchmodat(w->dst, child, st->st_mode & 07777, 0);	/* it may have existed */
+		copy_owner_times(w, child, st);
+	} else if (S_ISLNK(st->st_mode)) {
+		char target[PATH_MAX];
+		ssize_t n = readlinkat(SRC(w), child, target, sizeof(target) - 1);
+		if (n >= 0) {
+			target[n] = '\0';
+			if (symlinkat(target, w->dst, child) == 0 || errno == EEXIST)
+				copy_owner_times(w, child, st);
+		}
+	} else if (S_ISFIFO(st->st_mode) || S_ISSOCK(st->st_mode)) {
+		if (mknodat(w->dst, child, st->st_mode, 0) == 0 || errno == EEXIST)
+			copy_owner_times(w, child, st);
+	} else if (S_ISREG(st->st_mode)) {
+		if (w->pass == 1 && w->resume_after && path_cmp(child, w->resume_after) <= 0) {
+			w->skipped++;	/* rebuilt before the interruption */
+			return 0;
+		}
+		int r = rebuild_file(w, child, st);
+		if (r == 0 && w->pass == 1)
+			save_position(w, child);
+		if (r < 0) {
+			log_err("rebuild of '%s' onto member %u failed: %s", child, w->j, strerror(-r));
+			if (r == -EINTR)
+				ret = r;
+			else
+				w->errors++;
+		}
+	}
+	return ret;
+}
+
+
+/* After the first pass: names in this directory on the new member that
+ * the primary does not have (left there by operations that raced with
+ * the walk) are removed; decided under the namespace lock, when every
+ * operation has reached every member. */
+static void drop_strays(struct walk *w, const char *rel, char **names, size_t nn)
+{
+	bool root = !strcmp(rel, ".");
+	DIR *d = opendir_at(w->dst, rel);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *n = e->d_name;
+		if (!strcmp(n, ".") || !strcmp(n, "..") ||
+		    (root && (!strcmp(n, ".raidfs") || !strncmp(n, ".raidfs-", 8))))
+			continue;
+		if (bsearch(&n, names, nn, sizeof(*names), cmp_names))
+			continue;
+		char *child;
+		if (asprintf(&child, root ? "%s%s" : "%s/%s", root ? "" : rel, n) < 0)
+			break;
+		struct stat st;
+		pthread_rwlock_wrlock(&w->a->ns_lock);
+		if (fstatat(SRC(w), child, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+			remove_tree(w->dst, child);
+		pthread_rwlock_unlock(&w->a->ns_lock);
+		free(child);
+	}
+	closedir(d);
+}
+
 static int walk_dir(struct walk *w, const char *rel)
 {
-	int fd = openat(w->src, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -ENOMEM;
-	}
+	DIR *d = opendir_at(SRC(w), rel);
+	if (!d)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
 	bool root = !strcmp(rel, ".");
 	struct dirent *e;
 	int ret = 0;
@@ -336,6 +565,8 @@ static int walk_dir(struct walk *w, const char *rel)
 	}
 	closedir(d);
 	qsort(names, nn, sizeof(*names), cmp_names);
+	if (!w->count_only && w->pass != 1)
+		drop_strays(w, rel, names, nn);
 	for (size_t ni = 0; ni < nn && ret == 0; ni++) {
 		char *child;
 		if (asprintf(&child, root ? "%s%s" : "%s/%s", root ? "" : rel, names[ni]) < 0) {
@@ -343,7 +574,7 @@ static int walk_dir(struct walk *w, const char *rel)
 			break;
 		}
 		struct stat st;
-		if (fstatat(w->src, child, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (fstatat(SRC(w), child, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			free(child);
 			continue;	/* removed meanwhile */
 		}
@@ -352,66 +583,8 @@ static int walk_dir(struct walk *w, const char *rel)
 				ret = walk_dir(w, child);
 			else if (S_ISREG(st.st_mode))
 				w->total += st.st_size;
-			free(child);
-			continue;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			if (mkdirat(w->dst, child, st.st_mode & 07777) < 0 && errno != EEXIST)
-				ret = -errno;
-			int dfd = openat(w->src, child, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			int nfd = openat(w->dst, child, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (dfd >= 0 && nfd >= 0)
-				copy_xattrs(dfd, nfd);
-			if (dfd >= 0) close(dfd);
-			if (nfd >= 0) close(nfd);
-			if (ret == 0)
-				ret = walk_dir(w, child);
-			copy_owner_times(w, child, &st);
-		} else if (S_ISLNK(st.st_mode)) {
-			char target[PATH_MAX];
-			ssize_t n = readlinkat(w->src, child, target, sizeof(target) - 1);
-			if (n >= 0) {
-				target[n] = '\0';
-				if (symlinkat(target, w->dst, child) == 0 || errno == EEXIST)
-					copy_owner_times(w, child, &st);
-			}
-		} else if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
-			if (mknodat(w->dst, child, st.st_mode, 0) == 0 || errno == EEXIST)
-				copy_owner_times(w, child, &st);
-		} else if (S_ISREG(st.st_mode)) {
-			bool linked = false;
-			if (st.st_nlink > 1) {
-				for (size_t i = 0; i < w->nlinks && !linked; i++) {
-					if (w->links[i].ino != st.st_ino)
-						continue;
-					linked = linkat(w->dst, w->links[i].path, w->dst, child, 0) == 0 ||
-						 errno == EEXIST;
-				}
-			}
-			if (!linked && !w->verify && w->resume_after && path_cmp(child, w->resume_after) <= 0) {
-				w->skipped++;	/* rebuilt before the interruption */
-				linked = true;
-			}
-			if (!linked) {
-				int r = rebuild_file(w, child, &st);
-				if (r == 0 && !w->verify)
-					save_position(w, child);
-				if (r < 0) {
-					log_err("rebuild of '%s' onto member %u failed: %s", child, w->j, strerror(-r));
-					if (r == -EINTR)
-						ret = r;
-					else
-						w->errors++;
-				}
-				if (st.st_nlink > 1) {
-					if (w->nlinks == w->caplinks) {
-						w->caplinks = w->caplinks ? w->caplinks * 2 : 64;
-						w->links = realloc(w->links, w->caplinks * sizeof(*w->links));
-					}
-					w->links[w->nlinks].ino = st.st_ino;
-					w->links[w->nlinks++].path = strdup(child);
-				}
-			}
+		} else {
+			ret = walk_entry(w, child, &st);
 		}
 		free(child);
 	}
@@ -421,16 +594,225 @@ static int walk_dir(struct walk *w, const char *rel)
 	return ret;
 }
 
+/* ------------------------------------------------------------------ redo
+ *
+ * A namespace operation that fails on the member being rebuilt (its
+ * source is not rebuilt yet, or its parent directory is not there yet)
+ * can leave the new member different from the others behind the walk's
+ * position: a rename from the part not yet walked into the part already
+ * walked, for example.  Such paths are queued here (and appended to
+ * .raidfs/rebuild-redo on the new member, so a resumed rebuild knows them
+ * too); after the walk each is made to match the primary again, and the
+ * member only becomes online once the queue is empty under the namespace
+ * lock.
+ */
+#define REDO_FILE ".raidfs/rebuild-redo"
+
+static pthread_mutex_t redo_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **redo;
+static size_t nredo, capredo;
+static int redo_fd = -1;
+
+static void redo_push_locked(const char *path)
+{
+	if (nredo && !strcmp(redo[nredo - 1], path))
+		return;
+	if (nredo == capredo) {
+		size_t c = capredo ? capredo * 2 : 64;
+		char **n = realloc(redo, c * sizeof(*redo));
+		if (!n)
+			return;
+		redo = n;
+		capredo = c;
+	}
+	char *d = strdup(path);
+	if (d)
+		redo[nredo++] = d;
+}
+
+void rebuild_redo(const char *path)
+{
+	while (*path == '/')
+		path++;
+	if (!*path)
+		path = ".";
+	pthread_mutex_lock(&redo_lock);
+	redo_push_locked(path);
+	if (redo_fd >= 0 && write(redo_fd, path, strlen(path) + 1) < 0)
+		log_warn("cannot record '%s' in %s: %s", path, REDO_FILE, strerror(errno));
+	pthread_mutex_unlock(&redo_lock);
+}
+
+/* Open the redo file on the new member: keep it when resuming (and load
+ * its paths), start it empty otherwise. */
+static void redo_open(int dst, bool resuming)
+{
+	pthread_mutex_lock(&redo_lock);
+	/* paths queued since the member became rebuilding are kept */
+	size_t pre = nredo;
+	if (redo_fd >= 0)
+		close(redo_fd);
+	redo_fd = -1;
+	if (resuming) {
+		int fd = openat(dst, REDO_FILE, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			char buf[65536], part[PATH_MAX];
+			size_t plen = 0;
+			ssize_t n;
+			while ((n = read(fd, buf, sizeof(buf))) > 0) {
+				for (ssize_t i = 0; i < n; i++) {
+					if (buf[i] == '\0') {
+						part[plen] = '\0';
+						if (plen)
+							redo_push_locked(part);
+						plen = 0;
+					} else if (plen < sizeof(part) - 1) {
+						part[plen++] = buf[i];
+					}
+				}
+			}
+			close(fd);
+		}
+	}
+	redo_fd = openat(dst, REDO_FILE, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (resuming ? 0 : O_TRUNC), 0600);
+	for (size_t i = 0; i < pre && redo_fd >= 0; i++)
+		if (write(redo_fd, redo[i], strlen(redo[i]) + 1) < 0)
+			break;
+	pthread_mutex_unlock(&redo_lock);
+}
+
+static void redo_close(int dst, bool done)
+{
+	pthread_mutex_lock(&redo_lock);
+	if (redo_fd >= 0)
+		close(redo_fd);
+	redo_fd = -1;
+	for (size_t i = 0; i < nredo; i++)
+		free(redo[i]);
+	nredo = 0;
+	if (done)
+		unlinkat(dst, REDO_FILE, 0);
+	pthread_mutex_unlock(&redo_lock);
+}
+
+/* the queued paths become durable before the saved position moves on */
+static void redo_sync(void)
+{
+	pthread_mutex_lock(&redo_lock);
+	if (redo_fd >= 0)
+		fdatasync(redo_fd);
+	pthread_mutex_unlock(&redo_lock);
+}
+
+/* rm -rf of path on the new member */
+static void remove_tree(int at, const char *path)
+{
+	if (unlinkat(at, path, 0) == 0 || errno == ENOENT)
+		return;
+	DIR *d = opendir_at(at, path);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		remove_tree(dirfd(d), e->d_name);
+	}
+	if (d)
+		closedir(d);
+	unlinkat(at, path, AT_REMOVEDIR);
+}
+
+/* Make path on the new member match the primary. */
+static int redo_one(struct walk *w, const char *path)
+{
+	struct array *a = w->a;
+	struct stat st, dt;
+	if (!strcmp(path, "."))
+		return 0;
+	pthread_rwlock_wrlock(&a->ns_lock);
+	if (fstatat(SRC(w), path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			remove_tree(w->dst, path);	/* gone: so is the stale copy */
+		pthread_rwlock_unlock(&a->ns_lock);
+		return 0;
+	}
+	/* parents first, as the walk would have made them */
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s", path);
+	for (char *sl = strchr(parent, '/'); sl; sl = strchr(sl + 1, '/')) {
+		*sl = '\0';
+		struct stat ps;
+		if (fstatat(w->dst, parent, &dt, AT_SYMLINK_NOFOLLOW) < 0 &&
+		    fstatat(SRC(w), parent, &ps, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(ps.st_mode)) {
+			mkdirat(w->dst, parent, ps.st_mode & 07777);
+			copy_owner_times(w, parent, &ps);
+		}
+		*sl = '/';
+	}
+	if (fstatat(w->dst, path, &dt, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    ((dt.st_mode & S_IFMT) != (st.st_mode & S_IFMT) || S_ISLNK(st.st_mode)))
+		remove_tree(w->dst, path);	/* another kind of object, or a stale link */
+	pthread_rwlock_unlock(&a->ns_lock);
+	/* a regular file is rebuilt whole (rebuild_file locks again); a
+	 * directory is walked again, which adds what is missing below it */
+	return walk_entry(w, path, &st);
+}
+
+/* Work off the queue until it is empty; returns 0 with the namespace
+ * lock held (the caller makes the member online and unlocks). */
+static int redo_drain(struct walk *w)
+{
+	for (;;) {
+		pthread_rwlock_wrlock(&w->a->ns_lock);
+		pthread_mutex_lock(&redo_lock);
+		char **list = redo;
+		size_t n = nredo;
+		redo = NULL;
+		nredo = capredo = 0;
+		pthread_mutex_unlock(&redo_lock);
+		if (n == 0)
+			return 0;
+		pthread_rwlock_unlock(&w->a->ns_lock);
+		int r = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (r == 0 && !w->count_only) {
+				pthread_mutex_lock(&rb_lock);
+				bool stop = rb_stop;
+				pthread_mutex_unlock(&rb_lock);
+				if (stop)
+					r = -EINTR;
+				else
+					r = redo_one(w, list[i]);
+			}
+			free(list[i]);
+		}
+		free(list);
+		if (r < 0)
+			return r;
+		if (w->errors)
+			return -EIO;
+	}
+}
+
 static char resume_path[PATH_MAX];
-static bool resume_set;
+static bool resume_set, readd_mode;
 
 static void *rebuild_thread(void *arg)
 {
 	struct array *a = RA;
 	uint32_t j = (uint32_t)(uintptr_t)arg;
-	struct walk w = { .a = a, .j = j, .src = a->m[a->primary].dirfd, .dst = a->m[j].dirfd };
+	struct walk w = { .a = a, .j = j, .dst = a->m[j].dirfd };
 	if (resume_set)
 		w.resume_after = resume_path;
+	w.readd = readd_mode;
+	redo_open(w.dst, resume_set);
+	if (w.readd) {
+		array_missed_load(a, j, &w.missed, &w.nmissed);
+		qsort(w.missed, w.nmissed, sizeof(uint64_t), cmp_u64);
+		if (!resume_set)
+			save_position(&w, "");	/* a crash now resumes as a re-add */
+		log_info("re-add of member %u: %zu file%s recorded as changed while it was away",
+			 j, w.nmissed, w.nmissed == 1 ? "" : "s");
+	}
 
 	w.count_only = true;
 	walk_dir(&w, ".");
@@ -438,12 +820,10 @@ static void *rebuild_thread(void *arg)
 	info.total = w.total ? w.total : 1;
 	pthread_mutex_unlock(&rb_lock);
 	w.count_only = false;
+	w.pass = 1;
 	t_start_ms = window_start_ms = now_ms();
 	window_bytes = 0;
 	int r = walk_dir(&w, ".");
-	for (size_t i = 0; i < w.nlinks; i++)
-		free(w.links[i].path);
-	w.nlinks = 0;
 	if (w.resume_after)
 		log_info("rebuild of member %u resumed after '%s': %" PRIu64 " files already rebuilt were skipped",
 			 j, w.resume_after, w.skipped);
@@ -454,31 +834,51 @@ static void *rebuild_thread(void *arg)
 		snprintf(info.current, sizeof(info.current), "(verifying)");
 		pthread_mutex_unlock(&rb_lock);
 		w.verify = true;
+		w.pass = 2;
 		r = walk_dir(&w, ".");
-		for (size_t i = 0; i < w.nlinks; i++)
-			free(w.links[i].path);
 		if (w.fixed)
 			log_warn("rebuild of member %u: the verify pass rewrote %" PRIu64 " chunk%s changed during the rebuild",
 				 j, w.fixed, w.fixed == 1 ? "" : "s");
 	}
-	free(w.links);
+	if (r == 0 && w.errors == 0) {
+		/* paths the namespace changed under the walk; returns with the
+		 * namespace lock held, so nothing changes before the member is
+		 * online */
+		w.verify = false;
+		w.pass = 0;
+		r = redo_drain(&w);
+	}
 
 	char msg[256];
 	if (r == 0 && w.errors == 0) {
 		unlinkat(w.dst, POS_FILE, 0);
+		redo_close(w.dst, true);
 		array_member_rebuilt(a, j);
-		snprintf(msg, sizeof(msg), "member %u rebuilt onto '%.120s' and verified (%" PRIu64 " files, %.1f s)",
-			 j, a->m[j].path, info.files_done / 2, (now_ms() - t_start_ms) / 1000.0);
+		array_missed_clear(a, j);
+		pthread_rwlock_unlock(&a->ns_lock);
+		if (w.readd)
+			snprintf(msg, sizeof(msg), "member %u '%.120s' re-added: %" PRIu64 " changed file%s resynced, %" PRIu64 " unchanged (%.1f s)",
+				 j, a->m[j].path, w.resynced, w.resynced == 1 ? "" : "s",
+				 w.unchanged, (now_ms() - t_start_ms) / 1000.0);
+		else
+			snprintf(msg, sizeof(msg), "member %u rebuilt onto '%.120s' and verified (%" PRIu64 " files, %.1f s)",
+				 j, a->m[j].path, info.files_done / 2, (now_ms() - t_start_ms) / 1000.0);
 		log_info("%s", msg);
-		array_event(a, "RebuildFinished", j);
+		array_event(a, w.readd ? "ReAddFinished" : "RebuildFinished", j);
 	} else if (r == -EINTR) {
+		redo_close(w.dst, false);
 		snprintf(msg, sizeof(msg), "rebuild of member %u stopped at %.200s", j, info.current);
 		log_warn("%s", msg);
 	} else {
+		redo_close(w.dst, false);
 		snprintf(msg, sizeof(msg), "rebuild of member %u failed (%d file errors): the member stays rebuilding; see the log",
 			 j, w.errors);
 		log_err("%s", msg);
 	}
+	for (size_t i = 0; i < w.nlinks; i++)
+		rfile_release(w.links[i].rf);
+	free(w.links);
+	free(w.missed);
 	pthread_mutex_lock(&rb_lock);
 	info.active = false;
 	snprintf(info.last_result, sizeof(info.last_result), "%s", msg);
@@ -486,7 +886,7 @@ static void *rebuild_thread(void *arg)
 	return NULL;
 }
 
-static int start_on(struct array *a, int member, int fd, const char *path, char *err, size_t errlen);
+static int start_on(struct array *a, int member, int fd, const char *path, bool readd, char *err, size_t errlen);
 
 /* Common checks: can member be rebuilt now? */
 static int can_rebuild(struct array *a, int member, char *err, size_t errlen)
@@ -550,13 +950,13 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
 		return r;
 	}
 	char *rp = realpath(dir, NULL);
-	r = start_on(a, member, fd, rp ? rp : dir, err, errlen);
+	r = start_on(a, member, fd, rp ? rp : dir, false, err, errlen);
 	free(rp);
 	return r;
 }
 
 /* Put fd (an empty, checked directory) in member's slot and start. */
-static int start_on(struct array *a, int member, int fd, const char *path, char *err, size_t errlen)
+static int start_on(struct array *a, int member, int fd, const char *path, bool readd, char *err, size_t errlen)
 {
 	int r = array_replace_begin(a, member, fd, path);
 	if (r == -EBUSY) {
@@ -573,6 +973,8 @@ static int start_on(struct array *a, int member, int fd, const char *path, char 
 	}
 	RA = a;
 	resume_set = false;
+	readd_mode = readd;
+	info.readd = readd;
 	info.active = true;
 	info.paused = false;
 	info.member = member;
@@ -582,7 +984,7 @@ static int start_on(struct array *a, int member, int fd, const char *path, char 
 	info.current[0] = '\0';
 	rb_stop = false;
 	pthread_mutex_unlock(&rb_lock);
-	array_event(a, "RebuildStarted", member);
+	array_event(a, readd ? "ReAddStarted" : "RebuildStarted", member);
 	if (pthread_create(&rb_thread, NULL, rebuild_thread, (void *)(uintptr_t)member) != 0) {
 		info.active = false;
 		snprintf(err, errlen, "cannot start the rebuild thread");
@@ -619,13 +1021,58 @@ int rebuild_take_spare(struct array *a)
 			return 0;
 		log_warn("array '%s': hot spare '%s' takes the place of member %u", a->sb.name, path, j);
 		array_event(a, "SpareActive", j);
-		if (start_on(a, j, fd, path, err, sizeof(err)) < 0) {
+		if (start_on(a, j, fd, path, false, err, sizeof(err)) < 0) {
 			log_err("cannot rebuild member %u onto the spare '%s': %s", j, path, err);
 			return -1;
 		}
 		return 1;
 	}
 	return 0;
+}
+
+int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open '%s': %s", dir, strerror(errno));
+		return -errno;
+	}
+	struct superblock sb;
+	const char *why;
+	if (sb_read(fd, &sb, &why) < 0 || memcmp(sb.uuid, a->sb.uuid, sizeof(sb.uuid)) != 0 ||
+	    sb.index >= a->width) {
+		close(fd);
+		return -ENOENT;	/* not one of ours: maybe a spare */
+	}
+	int j = sb.index;
+	struct stat st, o;
+	for (uint32_t i = 0; i < a->width; i++) {
+		if (a->m[i].dirfd >= 0 && (member_online(a, i) || member_rebuilding(a, i)) &&
+		    fstat(a->m[i].dirfd, &o) == 0 && fstat(fd, &st) == 0 &&
+		    o.st_dev == st.st_dev && o.st_ino == st.st_ino) {
+			snprintf(err, errlen, "'%s' is already member %u of this array, and in service", dir, i);
+			close(fd);
+			return -EINVAL;
+		}
+	}
+	if (sb.events > a->sb.events) {
+		snprintf(err, errlen, "'%s' (member %d) is newer than the running array (events %llu > %llu): unmount and mount with it instead",
+			 dir, j, (unsigned long long)sb.events, (unsigned long long)a->sb.events);
+		close(fd);
+		return -EINVAL;
+	}
+	int r = can_rebuild(a, j, err, errlen);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	char *rp = realpath(dir, NULL);
+	log_warn("array '%s': re-adding member %d from '%s' (events %llu, array at %llu)", a->sb.name, j,
+		 rp ? rp : dir, (unsigned long long)sb.events, (unsigned long long)a->sb.events);
+	/* in its slot again: away from the slot's point of view until now */
+	r = start_on(a, j, fd, rp ? rp : dir, true, err, errlen);
+	free(rp);
+	return r < 0 ? r : j;
 }
 
 int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen)
@@ -665,7 +1112,9 @@ int rebuild_resume(struct array *a)
 			pthread_mutex_unlock(&rb_lock);
 			return 0;
 		}
-		resume_set = load_position(a->m[j].dirfd, j, resume_path, sizeof(resume_path), &done);
+		bool readd = false;
+		resume_set = load_position(a->m[j].dirfd, j, resume_path, sizeof(resume_path), &done, &readd);
+		readd_mode = info.readd = resume_set && readd;
 		RA = a;
 		info.active = true;
 		info.paused = false;

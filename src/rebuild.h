@@ -31,8 +31,24 @@
  * after that path (files before it are not rebuilt again; the verify pass
  * still checks them).
  *
- * Not yet: replacing a member that is still healthy.  See
- * docs/plan-failures.md.
+ * The namespace under the walk: operations that change the namespace
+ * hold a->ns_lock shared; the rebuild takes it exclusively to open a file
+ * by path and settle its new shard, so a path never names two different
+ * files on two members.  An operation that fails on the rebuilding member
+ * queues its paths (rebuild_redo(), persisted in .raidfs/rebuild-redo);
+ * after the walk and the verify pass the queue is worked off until it is
+ * empty under the exclusive lock, and only then is the member online.
+ * The verify pass also removes names the primary does not have.  Hard-
+ * linked files keep their rfile open for the whole rebuild, so all their
+ * names end up on one inode of the new member.  docs/plan-failures.md
+ * tells the story of each of these.
+ *
+ * Re-add (rebuild_readd(), `raidfs add` of a member's old directory): the
+ * same walk, but a file whose shard on the member has the current
+ * metadata version and is not in the missed-write log (array.h) is left
+ * as it is.
+ *
+ * Not yet: replacing a member that is still healthy.
  */
 #ifndef RAIDFS_REBUILD_H
 #define RAIDFS_REBUILD_H
@@ -45,6 +61,7 @@ struct array;
 
 struct rebuild_info {
 	bool active, paused;
+	bool readd;			/* a re-add (changed files only) */
 	int member;
 	uint64_t done, total;		/* bytes written to the new member */
 	uint64_t files_done;
@@ -60,6 +77,11 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
  * rebuild runs, take a spare for it (called by the monitor every second;
  * returns 1 when a rebuild was started). */
 int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen);
+/* Re-add: DIR holds this array's superblock (a member that was failed,
+ * pulled or missing): it goes back into its slot and only the files
+ * changed while it was away are resynced (missed-write log, metadata
+ * versions).  -ENOENT when DIR holds no superblock of this array. */
+int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen);
 int rebuild_take_spare(struct array *a);
 /* At mount: continue the rebuild of a member recorded as rebuilding, from
  * its saved position (.raidfs/rebuild on that member). */
@@ -69,6 +91,10 @@ void rebuild_set_rates(uint32_t min_mb, uint32_t max_mb);
 void rebuild_get(struct rebuild_info *out);
 /* Stop a running rebuild (unmount); the member stays REBUILDING. */
 void rebuild_stop(void);
+/* A namespace operation failed on the member being rebuilt: bring path
+ * (relative to the mount) in line with the primary before the rebuild
+ * ends.  Called with the namespace lock held shared. */
+void rebuild_redo(const char *path);
 /* Called on every user I/O, to slow the rebuild down (cheap). */
 void rebuild_note_user_io(void);
 

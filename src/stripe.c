@@ -727,8 +727,19 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, bool verify,
 		bool zero = true;
 		for (uint32_t i = 0; i < chunk && zero; i += 8)
 			zero = *(uint64_t *)(out + i) == 0;
-		if (zero)
-			return 0;	/* a hole stays a hole */
+		if (zero) {
+			/* a hole stays a hole, unless the new shard holds
+			 * something else there (a leftover of an older file) */
+			uint8_t *have = scratch_extra(chunk);
+			if (!have)
+				return -ENOMEM;
+			ssize_t r = member_pread(rf->a, j, rf->fd[j], have, chunk, s * chunk);
+			bool same = r >= 0;
+			for (ssize_t i = 0; i < r && same; i++)
+				same = have[i] == 0;
+			if (same)
+				return 0;
+		}
 	}
 	ret = member_pwrite(rf->a, j, rf->fd[j], out, chunk, s * chunk);
 	return ret < 0 ? ret : (long)chunk;

@@ -29,6 +29,7 @@
 #define SB_DIR ".raidfs"
 #define SB_FILE ".raidfs/superblock"
 #define SB_DIRTY_DIR ".raidfs/dirty"
+#define SB_MISSED_DIR ".raidfs/missed"
 #define SB_MAGIC "RAIDFSSB"
 #define SB_VERSION 1
 #define SB_NAME_MAX 64

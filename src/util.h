@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <dirent.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
@@ -55,5 +56,9 @@ void random_bytes(void *buf, size_t len);
  */
 ssize_t io_pread(int fd, void *buf, size_t len, off_t off);
 int io_pwrite(int fd, const void *buf, size_t len, off_t off);
+
+/* opendir() of path under dirfd (no symlink at the end); NULL with errno
+ * set on failure. */
+DIR *opendir_at(int dirfd, const char *path);
 
 #endif

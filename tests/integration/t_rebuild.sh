@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
-OPS=${OPS:-500}
+OPS=${OPS:-2500}
 # level width groups "victims" "second victims"
 CONFIGS=(
 	"raid1 3 1 0,2 1"
@@ -52,8 +52,11 @@ for cfg in "${CONFIGS[@]}"; do
 	rfs_mount "$(join_members $mem)" "$mnt" "${evopt[@]}" || fail "$what: mount"
 	workload run --mnt "$mnt" --ref "$C/ref" --seed $((SEED + n)) --ops 150 --chunk 4096 \
 		--max-size 300000 >"$C/w0.out" 2>&1 || { cat "$C/w0.out" >&2; fail "$what: first workload"; }
+	# slow enough that the workload's renames, links and writes land
+	# before, inside and behind the rebuild's position
+	"$RAIDFS" rebuild "$mnt" --min-rate 2 --max-rate 4 >/dev/null || fail "$what: rebuild rates"
 	workload run --mnt "$mnt" --ref "$C/ref" --seed $((SEED + 100 + n)) --ops "$OPS" --chunk 4096 \
-		--max-size 300000 --name-prefix w >"$C/w1.out" 2>&1 &
+		--max-size 300000 --name-prefix w --log "$C/w1.log" >"$C/w1.out" 2>&1 &
 	wpid=$!
 	newmem=$mem
 	for v in ${victims//,/ }; do
