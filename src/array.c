@@ -221,6 +221,9 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	int best = -1, i;
 	char u1[37], u2[37];
 
+	int stale_fd[LAYOUT_MAX_WIDTH];
+	for (i = 0; i < LAYOUT_MAX_WIDTH; i++)
+		stale_fd[i] = -1;
 	memset(a, 0, sizeof(*a));
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_rwlockattr_t ra;
@@ -330,7 +333,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 			a->m[idx].stale = true;
 			log_warn("member %u '%s' is stale (events %" PRIu64 " < %" PRIu64 "): it missed writes while it was away and is not used",
 				 idx, paths[i], sbs[i].events, a->sb.events);
-			close(fds[i]);
+			stale_fd[idx] = fds[i];	/* may be taken back below */
 			fds[i] = -1;
 			continue;
 		}
@@ -355,6 +358,37 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	for (uint32_t j = 0; j < a->width; j++)
 		if (member_online(a, j) && a->primary < 0)
 			a->primary = j;	/* never a member still being rebuilt */
+
+	/* Too many members away for the array to run, but some came back:
+	 * a stale member for which the others logged no change at all since
+	 * it left (empty missed-write log) holds exactly the current data,
+	 * and is taken back (md's forced assembly, made safe by the log). */
+	if (array_state(a) == ARRAY_FAILED && a->primary >= 0) {
+		bool taken = false;
+		for (uint32_t j = 0; j < a->width; j++) {
+			if (stale_fd[j] < 0 || !array_missed_empty(a->m[a->primary].dirfd, j))
+				continue;
+			log_warn("member %u '%s' was away but nothing changed since it left (its missed-write log is empty): taken back",
+				 j, a->m[j].path);
+			a->m[j].dirfd = stale_fd[j];
+			stale_fd[j] = -1;
+			a->m[j].stale = false;
+			a->m[j].state = a->sb.members[j].state = MS_ONLINE;
+			taken = true;
+		}
+		if (taken) {
+			a->sb.events++;
+			array_write_superblocks_locked(a);
+		}
+	}
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (stale_fd[j] >= 0)
+			close(stale_fd[j]);
+		stale_fd[j] = -1;
+		/* missing (not merely stale): re-added when it shows up */
+		if (!member_present(a, j) && !a->m[j].stale)
+			a->m[j].went_away = true;
+	}
 
 	enum array_state st = array_state(a);
 	if (st != ARRAY_OPTIMAL) {
@@ -388,6 +422,9 @@ fail:
 	for (i = 0; i < n; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	for (i = 0; i < LAYOUT_MAX_WIDTH; i++)
+		if (stale_fd[i] >= 0)
+			close(stale_fd[i]);
 	return -EINVAL;
 }
 
@@ -424,8 +461,11 @@ int array_write_superblocks_locked(struct array *a)
 	return ret;
 }
 
+static void missed_note_change(struct array *a);
+
 int array_note_write(struct array *a)
 {
+	missed_note_change(a);
 	if (__atomic_load_n(&a->absent_recorded, __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_mutex_lock(&a->lock);
@@ -496,7 +536,7 @@ int array_mark_dirty(struct array *a, uint64_t id, const int *fds)
  * of that member resyncs only the marked files (and any whose metadata
  * version differs); a finished rebuild or re-add clears the markers.
  */
-static void missed_mark_on(struct array *a, uint32_t on, uint32_t away, const char *id)
+static bool missed_mark_on(struct array *a, uint32_t on, uint32_t away, const char *id)
 {
 	char path[96];
 	snprintf(path, sizeof(path), SB_MISSED_DIR "/%u/%s", away, id);
@@ -508,11 +548,13 @@ static void missed_mark_on(struct array *a, uint32_t on, uint32_t away, const ch
 		mkdirat(a->m[on].dirfd, dir, 0700);
 		fd = openat(a->m[on].dirfd, path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	}
-	if (fd >= 0)
+	if (fd >= 0) {
 		close(fd);
-	else
-		log_warn("cannot record file %s as changed for member %u on member %u '%s': %s (its re-add will compare versions only)",
-			 id, away, on, a->m[on].path, strerror(errno));
+		return true;
+	}
+	log_warn("cannot record file %s as changed for member %u on member %u '%s': %s (its re-add will compare versions only)",
+		 id, away, on, a->m[on].path, strerror(errno));
+	return false;
 }
 
 static void missed_mark(struct array *a, uint64_t id)
@@ -526,6 +568,39 @@ static void missed_mark(struct array *a, uint64_t id)
 			if (member_online(a, on))
 				missed_mark_on(a, on, away, name);
 	}
+}
+
+/* Something changes while members are away (called before every
+ * change): a "changed" marker, once per absence, so even a change to the
+ * namespace alone keeps a returning member from being taken back as is. */
+static void missed_note_change(struct array *a)
+{
+	if (array_state(a) == ARRAY_OPTIMAL)
+		return;
+	for (uint32_t away = 0; away < a->width; away++) {
+		if (member_writable(a, away) || __atomic_load_n(&a->m[away].missed_noted, __ATOMIC_ACQUIRE))
+			continue;
+		bool ok = false;
+		for (uint32_t on = 0; on < a->width; on++)
+			if (member_online(a, on))
+				ok |= missed_mark_on(a, on, away, "changed");
+		__atomic_store_n(&a->m[away].missed_noted, ok, __ATOMIC_RELEASE);
+	}
+}
+
+bool array_missed_empty(int dirfd, uint32_t away)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), SB_MISSED_DIR "/%u", away);
+	DIR *d = opendir_at(dirfd, dir);
+	if (!d)
+		return errno == ENOENT;
+	struct dirent *e;
+	bool empty = true;
+	while (empty && (e = readdir(d)))
+		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	closedir(d);
+	return empty;
 }
 
 /* Member `away` just left service: the files being changed right now
@@ -596,6 +671,7 @@ void array_missed_clear(struct array *a, uint32_t away)
 		closedir(d);
 		unlinkat(a->m[on].dirfd, dir, AT_REMOVEDIR);
 	}
+	__atomic_store_n(&a->m[away].missed_noted, false, __ATOMIC_RELEASE);
 }
 
 void array_clear_dirty(struct array *a, uint64_t id)
@@ -805,7 +881,7 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 	missed_from_dirty(a, j);
 	array_event(a, "Fail", j);
 	if (st == ARRAY_FAILED) {
-		log_err("array '%s' has lost more members than %s tolerates: it refuses writes and returns errors for data it cannot reconstruct; bring the failed members back and remount",
+		log_err("array '%s' has lost more members than %s tolerates: it refuses writes and returns errors for data it cannot reconstruct; bring the members back (a disk that returns to its path is taken back by itself, or 'raidfs add')",
 			a->sb.name, layout_level_name(a->lay.level));
 		array_event(a, "ArrayFailed", j);
 	} else {
@@ -819,6 +895,8 @@ bool array_member_io_error(struct array *a, uint32_t j, int err, bool write)
 	char why[96];
 	if (!member_online(a, j))
 		return true;
+	if (err == -ENXIO || err == -ENODEV || err == -ENOTCONN)
+		a->m[j].went_away = true;	/* the disk is gone, not broken */
 	if (write || err == -ENXIO || err == -ENODEV || err == -ENOTCONN) {
 		snprintf(why, sizeof(why), "%s error (%s)", write ? "write" : "I/O", strerror(-err));
 		array_fail_member(a, j, why);
@@ -915,13 +993,29 @@ static void *monitor(void *arg)
 	while (monitor_run) {
 		for (uint32_t j = 0; j < a->width && monitor_run; j++) {
 			const char *why;
-			if (member_online(a, j) && member_vanished(a, j, &why))
+			if (member_online(a, j) && member_vanished(a, j, &why)) {
+				a->m[j].went_away = true;
 				array_fail_member(a, j, why);
+			}
 		}
 		struct rebuild_info ri;
 		rebuild_get(&ri);
 		if (monitor_run && !ri.active)
 			rebuild_take_spare(a);
+		/* a member whose disk went away and is back at its path (same
+		 * array, same index) is re-added: hot-plug, as md's udev rules */
+		for (uint32_t j = 0; j < a->width && monitor_run; j++) {
+			if (!a->m[j].went_away || member_online(a, j) || member_rebuilding(a, j) ||
+			    a->m[j].fault.vanished || !a->m[j].path[0])
+				continue;
+			rebuild_get(&ri);
+			if (ri.active)
+				break;
+			char err[256];
+			int r = rebuild_readd(a, a->m[j].path, err, sizeof(err));
+			if (r >= 0)
+				log_warn("array '%s': member %u came back at '%s'", a->sb.name, j, a->m[j].path);
+		}
 		for (int i = 0; i < 10 && monitor_run; i++)
 			usleep(100 * 1000);
 	}
@@ -948,7 +1042,10 @@ void array_monitor_stop(void)
 
 /* ---------------------------------------------------------- replacement */
 
-int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path)
+/* Put directory fd (path) in member j's slot in `state`, events bumped
+ * and superblocks written; -EBUSY if j is in service.  Takes a->lock. */
+static int install_member(struct array *a, uint32_t j, int fd, const char *path,
+			  enum member_state state, enum array_state *st)
 {
 	pthread_mutex_lock(&a->lock);
 	if (member_online(a, j) || member_rebuilding(a, j)) {
@@ -957,21 +1054,42 @@ int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path
 	}
 	if (a->m[j].dirfd >= 0)
 		close(a->m[j].dirfd);
-	a->m[j].dirfd = newfd;
+	a->m[j].dirfd = fd;
 	snprintf(a->m[j].path, sizeof(a->m[j].path), "%s", path);
 	a->m[j].fail_reason[0] = '\0';
-	a->m[j].stale = false;
+	a->m[j].stale = a->m[j].went_away = false;
 	a->m[j].errors = a->m[j].corrected = a->m[j].reads = a->m[j].writes = 0;
 	memset(&a->m[j].fault, 0, sizeof(a->m[j].fault));
-	__atomic_store_n(&a->m[j].state, MS_REBUILDING, __ATOMIC_RELEASE);
-	a->sb.members[j].state = MS_REBUILDING;
+	__atomic_store_n(&a->m[j].state, state, __ATOMIC_RELEASE);
+	a->sb.members[j].state = state;
 	snprintf(a->sb.members[j].path, SB_PATH_MAX, "%s", path);
 	a->sb.events++;
-	mkdirat(newfd, SB_DIR, 0700);
-	mkdirat(newfd, SB_DIRTY_DIR, 0700);
+	mkdirat(fd, SB_DIR, 0700);
+	mkdirat(fd, SB_DIRTY_DIR, 0700);
 	int r = array_write_superblocks_locked(a);
+	*st = array_state(a);
 	pthread_mutex_unlock(&a->lock);
-	log_warn("array '%s': member %u is being rebuilt onto '%s'", a->sb.name, j, path);
+	return r;
+}
+
+int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path)
+{
+	enum array_state st;
+	int r = install_member(a, j, newfd, path, MS_REBUILDING, &st);
+	if (r != -EBUSY)
+		log_warn("array '%s': member %u is being rebuilt onto '%s'", a->sb.name, j, path);
+	return r;
+}
+
+int array_member_back(struct array *a, uint32_t j, int fd, const char *path)
+{
+	enum array_state st;
+	int r = install_member(a, j, fd, path, MS_ONLINE, &st);
+	if (r == -EBUSY)
+		return r;
+	log_warn("array '%s': member %u '%s' is back, with nothing missed; array is %s", a->sb.name, j, path,
+		 array_state_name(st));
+	array_event(a, "MemberReturned", j);
 	return r;
 }
 

@@ -66,6 +66,10 @@ struct member {
 	bool stale;			/* present but its superblock is behind */
 	uint64_t reads, writes, errors;	/* counters (atomic) */
 	uint64_t corrected;		/* read errors repaired from redundancy */
+	bool missed_noted;		/* "changed" marker made for this absence */
+	bool went_away;			/* failed because its disk vanished (or was
+					 * absent at mount): re-added by itself
+					 * when it comes back */
 	char fail_reason[128];		/* why it was failed (under a->lock) */
 	pthread_mutex_t fault_lock;
 	struct member_faults fault;	/* injection (member.h) */
@@ -221,6 +225,12 @@ void array_clear_dirty(struct array *a, uint64_t id);
  * `away` was out of service (malloc'd array), and clearing it once the
  * member is back in sync. */
 int array_missed_load(struct array *a, uint32_t away, uint64_t **ids, size_t *n);
+/* Nothing at all (no file, no namespace change) was logged for member
+ * `away` in the log under dirfd. */
+bool array_missed_empty(int dirfd, uint32_t away);
+/* Put member j (its old directory fd/path, nothing missed) straight back
+ * online: how a failed array recovers when its members return. */
+int array_member_back(struct array *a, uint32_t j, int fd, const char *path);
 void array_missed_clear(struct array *a, uint32_t away);
 
 /*

@@ -162,6 +162,18 @@ static int status_rc(enum array_state st)
 	return st == ARRAY_OPTIMAL ? 0 : st == ARRAY_DEGRADED ? 1 : 2;
 }
 
+/* The state word users see: "rebuilding" while a degraded array is
+ * being brought back (the exit status stays 1). */
+static const char *state_word(struct array *a, enum array_state st)
+{
+	if (st == ARRAY_DEGRADED) {
+		for (uint32_t j = 0; j < a->width; j++)
+			if (member_rebuilding(a, j))
+				return "rebuilding";
+	}
+	return array_state_name(st);
+}
+
 static void status_text(struct array *a, struct out *o)
 {
 	char uuid[37], sz[32], ch[32];
@@ -175,7 +187,7 @@ static void status_text(struct array *a, struct out *o)
 		outf(o, " in %u groups", a->lay.groups);
 	outf(o, ", chunk %s\n", fmt_size(a->lay.chunk, ch, sizeof(ch)));
 	outf(o, "size:    %s usable\n", fmt_size(usable_bytes(a), sz, sizeof(sz)));
-	outf(o, "state:   %s%s\n", array_state_name(st), a->readonly ? " (read-only)" : "");
+	outf(o, "state:   %s%s\n", state_word(a, st), a->readonly ? " (read-only)" : "");
 	outf(o, "members:\n");
 	for (uint32_t j = 0; j < a->width; j++) {
 		char inj[256];
@@ -219,7 +231,7 @@ static void status_text(struct array *a, struct out *o)
 		outf(o, "rebuild: %s\n", ri.last_result);
 	}
 	if (st == ARRAY_FAILED) {
-		outf(o, "action:  too many members are lost for %s: the array refuses writes; bring the failed members back and remount ('raidfs unmount %s', then 'raidfs mount')\n",
+		outf(o, "action:  too many members are lost for %s: the array refuses writes; bring the members back: a disk that returns to its path is taken back by itself, or use 'raidfs add %s DIR', or remount with all members\n",
 		     layout_level_name(a->lay.level), a->mountpoint);
 	} else if (st == ARRAY_DEGRADED) {
 		for (uint32_t j = 0; j < a->width; j++)
@@ -248,7 +260,7 @@ static void status_json(struct array *a, struct out *o)
 	outf(o, ", \"level\": \"%s\", \"width\": %u, \"groups\": %u, \"chunk\": %u, \"size\": %" PRIu64
 		", \"state\": \"%s\", \"readonly\": %s, \"events\": %" PRIu64 ", \"members\": [",
 	     layout_level_name(a->lay.level), a->width, a->lay.groups, a->lay.chunk,
-	     usable_bytes(a), array_state_name(st), a->readonly ? "true" : "false", a->sb.events);
+	     usable_bytes(a), state_word(a, st), a->readonly ? "true" : "false", a->sb.events);
 	for (uint32_t j = 0; j < a->width; j++) {
 		outf(o, "%s{\"index\": %u, \"path\": ", j ? ", " : "", j);
 		json_str(o, a->m[j].path);
@@ -388,8 +400,12 @@ static void cmd_add(struct array *a, int argc, char **argv, struct out *o)
 	}
 	int j = rebuild_readd(a, argv[1], err, sizeof(err));
 	if (j >= 0) {
-		outf(o, "rc 0\nmember %d re-added from '%s': only the files changed while it was away are resynced; follow it with 'raidfs status %s'\n",
-		     j, argv[1], a->mountpoint);
+		if (member_online(a, j))
+			outf(o, "rc 0\nmember %d is back in service from '%s': nothing changed while it was away; array '%s' is %s\n",
+			     j, argv[1], a->sb.name, array_state_name(array_state(a)));
+		else
+			outf(o, "rc 0\nmember %d re-added from '%s': only the files changed while it was away are resynced; follow it with 'raidfs status %s'\n",
+			     j, argv[1], a->mountpoint);
 		return;
 	}
 	if (j != -ENOENT) {
@@ -413,6 +429,11 @@ static void cmd_rebuild(struct array *a, int argc, char **argv, struct out *o)
 	rebuild_get(&ri);
 	uint32_t minr = ri.min_rate, maxr = ri.max_rate;
 	for (int i = 1; i < argc; i++) {
+		if ((!strcmp(argv[i], "pause") || !strcmp(argv[i], "resume")) && !ri.active) {
+			outf(o, "rc 1\nraidfs: rebuild: no rebuild is running%s%s\n",
+			     ri.last_result[0] ? "; the last one: " : "", ri.last_result);
+			return;
+		}
 		if (!strcmp(argv[i], "pause") || !strcmp(argv[i], "resume")) {
 			rebuild_pause(argv[i][0] == 'p');
 			outf(o, "rc 0\nrebuild %s\n", argv[i][0] == 'p' ? "paused" : "resumed");

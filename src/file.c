@@ -70,17 +70,36 @@ void rfile_rekey(struct array *a)
 
 void rfile_forget_member(uint32_t j)
 {
+	/* take a reference on every open file under the table lock, then
+	 * lock each file without it (the lock order elsewhere is a file's
+	 * lock, then the table lock) */
+	struct rfile **all = NULL;
+	size_t n = 0, cap = 0;
 	pthread_mutex_lock(&table_lock);
 	for (unsigned b = 0; b < TABLE_SIZE; b++) {
 		for (struct rfile *rf = table[b]; rf; rf = rf->next) {
-			pthread_rwlock_wrlock(&rf->rw);
-			if (rf->fd[j] >= 0)
-				close(rf->fd[j]);
-			rf->fd[j] = -1;
-			pthread_rwlock_unlock(&rf->rw);
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				struct rfile **x = realloc(all, cap * sizeof(*all));
+				if (!x)
+					break;
+				all = x;
+			}
+			rf->refs++;
+			all[n++] = rf;
 		}
 	}
 	pthread_mutex_unlock(&table_lock);
+	for (size_t i = 0; i < n; i++) {
+		struct rfile *rf = all[i];
+		pthread_rwlock_wrlock(&rf->rw);
+		if (rf->fd[j] >= 0)
+			close(rf->fd[j]);
+		rf->fd[j] = -1;
+		pthread_rwlock_unlock(&rf->rw);
+		rfile_release(rf);
+	}
+	free(all);
 }
 
 int rfile_lookup_size(uint64_t key, uint64_t *size, bool *marked)

@@ -861,10 +861,11 @@ static void *rebuild_thread(void *arg)
 				 j, a->m[j].path, w.resynced, w.resynced == 1 ? "" : "s",
 				 w.unchanged, (now_ms() - t_start_ms) / 1000.0);
 		else
-			snprintf(msg, sizeof(msg), "member %u rebuilt onto '%.120s' and verified (%" PRIu64 " files, %.1f s)",
-				 j, a->m[j].path, info.files_done / 2, (now_ms() - t_start_ms) / 1000.0);
+			snprintf(msg, sizeof(msg), "member %u rebuilt onto '%.120s' and verified (%" PRIu64 " file%s, %.1f s)",
+				 j, a->m[j].path, info.files_done / 2, info.files_done / 2 == 1 ? "" : "s",
+				 (now_ms() - t_start_ms) / 1000.0);
 		log_info("%s", msg);
-		array_event(a, w.readd ? "ReAddFinished" : "RebuildFinished", j);
+		array_event(a, "RebuildFinished", j);
 	} else if (r == -EINTR) {
 		redo_close(w.dst, false);
 		snprintf(msg, sizeof(msg), "rebuild of member %u stopped at %.200s", j, info.current);
@@ -984,7 +985,9 @@ static int start_on(struct array *a, int member, int fd, const char *path, bool 
 	info.current[0] = '\0';
 	rb_stop = false;
 	pthread_mutex_unlock(&rb_lock);
-	array_event(a, readd ? "ReAddStarted" : "RebuildStarted", member);
+	if (readd)
+		array_event(a, "MemberReturned", member);
+	array_event(a, "RebuildStarted", member);
 	if (pthread_create(&rb_thread, NULL, rebuild_thread, (void *)(uintptr_t)member) != 0) {
 		info.active = false;
 		snprintf(err, errlen, "cannot start the rebuild thread");
@@ -1061,12 +1064,31 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 		close(fd);
 		return -EINVAL;
 	}
+	char *rp = realpath(dir, NULL);
+	int p = __atomic_load_n(&a->primary, __ATOMIC_ACQUIRE);
+	if (p >= 0 && !member_online(a, j) && !member_rebuilding(a, j) &&
+	    array_missed_empty(a->m[p].dirfd, j)) {
+		/* nothing changed while it was away: back as it is (this is also
+		 * how a failed array recovers when its members return) */
+		rfile_forget_member(j);
+		int r = array_member_back(a, j, fd, rp ? rp : dir);
+		free(rp);
+		if (r == -EBUSY) {
+			close(fd);
+			snprintf(err, errlen, "member %d is in service", j);
+			return r;
+		}
+		return j;
+	}
 	int r = can_rebuild(a, j, err, errlen);
 	if (r < 0) {
+		if (array_state(a) == ARRAY_FAILED)
+			snprintf(err, errlen, "member %d missed changes while it was away, and the array has no redundancy left to resync them: bring back the other members first",
+				 j);
+		free(rp);
 		close(fd);
 		return r;
 	}
-	char *rp = realpath(dir, NULL);
 	log_warn("array '%s': re-adding member %d from '%s' (events %llu, array at %llu)", a->sb.name, j,
 		 rp ? rp : dir, (unsigned long long)sb.events, (unsigned long long)a->sb.events);
 	/* in its slot again: away from the slot's point of view until now */

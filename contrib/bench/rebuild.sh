@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# contrib/bench/rebuild.sh - how long a rebuild and a re-add take.
+#
+#   contrib/bench/rebuild.sh [--raidfs PATH] [--size GIB] [--level raid6]
+#                            [--members 5] [--dir DIR] [--out FILE]
+#
+# On a fresh tmpfs (or under DIR, to measure real disks): create an array,
+# write SIZE GiB as files of 256 MiB plus 2,000 small files, then
+#   rebuild  fail member 1, 'raidfs replace' it onto an empty directory,
+#            time until the member is online (verify pass included) and
+#            report member bytes written per second;
+#   baseline the same bytes copied with cp from one member directory to an
+#            empty one (what the storage can do, same run);
+#   re-add   fail member 2, change 1% of the big files' bytes and 20 small
+#            files, 'raidfs add' the old directory back, time until online,
+#            and report how many files were resynced (from the log).
+# Rates are bytes per second of wall time; the rebuild runs with no rate
+# limit (--max-rate 0) and no user I/O.  Everything is unmounted and
+# removed on exit, also on failure or Ctrl-C.
+set -euo pipefail
+
+RAIDFS=""
+SIZE=2
+LEVEL=raid6
+N=5
+BASE=""
+OUT=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--raidfs) RAIDFS=$2; shift 2 ;;
+	--size) SIZE=$2; shift 2 ;;
+	--level) LEVEL=$2; shift 2 ;;
+	--members) N=$2; shift 2 ;;
+	--dir) BASE=$2; shift 2 ;;
+	--out) OUT=$2; shift 2 ;;
+	-h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+	*) echo "rebuild.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+	esac
+done
+here=$(cd "$(dirname "$0")/../.." && pwd)
+[ -n "$RAIDFS" ] || RAIDFS=$here/raidfs
+[ -x "$RAIDFS" ] || { echo "rebuild.sh: no raidfs binary at $RAIDFS (build first, or --raidfs)" >&2; exit 2; }
+
+W=$(mktemp -d /tmp/raidfs-rbench.XXXXXX)
+TMPFS=0
+cleanup() {
+	set +e
+	mountpoint -q "$W/mnt" 2>/dev/null && { "$RAIDFS" unmount "$W/mnt" || fusermount3 -uz "$W/mnt"; }
+	[ $TMPFS = 1 ] && umount -l "$W/t"
+	rm -rf "$W"
+}
+trap cleanup EXIT INT TERM
+if [ -z "$BASE" ]; then
+	mkdir "$W/t"
+	mount -t tmpfs -o size=$(( (SIZE * 3 + 4) ))g tmpfs "$W/t"
+	TMPFS=1
+	BASE=$W/t
+else
+	BASE=$(mktemp -d "$BASE/raidfs-rbench.XXXXXX")
+fi
+mem=""
+for i in $(seq 1 "$N"); do mkdir -p "$BASE/d$i"; mem="$mem $BASE/d$i"; done
+mem=${mem# }
+mkdir -p "$W/mnt"
+now() { date +%s.%N; }
+sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a - b }'; }
+log=$W/daemon.log
+
+"$RAIDFS" create --level "$LEVEL" --name rbench $mem >/dev/null
+"$RAIDFS" mount -o "log=$log" "${mem// /:}" "$W/mnt"
+"$RAIDFS" rebuild "$W/mnt" --max-rate 0 >/dev/null
+nbig=$(( SIZE * 4 ))
+for i in $(seq 1 $nbig); do
+	head -c 256M /dev/urandom > "$W/mnt/big$i"
+done
+mkdir "$W/mnt/small"
+for i in $(seq 1 2000); do head -c $(( (i % 50 + 1) * 1000 )) /dev/urandom > "$W/mnt/small/s$i"; done
+sync
+
+wait_online() {
+	while ! "$RAIDFS" status --json "$W/mnt" | grep -q "\"index\": $1, [^}]*\"state\": \"online\""; do
+		sleep 0.05
+	done
+}
+member_bytes=$(du -sb --exclude=.raidfs "$BASE/d2" | cut -f1)
+
+# rebuild
+"$RAIDFS" fail "$W/mnt" 1 >/dev/null
+mkdir "$BASE/new1"
+t0=$(now)
+"$RAIDFS" replace "$W/mnt" 1 "$BASE/new1" >/dev/null
+wait_online 1
+t1=$(now)
+rb=$(sub "$t1" "$t0")
+
+# baseline: copy one member's bytes
+t0=$(now)
+cp -a "$BASE/d3" "$BASE/copy"
+sync
+t1=$(now)
+cpt=$(sub "$t1" "$t0")
+rm -rf "$BASE/copy"
+
+# re-add after a few changes
+"$RAIDFS" fail "$W/mnt" 2 >/dev/null
+changed=0
+for i in $(seq 1 $nbig); do
+	[ $((i % 10)) = 1 ] || continue
+	dd if=/dev/urandom of="$W/mnt/big$i" bs=1M count=$(( 256 / 10 )) seek=7 conv=notrunc status=none
+	changed=$((changed + 1))
+done
+for i in $(seq 1 20); do echo changed >> "$W/mnt/small/s$((i * 97))"; done
+t0=$(now)
+"$RAIDFS" add "$W/mnt" "$BASE/d3" >/dev/null
+wait_online 2
+t1=$(now)
+ra=$(sub "$t1" "$t0")
+summary=$(grep -o "re-added: .*" "$log" | tail -n 1)
+
+mb() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", a / 1048576 / b }'; }
+report=$(cat <<EOF
+### Rebuild and re-add, $(date -u +%Y-%m-%d), $LEVEL over $N members on $( [ $TMPFS = 1 ] && echo tmpfs || echo "$BASE" )
+
+Data: $SIZE GiB in $nbig files of 256 MiB and 2,000 small files; one
+member holds $(mb "$member_bytes" 1) MiB.  Command: \`contrib/bench/rebuild.sh --size $SIZE --level $LEVEL --members $N\`.
+
+| what | time | rate |
+|---|---|---|
+| rebuild of member 1 (replace, verify pass included, no rate limit) | ${rb} s | $(mb "$member_bytes" "$rb") MiB/s of member data |
+| baseline: cp -a of one member directory, same storage | ${cpt} s | $(mb "$member_bytes" "$cpt") MiB/s |
+| re-add of member 2 after changing $changed big files (26 MiB each) and 20 small files | ${ra} s | $summary |
+
+Rebuild as a ratio of the copy baseline: $(awk -v a="$cpt" -v b="$rb" 'BEGIN { printf "%.2f", a / b }')x.
+EOF
+)
+echo "$report"
+[ -z "$OUT" ] || echo "$report" >> "$OUT"

@@ -1,0 +1,104 @@
+#!/bin/bash
+# t_return - members that go away and come back, while mounted and across
+# a remount:
+#   1. two raid5 members vanish while idle: the array fails (writes are
+#      refused, reads that need them fail, nothing wrong is returned); when
+#      the disks come back the monitor takes them back by itself (nothing
+#      changed while they were away) and the array is optimal and writable;
+#   2. the same, but the array is unmounted while failed: the next mount
+#      takes the returning members back (their missed-write logs are empty);
+#   3. one member vanishes during writes: when it comes back the monitor
+#      re-adds it and resyncs only what changed; then a different member
+#      fails and every byte is still right;
+#   4. 'raidfs fail' then 'raidfs add' of the same directory with nothing
+#      written meanwhile: back at once, no resync.
+. "$(dirname "$0")/lib.sh"
+need_fuse
+
+wait_status() {	# MOUNTPOINT RC
+	for i in $(seq 1 300); do
+		"$RAIDFS" status "$1" >/dev/null 2>&1
+		[ $? = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+mem=$(make_members 4)
+mkdir -p "$T/ref"
+mnt=$T/mnt
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name ret $mem
+rfs_mount "$(join_members $mem)" "$mnt" || fail "mount"
+workload run --mnt "$mnt" --ref "$T/ref" --seed "$SEED" --ops 200 --chunk 4096 \
+	--max-size 200000 >"$T/w0.out" 2>&1 || { cat "$T/w0.out" >&2; fail "first workload"; }
+
+# 1: two members vanish while idle, come back while mounted
+"$RAIDFS" inject "$mnt" 1 vanish >/dev/null
+"$RAIDFS" inject "$mnt" 2 vanish >/dev/null
+wait_status "$mnt" 2 || fail "array not failed with members 1 and 2 gone: $("$RAIDFS" status "$mnt")"
+(echo x > "$mnt/refused") 2>/dev/null && fail "a write succeeded on a failed array"
+# reads: an error or the right bytes, never wrong ones
+nerr=0
+while read -r f; do
+	if cat "$mnt/$f" > "$T/read.tmp" 2>/dev/null; then
+		cmp -s "$T/read.tmp" "$T/ref/$f" || fail "wrong data read from the failed array: $f"
+	else
+		nerr=$((nerr + 1))
+	fi
+done < <(cd "$T/ref" && find . -type f -size +20k | head -n 20)
+[ "$nerr" -gt 0 ] || fail "every read of a failed raid5 missing two members succeeded"
+"$RAIDFS" inject "$mnt" 1 clear >/dev/null
+"$RAIDFS" inject "$mnt" 2 clear >/dev/null
+wait_status "$mnt" 0 || fail "the array did not recover when members 1 and 2 came back: $("$RAIDFS" status "$mnt")"
+grep -q "member 1 .*is back, with nothing missed" "$T/daemon.log" || fail "no log line for member 1 coming back"
+workload compare "$mnt" "$T/ref" >"$T/cmp.out" 2>&1 || { cat "$T/cmp.out" >&2; fail "tree differs after members 1 and 2 came back"; }
+echo back > "$mnt/back" && echo back > "$T/ref/back" || fail "write after recovery"
+log "ok: a failed array recovered by itself when its members came back"
+
+# 2: failed, unmounted, mounted again with everything
+"$RAIDFS" inject "$mnt" 0 vanish >/dev/null
+"$RAIDFS" inject "$mnt" 3 vanish >/dev/null
+wait_status "$mnt" 2 || fail "array not failed with members 0 and 3 gone"
+rfs_unmount_wait "$mnt" || fail "unmount of the failed array"
+rfs_mount "$(join_members $mem)" "$mnt" || fail "remount with the members that came back: $(cat "$T/err.txt" 2>/dev/null)"
+grep -q "taken back" "$T/daemon.log" || fail "no log line for members taken back at mount"
+expect_rc 0 "$RAIDFS" status "$mnt"
+workload compare "$mnt" "$T/ref" >"$T/cmp.out" 2>&1 || { cat "$T/cmp.out" >&2; fail "tree differs after the remount"; }
+log "ok: a remount took back members that missed nothing"
+
+# 2b: a member missing at mount shows up later: re-added by the monitor
+rfs_unmount_wait "$mnt" || fail "unmount before hiding member 1"
+hide_member "$T/d2"
+rfs_mount "$(join_members $mem)" "$mnt" || fail "degraded mount without member 1"
+echo late > "$mnt/late" && echo late > "$T/ref/late" || fail "write while member 1 is missing"
+unhide_member "$T/d2"
+wait_status "$mnt" 0 || fail "member 1 not re-added when its directory showed up: $("$RAIDFS" status "$mnt")"
+log "ok: a member missing at mount was re-added when it showed up"
+
+# 3: a member vanishes during writes and comes back: incremental re-add
+workload run --mnt "$mnt" --ref "$T/ref" --seed $((SEED + 1)) --ops 300 --chunk 4096 \
+	--max-size 200000 --name-prefix v >"$T/w1.out" 2>&1 &
+wpid=$!
+sleep 0.3
+"$RAIDFS" inject "$mnt" 3 vanish >/dev/null
+sleep 0.5
+"$RAIDFS" inject "$mnt" 3 clear >/dev/null
+wait $wpid || { cat "$T/w1.out" >&2; fail "workload error while member 3 was away"; }
+wait_status "$mnt" 0 || fail "member 3 not back after it returned: $("$RAIDFS" status "$mnt")"
+"$RAIDFS" fail "$mnt" 0 >/dev/null || fail "fail 0"
+workload compare "$mnt" "$T/ref" >"$T/cmp.out" 2>&1 || { cat "$T/cmp.out" >&2; fail "tree differs without member 0 after member 3 was re-added"; }
+log "ok: a member that vanished during writes was re-added by itself"
+
+# 4: fail and add back with nothing written: no resync
+"$RAIDFS" add "$mnt" "$T/d1" >"$OUT" 2>&1
+grep -q "member 0 .*re-added\|member 0 is back" "$OUT" || fail "add of member 0: $(cat "$OUT")"
+wait_status "$mnt" 0 || fail "member 0 not back"
+"$RAIDFS" fail "$mnt" 2 >/dev/null
+expect_rc 0 "$RAIDFS" add "$mnt" "$T/d3"
+grep -q "member 2 is back in service .*nothing changed" "$OUT" || fail "fail+add with nothing written resynced: $(cat "$OUT")"
+expect_rc 0 "$RAIDFS" status "$mnt"
+workload compare "$mnt" "$T/ref" >"$T/cmp.out" 2>&1 || { cat "$T/cmp.out" >&2; fail "tree differs at the end"; }
+rfs_unmount_wait "$mnt" || fail "unmount"
+expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
+log "ok: fail + add with nothing written is instant"
+exit 0
