@@ -5,15 +5,18 @@
 #                            [--members 5] [--dir DIR] [--out FILE]
 #
 # On a fresh tmpfs (or under DIR, to measure real disks): create an array,
-# write SIZE GiB as files of 256 MiB plus 2,000 small files, then
+# write SIZE GiB as files of 1 MiB (SIZE x 1024 files), then
+#   foreground  reading 256 files healthy, and while member 4 is rebuilt
+#            at the default rates;
 #   rebuild  fail member 1, 'raidfs replace' it onto an empty directory,
 #            time until the member is online (verify pass included) and
 #            report member bytes written per second;
 #   baseline the same bytes copied with cp from one member directory to an
 #            empty one (what the storage can do, same run);
-#   re-add   fail member 2, change 1% of the big files' bytes and 20 small
-#            files, 'raidfs add' the old directory back, time until online,
-#            and report how many files were resynced (from the log).
+#   re-add   fail member 2, rewrite 1% of the files (every 100th), 'raidfs
+#            add' the old directory back, time until online, and report
+#            how many files were resynced (from the log) and the time as a
+#            share of the full rebuild's.
 # Rates are bytes per second of wall time; the rebuild runs with no rate
 # limit (--max-rate 0) and no user I/O.  Everything is unmounted and
 # removed on exit, also on failure or Ctrl-C.
@@ -52,7 +55,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 if [ -z "$BASE" ]; then
 	mkdir "$W/t"
-	mount -t tmpfs -o size=$(( (SIZE * 3 + 4) ))g tmpfs "$W/t"
+	mount -t tmpfs -o size=$(( SIZE * 3 + 4 ))g tmpfs "$W/t"
 	TMPFS=1
 	BASE=$W/t
 else
@@ -63,18 +66,18 @@ for i in $(seq 1 "$N"); do mkdir -p "$BASE/d$i"; mem="$mem $BASE/d$i"; done
 mem=${mem# }
 mkdir -p "$W/mnt"
 now() { date +%s.%N; }
-sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a - b }'; }
+sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 log=$W/daemon.log
 
 "$RAIDFS" create --level "$LEVEL" --name rbench $mem >/dev/null
 "$RAIDFS" mount -o "log=$log" "${mem// /:}" "$W/mnt"
-"$RAIDFS" rebuild "$W/mnt" --max-rate 0 >/dev/null
-nbig=$(( SIZE * 4 ))
-for i in $(seq 1 $nbig); do
-	head -c 256M /dev/urandom > "$W/mnt/big$i"
+nfiles=$(( SIZE * 1024 ))
+mkdir "$W/mnt/data"
+for d in $(seq 0 $(( (nfiles - 1) / 256 ))); do mkdir "$W/mnt/data/$d"; done
+head -c $(( 64 << 20 )) /dev/urandom > "$W/rand"
+for i in $(seq 1 $nfiles); do
+	dd if="$W/rand" of="$W/mnt/data/$(( (i - 1) / 256 ))/f$i" bs=1M count=1 skip=$(( i % 64 )) status=none
 done
-mkdir "$W/mnt/small"
-for i in $(seq 1 2000); do head -c $(( (i % 50 + 1) * 1000 )) /dev/urandom > "$W/mnt/small/s$i"; done
 sync
 
 wait_online() {
@@ -84,7 +87,21 @@ wait_online() {
 }
 member_bytes=$(du -sb --exclude=.raidfs "$BASE/d2" | cut -f1)
 
-# rebuild
+# foreground read of 256 files: healthy, then during a rebuild at the
+# default rates (min 100 MB/s while users do I/O, no max)
+readset() { cat "$W"/mnt/data/0/f* > /dev/null; }
+t0=$(now); readset; t1=$(now)
+fg_healthy=$(sub "$t1" "$t0")
+"$RAIDFS" fail "$W/mnt" 4 >/dev/null
+mkdir "$BASE/new4"
+"$RAIDFS" rebuild "$W/mnt" --min-rate 100 --max-rate 0 >/dev/null
+"$RAIDFS" replace "$W/mnt" 4 "$BASE/new4" >/dev/null
+t0=$(now); readset; t1=$(now)
+fg_rebuild=$(sub "$t1" "$t0")
+wait_online 4
+
+# rebuild, idle, no limit
+"$RAIDFS" rebuild "$W/mnt" --min-rate 0 --max-rate 0 >/dev/null
 "$RAIDFS" fail "$W/mnt" 1 >/dev/null
 mkdir "$BASE/new1"
 t0=$(now)
@@ -104,33 +121,37 @@ rm -rf "$BASE/copy"
 # re-add after a few changes
 "$RAIDFS" fail "$W/mnt" 2 >/dev/null
 changed=0
-for i in $(seq 1 $nbig); do
-	[ $((i % 10)) = 1 ] || continue
-	dd if=/dev/urandom of="$W/mnt/big$i" bs=1M count=$(( 256 / 10 )) seek=7 conv=notrunc status=none
+for i in $(seq 100 100 $nfiles); do
+	dd if=/dev/urandom of="$W/mnt/data/$(( (i - 1) / 256 ))/f$i" bs=64K count=2 seek=3 conv=notrunc status=none
 	changed=$((changed + 1))
 done
-for i in $(seq 1 20); do echo changed >> "$W/mnt/small/s$((i * 97))"; done
 t0=$(now)
 "$RAIDFS" add "$W/mnt" "$BASE/d3" >/dev/null
 wait_online 2
 t1=$(now)
 ra=$(sub "$t1" "$t0")
 summary=$(grep -o "re-added: .*" "$log" | tail -n 1)
+# the daemon's own durations (the CLI polls status every 50 ms)
+rb_d=$(grep -o "rebuilt onto '$BASE/new1' and verified ([0-9]* files, [0-9.]* s)" "$log" | grep -o "[0-9.]* s)" | tr -d ' s)')
+ra_d=$(echo "$summary" | grep -o "([0-9.]* s)" | tr -d '( s)')
 
 mb() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", a / 1048576 / b }'; }
 report=$(cat <<EOF
 ### Rebuild and re-add, $(date -u +%Y-%m-%d), $LEVEL over $N members on $( [ $TMPFS = 1 ] && echo tmpfs || echo "$BASE" )
 
-Data: $SIZE GiB in $nbig files of 256 MiB and 2,000 small files; one
-member holds $(mb "$member_bytes" 1) MiB.  Command: \`contrib/bench/rebuild.sh --size $SIZE --level $LEVEL --members $N\`.
+Data: $SIZE GiB in $nfiles files of 1 MiB; one member holds
+$(mb "$member_bytes" 1) MiB.  Command: \`contrib/bench/rebuild.sh --size $SIZE --level $LEVEL --members $N\`.
 
 | what | time | rate |
 |---|---|---|
-| rebuild of member 1 (replace, verify pass included, no rate limit) | ${rb} s | $(mb "$member_bytes" "$rb") MiB/s of member data |
+| rebuild of member 1 (replace, verify pass included, no rate limit) | ${rb_d} s (${rb} s to online, seen by the CLI) | $(mb "$member_bytes" "$rb_d") MiB/s of member data |
 | baseline: cp -a of one member directory, same storage | ${cpt} s | $(mb "$member_bytes" "$cpt") MiB/s |
-| re-add of member 2 after changing $changed big files (26 MiB each) and 20 small files | ${ra} s | $summary |
+| foreground: reading 256 MiB (256 files), healthy | ${fg_healthy} s | $(mb 268435456 "$fg_healthy") MiB/s |
+| foreground: the same while member 4 is rebuilt at the default rates | ${fg_rebuild} s | $(mb 268435456 "$fg_rebuild") MiB/s |
+| re-add of member 2 after rewriting 128 KiB in $changed files (1%) | ${ra_d} s (${ra} s seen by the CLI) | $summary |
 
-Rebuild as a ratio of the copy baseline: $(awk -v a="$cpt" -v b="$rb" 'BEGIN { printf "%.2f", a / b }')x.
+Rebuild as a ratio of the copy baseline: $(awk -v a="$cpt" -v b="$rb_d" 'BEGIN { printf "%.2f", a / b }')x.
+Re-add time as a share of the full rebuild: $(awk -v a="$ra_d" -v b="$rb_d" 'BEGIN { printf "%.1f", 100 * a / b }')%.
 EOF
 )
 echo "$report"
