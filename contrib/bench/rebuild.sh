@@ -6,7 +6,7 @@
 #
 # On a fresh tmpfs (or under DIR, to measure real disks): create an array,
 # write SIZE GiB as files of 1 MiB (SIZE x 1024 files), then
-#   foreground  reading 256 files healthy, and while member 4 is rebuilt
+#   foreground  reading 256 files healthy, and while the last member is rebuilt
 #            at the default rates;
 #   rebuild  fail member 1, 'raidfs replace' it onto an empty directory,
 #            time until the member is online (verify pass included) and
@@ -92,13 +92,14 @@ member_bytes=$(du -sb --exclude=.raidfs "$BASE/d2" | cut -f1)
 readset() { cat "$W"/mnt/data/0/f* > /dev/null; }
 t0=$(now); readset; t1=$(now)
 fg_healthy=$(sub "$t1" "$t0")
-"$RAIDFS" fail "$W/mnt" 4 >/dev/null
-mkdir "$BASE/new4"
+last=$(( N - 1 ))
+"$RAIDFS" fail "$W/mnt" $last >/dev/null
+mkdir "$BASE/newl"
 "$RAIDFS" rebuild "$W/mnt" --min-rate 100 --max-rate 0 >/dev/null
-"$RAIDFS" replace "$W/mnt" 4 "$BASE/new4" >/dev/null
+"$RAIDFS" replace "$W/mnt" $last "$BASE/newl" >/dev/null
 t0=$(now); readset; t1=$(now)
 fg_rebuild=$(sub "$t1" "$t0")
-wait_online 4
+wait_online $last
 
 # rebuild, idle, no limit
 "$RAIDFS" rebuild "$W/mnt" --min-rate 0 --max-rate 0 >/dev/null
@@ -147,7 +148,7 @@ $(mb "$member_bytes" 1) MiB.  Command: \`contrib/bench/rebuild.sh --size $SIZE -
 | rebuild of member 1 (replace, verify pass included, no rate limit) | ${rb_d} s (${rb} s to online, seen by the CLI) | $(mb "$member_bytes" "$rb_d") MiB/s of member data |
 | baseline: cp -a of one member directory, same storage | ${cpt} s | $(mb "$member_bytes" "$cpt") MiB/s |
 | foreground: reading 256 MiB (256 files), healthy | ${fg_healthy} s | $(mb 268435456 "$fg_healthy") MiB/s |
-| foreground: the same while member 4 is rebuilt at the default rates | ${fg_rebuild} s | $(mb 268435456 "$fg_rebuild") MiB/s |
+| foreground: the same while member $last is rebuilt at the default rates | ${fg_rebuild} s | $(mb 268435456 "$fg_rebuild") MiB/s |
 | re-add of member 2 after rewriting 128 KiB in $changed files (1%) | ${ra_d} s (${ra} s seen by the CLI) | $summary |
 
 Rebuild as a ratio of the copy baseline: $(awk -v a="$cpt" -v b="$rb_d" 'BEGIN { printf "%.2f", a / b }')x.
