@@ -297,9 +297,12 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		errf(err, errlen, "member '%s' has a superblock with an invalid geometry", paths[best]);
 		goto fail;
 	}
-	for (uint32_t j = 0; j < a->width + SB_MAX_SPARES; j++) {
+	a->shadow_of = -1;
+	for (uint32_t j = 0; j < MEMBER_SLOTS; j++) {
 		a->m[j].dirfd = -1;
 		pthread_mutex_init(&a->m[j].fault_lock, NULL);
+		if (j == SHADOW)
+			break;
 		a->m[j].state = a->sb.members[j].state;
 		snprintf(a->m[j].path, sizeof(a->m[j].path), "%s", a->sb.members[j].path);
 	}
@@ -430,7 +433,7 @@ fail:
 
 void array_close(struct array *a)
 {
-	for (uint32_t j = 0; j < a->width + SB_MAX_SPARES; j++) {
+	for (uint32_t j = 0; j < MEMBER_SLOTS; j++) {
 		if (a->m[j].dirfd >= 0)
 			close(a->m[j].dirfd);
 		a->m[j].dirfd = -1;
@@ -878,6 +881,8 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 	if ((int)j == a->primary)
 		pick_primary_locked(a);
 	pthread_mutex_unlock(&a->lock);
+	if ((int)j == shadow_of(a))
+		rebuild_abandon_replace();	/* its copy can no longer follow it */
 	missed_from_dirty(a, j);
 	array_event(a, "Fail", j);
 	if (st == ARRAY_FAILED) {
@@ -1090,6 +1095,79 @@ int array_member_back(struct array *a, uint32_t j, int fd, const char *path)
 	log_warn("array '%s': member %u '%s' is back, with nothing missed; array is %s", a->sb.name, j, path,
 		 array_state_name(st));
 	array_event(a, "MemberReturned", j);
+	return r;
+}
+
+int array_shadow_begin(struct array *a, uint32_t j, int fd, const char *path)
+{
+	pthread_mutex_lock(&a->lock);
+	if (!member_online(a, j) || shadow_of(a) >= 0) {
+		pthread_mutex_unlock(&a->lock);
+		return -EBUSY;
+	}
+	struct member *s = &a->m[SHADOW];
+	s->dirfd = fd;
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	s->errors = s->corrected = s->reads = s->writes = 0;
+	memset(&s->fault, 0, sizeof(s->fault));
+	s->state = MS_REBUILDING;
+	mkdirat(fd, SB_DIR, 0700);
+	mkdirat(fd, SB_DIRTY_DIR, 0700);
+	__atomic_store_n(&a->shadow_of, (int)j, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&a->lock);
+	log_warn("array '%s': member %u '%s' is being replaced by '%s'; it serves until the copy is complete",
+		 a->sb.name, j, a->m[j].path, path);
+	return 0;
+}
+
+void array_shadow_drop(struct array *a)
+{
+	pthread_mutex_lock(&a->lock);
+	int j = shadow_of(a);
+	__atomic_store_n(&a->shadow_of, -1, __ATOMIC_RELEASE);
+	int fd = a->m[SHADOW].dirfd;
+	a->m[SHADOW].dirfd = -1;
+	a->m[SHADOW].state = MS_REMOVED;
+	pthread_mutex_unlock(&a->lock);
+	rfile_forget_member(SHADOW);
+	if (fd >= 0)
+		close(fd);
+	if (j >= 0)
+		log_warn("array '%s': the replacement of member %d was abandoned; '%s' holds a partial copy (empty it before trying again)",
+			 a->sb.name, j, a->m[SHADOW].path);
+}
+
+int array_shadow_commit(struct array *a)
+{
+	int j = shadow_of(a);
+	if (j < 0)
+		return -EINVAL;
+	rfile_shadow_commit(j);
+	pthread_mutex_lock(&a->lock);
+	int old = a->m[j].dirfd;
+	char oldpath[PATH_MAX];
+	snprintf(oldpath, sizeof(oldpath), "%s", a->m[j].path);
+	a->m[j].dirfd = a->m[SHADOW].dirfd;
+	memcpy(a->m[j].path, a->m[SHADOW].path, sizeof(a->m[j].path));
+	a->m[j].errors = a->m[j].corrected = a->m[j].reads = a->m[j].writes = 0;
+	memset(&a->m[j].fault, 0, sizeof(a->m[j].fault));
+	memcpy(a->sb.members[j].path, a->m[j].path, SB_PATH_MAX - 1);
+	a->sb.members[j].path[SB_PATH_MAX - 1] = '\0';
+	a->m[SHADOW].dirfd = -1;
+	a->m[SHADOW].state = MS_REMOVED;
+	__atomic_store_n(&a->shadow_of, -1, __ATOMIC_RELEASE);
+	a->sb.events++;
+	int r = array_write_superblocks_locked(a);
+	if (j == a->primary)
+		rfile_rekey(a);	/* inode numbers come from the new directory now */
+	pthread_mutex_unlock(&a->lock);
+	/* the old directory is no longer a member: a later mount must not
+	 * take it for one */
+	unlinkat(old, SB_FILE, 0);
+	close(old);
+	log_info("array '%s': member %d is now '%s' (replaced '%s', which can be removed)", a->sb.name, j,
+		 a->m[j].path, oldpath);
+	array_event(a, "RebuildFinished", j);
 	return r;
 }
 

@@ -77,11 +77,24 @@ struct member {
 
 enum array_state { ARRAY_OPTIMAL, ARRAY_DEGRADED, ARRAY_FAILED };
 
+/*
+ * The shadow slot: while a healthy member j is replaced in place
+ * (`raidfs replace` of an online member, like mdadm --replace), the new
+ * directory sits in slot SHADOW, state REBUILDING, and a->shadow_of is j.
+ * Member j keeps serving; every write to j, every namespace change and
+ * every metadata update also reaches the shadow (rf->fd[SHADOW]); when the
+ * copy is complete the shadow takes j's place.  Loops over the members
+ * (j < width, j < width + spares) never reach it.
+ */
+#define SHADOW (LAYOUT_MAX_WIDTH + SB_MAX_SPARES)
+#define MEMBER_SLOTS (SHADOW + 1)
+
 struct array {
 	struct superblock sb;		/* authoritative (highest events) */
 	struct layout lay;		/* array geometry, rotation 0 */
 	uint32_t width;
-	struct member m[LAYOUT_MAX_WIDTH + SB_MAX_SPARES];	/* spares after width */
+	struct member m[MEMBER_SLOTS];	/* spares after width; SHADOW last */
+	int shadow_of;			/* member being replaced in place, or -1 */
 	int primary;			/* lowest present member index */
 	bool absent_recorded;		/* absent members written down as faulty */
 	bool readonly;
@@ -149,6 +162,12 @@ static inline bool member_writable(const struct array *a, uint32_t i)
 		return false;
 	int st = __atomic_load_n(&a->m[i].state, __ATOMIC_ACQUIRE);
 	return st == MS_ONLINE || st == MS_REBUILDING;
+}
+
+/* The member being replaced in place, or -1. */
+static inline int shadow_of(const struct array *a)
+{
+	return __atomic_load_n(&a->shadow_of, __ATOMIC_ACQUIRE);
 }
 
 static inline bool member_rebuilding(const struct array *a, uint32_t i)
@@ -231,6 +250,14 @@ bool array_missed_empty(int dirfd, uint32_t away);
 /* Put member j (its old directory fd/path, nothing missed) straight back
  * online: how a failed array recovers when its members return. */
 int array_member_back(struct array *a, uint32_t j, int fd, const char *path);
+
+/* Replace in place: put fd (path) in the shadow slot for member j, or
+ * take it out again (abandoned), or make it member j (complete: the old
+ * directory loses its superblock).  Callers hold a->ns_lock exclusively
+ * for the last two. */
+int array_shadow_begin(struct array *a, uint32_t j, int fd, const char *path);
+void array_shadow_drop(struct array *a);
+int array_shadow_commit(struct array *a);
 void array_missed_clear(struct array *a, uint32_t away);
 
 /*

@@ -200,6 +200,9 @@ static void status_text(struct array *a, struct out *o)
 		     __atomic_load_n(&a->m[j].corrected, __ATOMIC_RELAXED));
 		if (a->m[j].fail_reason[0])
 			outf(o, "      failed: %s\n", a->m[j].fail_reason);
+		if ((int)j == shadow_of(a))
+			outf(o, "      being replaced by %s (it serves until the copy is complete)\n",
+			     a->m[SHADOW].path);
 		member_inject_describe(a, j, inj, sizeof(inj));
 		if (inj[0])
 			outf(o, "      injected faults: %s\n", inj);
@@ -214,7 +217,10 @@ static void status_text(struct array *a, struct out *o)
 		if (pct > 100)
 			pct = 100;
 		int bars = (int)(pct / 5);
-		outf(o, "%s member %d [", ri.readd ? "re-add: " : "rebuild:", ri.member);
+		if (ri.replace)
+			outf(o, "replace: member %d -> '%s'\n         [", ri.member, ri.target);
+		else
+			outf(o, "%s member %d [", ri.readd ? "re-add: " : "rebuild:", ri.member);
 		for (int i = 0; i < 20; i++)
 			outf(o, "%c", i < bars ? '=' : (i == bars ? '>' : ' '));
 		outf(o, "] %5.1f%%  %s / %s", pct, fmt_size(ri.done, d, sizeof(d)), fmt_size(ri.total, t, sizeof(t)));
@@ -281,9 +287,10 @@ static void status_json(struct array *a, struct out *o)
 	}
 	struct rebuild_info ri;
 	rebuild_get(&ri);
-	outf(o, "], \"rebuild\": {\"active\": %s, \"readd\": %s, \"paused\": %s, \"member\": %d, \"done\": %" PRIu64
+	outf(o, "], \"rebuild\": {\"active\": %s, \"readd\": %s, \"replace\": %s, \"paused\": %s, \"member\": %d, \"done\": %" PRIu64
 		", \"total\": %" PRIu64 ", \"rate\": %.0f, \"elapsed\": %.1f, \"min_rate\": %u, \"max_rate\": %u, \"last_result\": ",
-	     ri.active ? "true" : "false", ri.readd ? "true" : "false", ri.paused ? "true" : "false", ri.member, ri.done, ri.total,
+	     ri.active ? "true" : "false", ri.readd ? "true" : "false", ri.active && ri.replace ? "true" : "false",
+	     ri.paused ? "true" : "false", ri.member, ri.done, ri.total,
 	     ri.rate, ri.elapsed, ri.min_rate, ri.max_rate);
 	json_str(o, ri.last_result);
 	outf(o, "}}\n");
@@ -359,12 +366,17 @@ static void cmd_replace(struct array *a, int argc, char **argv, struct out *o)
 		     argc == 3 ? argv[1] : "", a->sb.name);
 		return;
 	}
+	bool in_place = member_online(a, j);
 	if (rebuild_start(a, j, argv[2], err, sizeof(err)) < 0) {
 		outf(o, "rc 1\nraidfs: replace: %s\n", err);
 		return;
 	}
-	outf(o, "rc 0\nrebuilding member %d onto '%s'; follow it with 'raidfs status %s'\n", j, argv[2],
-	     a->mountpoint);
+	if (in_place)
+		outf(o, "rc 0\ncopying member %d onto '%s'; it keeps serving until the copy is complete; follow it with 'raidfs status %s'\n",
+		     j, argv[2], a->mountpoint);
+	else
+		outf(o, "rc 0\nrebuilding member %d onto '%s'; follow it with 'raidfs status %s'\n", j, argv[2],
+		     a->mountpoint);
 }
 
 static void cmd_remove(struct array *a, int argc, char **argv, struct out *o)

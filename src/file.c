@@ -68,7 +68,35 @@ void rfile_rekey(struct array *a)
 	pthread_mutex_unlock(&table_lock);
 }
 
+static void for_each_open(void (*fn)(struct rfile *rf, uint32_t j), uint32_t j);
+
+static void forget_one(struct rfile *rf, uint32_t j)
+{
+	if (rf->fd[j] >= 0)
+		close(rf->fd[j]);
+	rf->fd[j] = -1;
+}
+
 void rfile_forget_member(uint32_t j)
+{
+	for_each_open(forget_one, j);
+}
+
+static void commit_one(struct rfile *rf, uint32_t j)
+{
+	if (rf->fd[j] >= 0)
+		close(rf->fd[j]);
+	rf->fd[j] = rf->fd[SHADOW];
+	rf->fd[SHADOW] = -1;
+}
+
+void rfile_shadow_commit(uint32_t j)
+{
+	for_each_open(commit_one, j);
+}
+
+/* fn(rf, j) on every open file under its write lock */
+static void for_each_open(void (*fn)(struct rfile *rf, uint32_t j), uint32_t j)
 {
 	/* take a reference on every open file under the table lock, then
 	 * lock each file without it (the lock order elsewhere is a file's
@@ -93,13 +121,36 @@ void rfile_forget_member(uint32_t j)
 	for (size_t i = 0; i < n; i++) {
 		struct rfile *rf = all[i];
 		pthread_rwlock_wrlock(&rf->rw);
-		if (rf->fd[j] >= 0)
-			close(rf->fd[j]);
-		rf->fd[j] = -1;
+		fn(rf, j);
 		pthread_rwlock_unlock(&rf->rw);
 		rfile_release(rf);
 	}
 	free(all);
+}
+
+/* A healthy member is being replaced in place: the file's shard on the
+ * replacement, if the copy has made it yet (else the copy makes it).  On
+ * create (mode given) it is made here. */
+static void open_shadow(struct rfile *rf, const char *relpath, bool create, mode_t mode)
+{
+	struct array *a = rf->a;
+	int sj = shadow_of(a);
+	if (sj < 0 || a->m[SHADOW].dirfd < 0)
+		return;
+	int fd = create ? openat(a->m[SHADOW].dirfd, relpath,
+				 O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode)
+			: openat(a->m[SHADOW].dirfd, relpath, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (create)
+			rebuild_redo(relpath);	/* its directory is not copied yet */
+		return;
+	}
+	struct file_meta fm;
+	if (!create && meta_get(fd, &fm) == 0 && fm.id != rf->id) {
+		close(fd);	/* a leftover: the copy replaces it */
+		return;
+	}
+	rf->fd[SHADOW] = fd;
 }
 
 int rfile_lookup_size(uint64_t key, uint64_t *size, bool *marked)
@@ -123,6 +174,14 @@ static void close_fds(const struct array *a, int *fds)
 			close(fds[j]);
 		fds[j] = -1;
 	}
+}
+
+static void close_rf_fds(struct rfile *rf)
+{
+	close_fds(rf->a, rf->fd);
+	if (rf->fd[SHADOW] >= 0)
+		close(rf->fd[SHADOW]);
+	rf->fd[SHADOW] = -1;
 }
 
 int rfile_best_meta(const struct array *a, const int *fds,
@@ -208,7 +267,7 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	rf->id = m->id;
 	if (meta_layout(m, &rf->lay) < 0)
 		return -EIO;
-	for (uint32_t j = 0; j < LAYOUT_MAX_WIDTH; j++)
+	for (uint32_t j = 0; j < MEMBER_SLOTS; j++)
 		rf->fd[j] = j < a->width ? fds[j] : -1;
 	rf->size = m->size;
 	rf->meta_version = m->version;
@@ -230,6 +289,13 @@ int rfile_write_meta(struct rfile *rf, uint32_t flags)
 		.rotation = rf->lay.rotation,
 	};
 	int ret = 0;
+	int sj = shadow_of(rf->a);
+	if (sj >= 0 && rf->fd[SHADOW] >= 0) {
+		fm.index = sj;	/* the shadow becomes member sj */
+		if (meta_set(rf->fd[SHADOW], &fm) < 0)
+			log_warn("cannot write metadata of file %016" PRIx64 " on the replacement of member %d",
+				 rf->id, sj);
+	}
 	for (uint32_t j = 0; j < rf->a->width; j++) {
 		if (rf->fd[j] < 0 || !member_writable(rf->a, j))
 			continue;
@@ -255,7 +321,7 @@ static struct rfile *insert_or_share(struct rfile *rf)
 	if (old) {
 		old->refs++;
 		pthread_mutex_unlock(&table_lock);
-		close_fds(rf->a, rf->fd);
+		close_rf_fds(rf);
 		pthread_rwlock_destroy(&rf->rw);
 		free(rf);
 		return old;
@@ -368,6 +434,7 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 		rf->key = st.st_ino;
 	if (nvalid < (int)(a->width - array_absent_count(a)))
 		rf->meta_stale = true;	/* repair the bad copies on close */
+	open_shadow(rf, relpath, false, 0);
 	*out = insert_or_share(rf);
 	return 0;
 }
@@ -424,6 +491,9 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	struct file_meta fm;
 	rfile_new_meta(a, random_u64(), &fm);
 	rfile_private(a, fds, &fm, rf);
+	open_shadow(rf, relpath, true, mode);
+	if (rf->fd[SHADOW] >= 0 && geteuid() == 0)
+		fchown(rf->fd[SHADOW], uid, gid);
 	/* in the dirty log before the metadata goes out member by member:
 	 * a crash in between is repaired by the next mount */
 	ret = array_mark_dirty(a, fm.id, fds);
@@ -432,6 +502,10 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		ret = rfile_write_meta(rf, 0);
 	}
 	if (ret < 0) {
+		if (rf->fd[SHADOW] >= 0) {
+			close(rf->fd[SHADOW]);
+			unlinkat(a->m[SHADOW].dirfd, relpath, 0);
+		}
 		pthread_rwlock_destroy(&rf->rw);
 		free(rf);
 		goto fail;
@@ -472,7 +546,7 @@ int rfile_release(struct rfile *rf)
 	if (*pp)
 		*pp = rf->next;
 	pthread_mutex_unlock(&table_lock);
-	close_fds(rf->a, rf->fd);
+	close_rf_fds(rf);
 	pthread_rwlock_destroy(&rf->rw);
 	free(rf);
 	return ret;

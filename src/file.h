@@ -41,7 +41,7 @@ struct rfile {
 	uint64_t key;			/* inode of the primary shard */
 	uint64_t id;
 	struct layout lay;
-	int fd[LAYOUT_MAX_WIDTH];	/* -1: member absent */
+	int fd[MEMBER_SLOTS];		/* -1: member absent; [SHADOW]: see array.h */
 	uint64_t size;			/* logical size (atomic access) */
 	uint64_t meta_version;
 	bool meta_stale;		/* size changed since metadata written */
@@ -67,6 +67,10 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out);
  * exists), owned by uid/gid when the daemon runs as root. */
 int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		 uid_t uid, gid_t gid, struct rfile **out);
+
+/* Replace in place is complete: in every open file, the shadow's shard
+ * becomes member j's (the old one is closed).  Namespace lock held. */
+void rfile_shadow_commit(uint32_t j);
 
 /* Drop a reference; the last one writes metadata, clears the dirty mark
  * and closes the shards.  Returns the first error seen (it is also
@@ -106,11 +110,14 @@ int stripe_fsync(struct rfile *rf, bool datasync);
  * crash).  Caller holds rf->rw or owns rf privately. */
 int stripe_resync(struct rfile *rf);
 
-/* Rebuild member j's chunk of stripe s (rebuild.c); caller holds rf->rw
- * exclusively.  With verify, the chunk is compared with what member j
- * holds and rewritten (and *fixed set) only when it differs.  Bytes
- * written or -errno. */
-long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, bool verify, bool *fixed);
+/* Rebuild member j's chunk of stripe s into rf->fd[target] (rebuild.c):
+ * target is j for a rebuild (the chunk is reconstructed from the others),
+ * SHADOW for a replace in place (copied from j while j can be read).
+ * Caller holds rf->rw exclusively.  With verify, the chunk is compared
+ * with what the target holds and rewritten (and *fixed set) only when it
+ * differs.  Bytes written or -errno. */
+long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify,
+			  bool *fixed);
 
 /* Every open file drops its shard descriptor on member j (it is being
  * replaced). */

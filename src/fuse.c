@@ -94,8 +94,16 @@ static inline int primary_fd(void)
  * rename and link shadow path2 with their second name */
 #define PRIMARY_PATH path
 static const char *const path2 = NULL;
-#define FOR_OTHERS(j) \
+#define FOR_OTHER_MEMBERS(j) \
 	for (uint32_t j = 0; j < A->width; j++) \
+		if ((int)j != cur_primary && member_writable(A, j))
+/* the same, and the replacement of a member being replaced in place */
+static inline uint32_t next_slot(uint32_t j)
+{
+	return j + 1 < A->width ? j + 1 : j < SHADOW ? SHADOW : SHADOW + 1;
+}
+#define FOR_OTHERS(j) \
+	for (uint32_t j = 0; j <= SHADOW; j = next_slot(j)) \
 		if ((int)j != cur_primary && member_writable(A, j))
 
 /* A namespace operation failed on a non-primary member: a broken or
@@ -167,7 +175,7 @@ static bool primary_disagrees(const char *path)
 		const char *q = pass ? parent : r;
 		int others = 0, have = 0;
 		struct stat st;
-		FOR_OTHERS(j) {
+		FOR_OTHER_MEMBERS(j) {
 			others++;
 			if (fstatat(A->m[j].dirfd, q, &st, AT_SYMLINK_NOFOLLOW) == 0)
 				have++;

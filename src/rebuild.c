@@ -28,7 +28,7 @@ static pthread_mutex_t rb_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rb_cond = PTHREAD_COND_INITIALIZER;
 static struct rebuild_info info = { .member = -1, .min_rate = 100, .max_rate = 0 };
 static pthread_t rb_thread;
-static bool rb_thread_live, rb_stop;
+static bool rb_thread_live, rb_stop, rb_abandon;
 static struct array *RA;
 static uint64_t last_user_io_ms;
 
@@ -54,6 +54,11 @@ void rebuild_get(struct rebuild_info *out)
 	pthread_mutex_lock(&rb_lock);
 	*out = info;
 	pthread_mutex_unlock(&rb_lock);
+}
+
+void rebuild_abandon_replace(void)
+{
+	__atomic_store_n(&rb_abandon, true, __ATOMIC_RELEASE);
 }
 
 void rebuild_pause(bool pause)
@@ -94,7 +99,7 @@ static bool throttle(uint64_t bytes)
 	uint32_t limit = busy ? info.min_rate : info.max_rate;
 	if (busy && info.max_rate && info.max_rate < limit)
 		limit = info.max_rate;
-	bool stop = rb_stop;
+	bool stop = rb_stop || __atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&rb_lock);
 	for (int mark = 20; mark <= 80; mark += 20) {
 		if (last_pct < mark && pct >= mark && pct < 100) {
@@ -122,7 +127,8 @@ static bool throttle(uint64_t bytes)
 
 struct walk {
 	struct array *a;
-	uint32_t j;
+	uint32_t j;		/* slot written: the member, or SHADOW */
+	uint32_t lj;		/* the member whose chunks these are */
 	int dst;		/* the new member's dirfd (the source is SRC(w)) */
 	/* hard-linked files met so far: their rfile stays open (pinned) for
 	 * the whole rebuild, so every name of the file, whenever it is
@@ -329,7 +335,7 @@ static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 		uint64_t nstripes = (rf->size + sbytes - 1) / sbytes;
 		for (uint64_t x = s; x < s + WINDOW_STRIPES && x < nstripes && r == 0; x++) {
 			bool fixed = false;
-			long b = stripe_rebuild_chunk(rf, x, w->j, w->verify, &fixed);
+			long b = stripe_rebuild_chunk(rf, x, w->lj, w->j, w->verify, &fixed);
 			if (b < 0)
 				r = b;
 			else
@@ -349,7 +355,7 @@ static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 	}
 	if (r == 0) {
 		pthread_rwlock_wrlock(&rf->rw);
-		if (ftruncate(rf->fd[w->j], layout_shard_size(&rf->lay, w->j, rf->size)) < 0)
+		if (ftruncate(rf->fd[w->j], layout_shard_size(&rf->lay, w->lj, rf->size)) < 0)
 			r = -errno;
 		if (r == 0)
 			r = rfile_write_meta(rf, 0);
@@ -411,6 +417,8 @@ static void redo_sync(void);
  * rebuild interrupted by unmount or kill -9 resumes after this file. */
 static void save_position(struct walk *w, const char *path)
 {
+	if (w->j == SHADOW)
+		return;	/* a replace in place is not resumed */
 	uint64_t t = now_ms();
 	if (w->last_save_ms && t - w->last_save_ms < 1000)
 		return;
@@ -537,7 +545,7 @@ static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 		if (r == 0 && w->pass == 1)
 			save_position(w, child);
 		if (r < 0) {
-			log_err("rebuild of '%s' onto member %u failed: %s", child, w->j, strerror(-r));
+			log_err("rebuild of '%s' onto member %u failed: %s", child, w->lj, strerror(-r));
 			if (r == -EINTR)
 				ret = r;
 			else
@@ -838,7 +846,8 @@ static void *rebuild_thread(void *arg)
 {
 	struct array *a = RA;
 	uint32_t j = (uint32_t)(uintptr_t)arg;
-	struct walk w = { .a = a, .j = j, .dst = a->m[j].dirfd };
+	bool shadow = j == SHADOW;
+	struct walk w = { .a = a, .j = j, .lj = shadow ? (uint32_t)shadow_of(a) : j, .dst = a->m[j].dirfd };
 	if (resume_set)
 		w.resume_after = resume_path;
 	w.readd = readd_mode;
@@ -876,8 +885,9 @@ static void *rebuild_thread(void *arg)
 		r = walk_dir(&w, ".");
 		if (w.fixed)
 			log_warn("rebuild of member %u: the verify pass rewrote %" PRIu64 " chunk%s changed during the rebuild",
-				 j, w.fixed, w.fixed == 1 ? "" : "s");
+				 w.lj, w.fixed, w.fixed == 1 ? "" : "s");
 	}
+	bool locked = false;
 	if (r == 0 && w.errors == 0) {
 		/* paths the namespace changed under the walk; returns with the
 		 * namespace lock held, so nothing changes before the member is
@@ -885,10 +895,32 @@ static void *rebuild_thread(void *arg)
 		w.verify = false;
 		w.pass = 0;
 		r = redo_drain(&w);
+		locked = r == 0;
 	}
 
 	char msg[256];
-	if (r == 0 && w.errors == 0) {
+	if (shadow && locked && (__atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE) || !member_online(a, w.lj))) {
+		pthread_rwlock_unlock(&a->ns_lock);
+		locked = false;
+		r = -EIO;	/* the member failed or its replacement could not keep up */
+	}
+	if (shadow) {
+		uint32_t lj = w.lj;
+		if (locked) {
+			redo_close(w.dst, true);
+			array_shadow_commit(a);
+			pthread_rwlock_unlock(&a->ns_lock);
+			snprintf(msg, sizeof(msg), "member %u replaced by '%.120s' and verified (%.2f s)", lj,
+				 a->m[lj].path, (now_ms() - t_start_ms) / 1000.0);
+			log_info("%s", msg);
+		} else {
+			redo_close(w.dst, false);
+			array_shadow_drop(a);
+			snprintf(msg, sizeof(msg), "the replacement of member %u was abandoned (%s); it stays in service",
+				 lj, r == -EINTR ? "stopped" : w.errors ? "file errors, see the log" : "the member or the copy failed");
+			log_warn("%s", msg);
+		}
+	} else if (locked) {
 		unlinkat(w.dst, POS_FILE, 0);
 		redo_close(w.dst, true);
 		array_member_rebuilt(a, j);
@@ -926,22 +958,19 @@ static void *rebuild_thread(void *arg)
 }
 
 static int start_on(struct array *a, int member, int fd, const char *path, bool readd, char *err, size_t errlen);
+static int start_replace(struct array *a, int member, int fd, const char *path, char *err, size_t errlen);
 
 /* Common checks: can member be rebuilt now? */
 static int can_rebuild(struct array *a, int member, char *err, size_t errlen)
 {
-	if (a->lay.red == RED_NONE) {
-		snprintf(err, errlen, "%s has no redundancy: nothing to rebuild from", layout_level_name(a->lay.level));
-		return -EINVAL;
-	}
 	if (member < 0 || (uint32_t)member >= a->width) {
 		snprintf(err, errlen, "no member %d (the array has %u)", member, a->width);
 		return -EINVAL;
 	}
-	if (member_online(a, member)) {
-		snprintf(err, errlen, "member %d '%s' is still online: fail it first ('raidfs fail %s %d'); replacing a healthy member in place is not supported yet",
-			 member, a->m[member].path, a->mountpoint, member);
-		return -EBUSY;
+	bool in_place = member_online(a, member);	/* copied, not rebuilt */
+	if (a->lay.red == RED_NONE && !in_place) {
+		snprintf(err, errlen, "%s has no redundancy: nothing to rebuild from", layout_level_name(a->lay.level));
+		return -EINVAL;
 	}
 	pthread_mutex_lock(&rb_lock);
 	bool busy = info.active;
@@ -950,7 +979,7 @@ static int can_rebuild(struct array *a, int member, char *err, size_t errlen)
 		snprintf(err, errlen, "a rebuild is already running (member %d)", info.member);
 		return -EBUSY;
 	}
-	if (array_state(a) == ARRAY_FAILED) {
+	if (array_state(a) == ARRAY_FAILED && !in_place) {
 		snprintf(err, errlen, "the array has lost more members than it tolerates: there is no complete data to rebuild from");
 		return -EIO;
 	}
@@ -989,21 +1018,21 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
 		return r;
 	}
 	char *rp = realpath(dir, NULL);
-	r = start_on(a, member, fd, rp ? rp : dir, false, err, errlen);
+	if (member_online(a, member))
+		r = start_replace(a, member, fd, rp ? rp : dir, err, errlen);
+	else
+		r = start_on(a, member, fd, rp ? rp : dir, false, err, errlen);
 	free(rp);
 	return r;
 }
 
 /* Put fd (an empty, checked directory) in member's slot and start. */
-static int start_on(struct array *a, int member, int fd, const char *path, bool readd, char *err, size_t errlen)
+/* Start the thread that fills `slot` (the member's own, or SHADOW) with
+ * member's contents. */
+static int launch(struct array *a, int member, uint32_t slot, bool readd, const char *target,
+		  char *err, size_t errlen)
 {
-	int r = array_replace_begin(a, member, fd, path);
-	if (r == -EBUSY) {
-		snprintf(err, errlen, "member %d is not faulty or missing", member);
-		close(fd);
-		return r;
-	}
-	rfile_forget_member(member);
+	rfile_forget_member(slot);
 	pthread_mutex_lock(&rb_lock);
 	if (rb_thread_live) {
 		pthread_mutex_unlock(&rb_lock);
@@ -1014,6 +1043,8 @@ static int start_on(struct array *a, int member, int fd, const char *path, bool 
 	resume_set = false;
 	readd_mode = readd;
 	info.readd = readd;
+	info.replace = slot == SHADOW;
+	snprintf(info.target, sizeof(info.target), "%s", target);
 	info.active = true;
 	info.paused = false;
 	info.member = member;
@@ -1022,17 +1053,41 @@ static int start_on(struct array *a, int member, int fd, const char *path, bool 
 	info.rate = info.elapsed = 0;
 	info.current[0] = '\0';
 	rb_stop = false;
+	__atomic_store_n(&rb_abandon, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&rb_lock);
 	if (readd)
 		array_event(a, "MemberReturned", member);
 	array_event(a, "RebuildStarted", member);
-	if (pthread_create(&rb_thread, NULL, rebuild_thread, (void *)(uintptr_t)member) != 0) {
+	if (pthread_create(&rb_thread, NULL, rebuild_thread, (void *)(uintptr_t)slot) != 0) {
 		info.active = false;
 		snprintf(err, errlen, "cannot start the rebuild thread");
 		return -EAGAIN;
 	}
 	rb_thread_live = true;
 	return 0;
+}
+
+static int start_on(struct array *a, int member, int fd, const char *path, bool readd, char *err, size_t errlen)
+{
+	int r = array_replace_begin(a, member, fd, path);
+	if (r == -EBUSY) {
+		snprintf(err, errlen, "member %d is not faulty or missing", member);
+		close(fd);
+		return r;
+	}
+	return launch(a, member, member, readd, path, err, errlen);
+}
+
+/* Replace a healthy member in place: fd (path) fills up in the shadow
+ * slot while the member serves. */
+static int start_replace(struct array *a, int member, int fd, const char *path, char *err, size_t errlen)
+{
+	if (array_shadow_begin(a, member, fd, path) < 0) {
+		snprintf(err, errlen, "member %d is not online, or another replacement runs", member);
+		close(fd);
+		return -EBUSY;
+	}
+	return launch(a, member, SHADOW, false, path, err, errlen);
 }
 
 void rebuild_stop(void)

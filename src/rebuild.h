@@ -48,7 +48,13 @@
  * metadata version and is not in the missed-write log (array.h) is left
  * as it is.
  *
- * Not yet: replacing a member that is still healthy.
+ * Replace in place (`raidfs replace` of an online member, like mdadm
+ * --replace): the new directory sits in the shadow slot (array.h), member
+ * j keeps serving and every change to it also reaches the shadow; the walk
+ * copies j's chunks (reconstructing only what j cannot read) and, under
+ * the exclusive namespace lock with the redo queue empty, the shadow
+ * becomes member j.  It is not resumed after an unmount: the member just
+ * stays in service.
  */
 #ifndef RAIDFS_REBUILD_H
 #define RAIDFS_REBUILD_H
@@ -62,6 +68,8 @@ struct array;
 struct rebuild_info {
 	bool active, paused;
 	bool readd;			/* a re-add (changed files only) */
+	bool replace;			/* a healthy member copied in place */
+	char target[256];		/* its replacement's directory */
 	int member;
 	uint64_t done, total;		/* bytes written to the new member */
 	uint64_t files_done;
@@ -95,6 +103,9 @@ void rebuild_stop(void);
  * (relative to the mount) in line with the primary before the rebuild
  * ends.  Called with the namespace lock held shared. */
 void rebuild_redo(const char *path);
+/* The replacement of a healthy member cannot go on (a write to it failed,
+ * or the member failed): the copy stops and is dropped.  Any thread. */
+void rebuild_abandon_replace(void);
 /* Called on every user I/O, to slow the rebuild down (cheap). */
 void rebuild_note_user_io(void);
 

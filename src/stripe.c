@@ -116,9 +116,26 @@ static int shard_read(struct rfile *rf, uint32_t j, void *buf, size_t len, uint6
 /* A write to member j.  A failed write fails the member (md does the
  * same): the caller carries on with the survivors and checks at the end
  * whether the group still has its data. */
+/* A write that reached member j also goes to j's replacement when j is
+ * being replaced in place; if the replacement cannot take it, the
+ * replacement is abandoned (j itself is fine). */
+static void shadow_mirror(struct rfile *rf, uint32_t j, const void *buf, size_t len, uint64_t off)
+{
+	if ((int)j != shadow_of(rf->a) || rf->fd[SHADOW] < 0)
+		return;
+	int r = member_pwrite(rf->a, SHADOW, rf->fd[SHADOW], buf, len, off);
+	if (r < 0) {
+		log_err("write error on the replacement of member %u '%s': %s", j,
+			rf->a->m[SHADOW].path, strerror(-r));
+		rebuild_abandon_replace();
+	}
+}
+
 static int shard_write(struct rfile *rf, uint32_t j, const void *buf, size_t len, uint64_t off)
 {
 	int r = member_pwrite(rf->a, j, rf->fd[j], buf, len, off);
+	if (r == 0)
+		shadow_mirror(rf, j, buf, len, off);
 	if (r < 0) {
 		log_err("write error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
 			j, rf->a->m[j].path, rf->id, off, strerror(-r));
@@ -218,6 +235,7 @@ repair:
 			continue;
 		const uint8_t *src = l->red == RED_MIRROR ? blk[0] : blk[j];
 		if (member_pwrite(rf->a, mj, rf->fd[mj], src, len, off) == 0) {
+			shadow_mirror(rf, mj, src, len, off);
 			array_member_corrected(rf->a, mj);
 			log_warn("member %u '%s': read error at offset %" PRIu64 " of file %016" PRIx64 " repaired from redundancy",
 				 mj, rf->a->m[mj].path, off, rf->id);
@@ -538,6 +556,10 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit)
 /* Cut or extend every present shard to its length for `size`. */
 static int trim_shards(struct rfile *rf, uint64_t size)
 {
+	int sj = shadow_of(rf->a);
+	if (sj >= 0 && rf->fd[SHADOW] >= 0 &&
+	    ftruncate(rf->fd[SHADOW], layout_shard_size(&rf->lay, sj, size)) < 0)
+		rebuild_abandon_replace();
 	for (uint32_t j = 0; j < rf->a->width; j++) {
 		if (!writable(rf, j))
 			continue;
@@ -594,6 +616,8 @@ int stripe_fsync(struct rfile *rf, bool datasync)
 			array_member_io_error(rf->a, j, r, true);
 		}
 	}
+	if (shadow_of(rf->a) >= 0 && rf->fd[SHADOW] >= 0)
+		member_fsync(rf->a, SHADOW, rf->fd[SHADOW], datasync);
 	for (uint32_t g = 0; g < rf->lay.groups && ret == 0; g++) {
 		/* fsync succeeds while every group keeps its data durable */
 		uint32_t lost = 0;
@@ -683,14 +707,14 @@ long stripe_verify(struct rfile *rf,
  * holes; the final ftruncate gives the shard its length).  Returns the
  * bytes written (0 or chunk) or -errno.  Caller holds rf->rw exclusively.
  */
-long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, bool verify, bool *fixed)
+long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify, bool *fixed)
 {
 	const struct layout *l = &rf->lay;
 	uint32_t chunk = l->chunk, n = l->k + l->m, g, slot;
 	uint8_t *blk[LAYOUT_MAX_WIDTH];
 	int ret;
 
-	if (l->red == RED_NONE || rf->fd[j] < 0)
+	if ((l->red == RED_NONE && target == j) || rf->fd[target] < 0)
 		return -EINVAL;
 	uint8_t *scr = scratch((size_t)n * chunk);
 	if (!scr)
@@ -699,7 +723,13 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, bool verify,
 		blk[i] = scr + (size_t)i * chunk;
 	layout_member_slot(l, s, j, &g, &slot);
 	uint8_t *out;
-	if (l->red == RED_MIRROR) {
+	if (target != j && usable(rf, j) && shard_read(rf, j, blk[0], chunk, s * chunk) == 0) {
+		/* replace in place: member j is healthy, copy its chunk */
+		out = blk[0];
+		ret = 0;
+	} else if (l->red == RED_NONE) {
+		return -EIO;
+	} else if (l->red == RED_MIRROR) {
 		ret = load_group(rf, s, g, 0, chunk, blk, 1);
 		out = blk[0];
 	} else if (slot < l->k) {
@@ -719,7 +749,7 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, bool verify,
 		uint8_t *have = scratch_extra(chunk);
 		if (!have)
 			return -ENOMEM;
-		ssize_t r = member_pread(rf->a, j, rf->fd[j], have, chunk, s * chunk);
+		ssize_t r = member_pread(rf->a, target, rf->fd[target], have, chunk, s * chunk);
 		if (r >= 0 && memcmp(have, out, chunk) == 0)
 			return 0;
 		*fixed = true;
@@ -733,7 +763,7 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, bool verify,
 			uint8_t *have = scratch_extra(chunk);
 			if (!have)
 				return -ENOMEM;
-			ssize_t r = member_pread(rf->a, j, rf->fd[j], have, chunk, s * chunk);
+			ssize_t r = member_pread(rf->a, target, rf->fd[target], have, chunk, s * chunk);
 			bool same = r >= 0;
 			for (ssize_t i = 0; i < r && same; i++)
 				same = have[i] == 0;
@@ -741,6 +771,6 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, bool verify,
 				return 0;
 		}
 	}
-	ret = member_pwrite(rf->a, j, rf->fd[j], out, chunk, s * chunk);
+	ret = member_pwrite(rf->a, target, rf->fd[target], out, chunk, s * chunk);
 	return ret < 0 ? ret : (long)chunk;
 }

@@ -190,3 +190,15 @@ size_bytes() {
 	*) echo "$s" ;;
 	esac
 }
+
+# wait_member MOUNTPOINT INDEX STATE [PATH]: wait up to 90 s until member
+# INDEX is in STATE (and at PATH); 1 if it never gets there
+wait_member() {
+	local pat="\"index\": $2, [^}]*\"state\": \"$3\""
+	[ -z "${4:-}" ] || pat="\"index\": $2, \"path\": \"$4\", \"state\": \"$3\""
+	for _ in $(seq 1 900); do
+		"$RAIDFS" status --json "$1" | grep -q "$pat" && return 0
+		sleep 0.1
+	done
+	return 1
+}

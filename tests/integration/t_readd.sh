@@ -10,13 +10,6 @@
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
-wait_state() {	# MOUNTPOINT MEMBER STATE
-	for i in $(seq 1 600); do
-		"$RAIDFS" status --json "$1" | grep -q "\"index\": $2, [^}]*\"state\": \"$3\"" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 # Exact count, and the log survives kill -9: 200 files, member 2 fails,
 # 2 files (1%) change, the daemon is killed and mounted again (member 2 is
@@ -94,7 +87,7 @@ for level in raid5 raid6; do
 	wpid=$!
 	expect_rc 0 "$RAIDFS" add "$mnt" "$T/$level/d2"
 	grep -q "member 1 re-added" "$OUT" || fail "$level: add of the old member did not re-add it: $(cat "$OUT")"
-	wait_state "$mnt" 1 online || fail "$level: member 1 not online after the re-add: $("$RAIDFS" status "$mnt")"
+	wait_member "$mnt" 1 online || fail "$level: member 1 not online after the re-add: $("$RAIDFS" status "$mnt")"
 	wait $wpid || { cat "$C/w2.out" >&2; fail "$level: workload error during the re-add"; }
 	expect_rc 0 "$RAIDFS" status "$mnt"
 	line=$(grep -o "re-added: [0-9]* changed files\? resynced, [0-9]* unchanged" "$T/daemon.log" | tail -n 1)
@@ -120,7 +113,7 @@ for level in raid5 raid6; do
 	"$RAIDFS" status "$mnt" | grep -q "^ *3  removed " || fail "$level: member 3 not shown removed: $("$RAIDFS" status "$mnt")"
 	mkdir -p "$C/new3"
 	expect_rc 0 "$RAIDFS" replace "$mnt" 3 "$C/new3"
-	wait_state "$mnt" 3 online || fail "$level: no rebuild into the removed slot: $("$RAIDFS" status "$mnt")"
+	wait_member "$mnt" 3 online || fail "$level: no rebuild into the removed slot: $("$RAIDFS" status "$mnt")"
 	rfs_unmount_wait "$mnt" || fail "$level: unmount"
 	log "ok: $level: re-add, then remove"
 	rm -rf "$C"

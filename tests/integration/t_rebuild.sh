@@ -25,13 +25,6 @@ echo "$1 $3" >> "$(dirname "$0")/events.txt"
 EV
 chmod +x "$T/event.sh"
 
-wait_online() {	# MOUNTPOINT MEMBER
-	for i in $(seq 1 600); do
-		"$RAIDFS" status --json "$1" | grep -q "\"index\": $2, [^}]*\"state\": \"online\"" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 n=0
 for cfg in "${CONFIGS[@]}"; do
@@ -64,7 +57,7 @@ for cfg in "${CONFIGS[@]}"; do
 		mkdir -p "$C/new$v"
 		expect_rc 0 "$RAIDFS" replace "$mnt" "$v" "$C/new$v"
 		[ "$level" = raid5 ] && { "$RAIDFS" status "$mnt" > "$C/status-during.txt"; }
-		wait_online "$mnt" "$v" || fail "$what: member $v not online after its rebuild ($("$RAIDFS" status "$mnt"))"
+		wait_member "$mnt" "$v" online || fail "$what: member $v not online after its rebuild ($("$RAIDFS" status "$mnt"))"
 		newmem=$(echo " $newmem " | sed "s| $T/c$n/d$((v + 1)) | $C/new$v |")
 	done
 	wait $wpid || { cat "$C/w1.out" >&2; fail "$what: the workload saw an error during the rebuilds"; }

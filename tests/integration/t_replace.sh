@@ -1,0 +1,89 @@
+#!/bin/bash
+# t_replace - replacing a healthy member in place (like mdadm --replace):
+# while a workload runs, 'raidfs replace' copies member 1 onto an empty
+# directory; member 1 keeps serving, so the array keeps its full
+# redundancy: another member is failed during the copy and nothing is
+# lost.  When the copy is done the new directory is member 1, the old one
+# no longer carries a superblock, and with yet another member failed the
+# tree is still byte-identical (the copy holds the right bytes).  A member
+# that fails during its own replacement abandons the copy (the array goes
+# on degraded) and a normal replace then rebuilds it.
+. "$(dirname "$0")/lib.sh"
+need_fuse
+
+
+# level width replaced "failed during" "failed after" (- none)
+CONFIGS=(
+	"raid6 5 1 3 0"
+	"raid1 3 1 2 0"
+	"raid10 4 1 3 0"
+	"raid5 4 0 2 -"
+)
+n=0
+for cfg in "${CONFIGS[@]}"; do
+	read -r level width r during after <<<"$cfg"
+	n=$((n + 1))
+	C=$T/c$n
+	mkdir -p "$C/ref"
+	mem=$(make_members "$width" "c$n/d")
+	mnt=$C/mnt
+	expect_rc 0 "$RAIDFS" create --level "$level" --chunk 4K --name "rp$n" $mem
+	rfs_mount "$(join_members $mem)" "$mnt" || fail "$level: mount"
+	workload run --mnt "$mnt" --ref "$C/ref" --seed $((SEED + n)) --ops 150 --chunk 4096 \
+		--max-size 300000 >"$C/w0.out" 2>&1 || { cat "$C/w0.out" >&2; fail "$level: first workload"; }
+	head -c 4000000 /dev/urandom > "$C/ref/big"
+	cp "$C/ref/big" "$mnt/big"
+	"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+	workload run --mnt "$mnt" --ref "$C/ref" --seed $((SEED + 100 + n)) --ops 1500 --chunk 4096 \
+		--max-size 300000 --name-prefix w >"$C/w1.out" 2>&1 &
+	wpid=$!
+	mkdir -p "$C/new1"
+	expect_rc 0 "$RAIDFS" replace "$mnt" "$r" "$C/new1"
+	grep -q "keeps serving" "$OUT" || fail "$level: replace of a healthy member: $(cat "$OUT")"
+	"$RAIDFS" status "$mnt" > "$C/status-during.txt"
+	[ $? = 0 ] || fail "$level: the array is not optimal while a healthy member is copied: $(cat "$C/status-during.txt")"
+	grep -q "being replaced by $C/new1" "$C/status-during.txt" || fail "$level: status during: $(cat "$C/status-during.txt")"
+	# full redundancy during the copy: lose another member
+	"$RAIDFS" fail "$mnt" "$during" >/dev/null || fail "$level: fail $during"
+	"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+	wait_member "$mnt" "$r" online "$C/new1" || fail "$level: member $r is not the new directory: $("$RAIDFS" status "$mnt")"
+	wait $wpid || { cat "$C/w1.out" >&2; fail "$level: the workload saw an error during the replacement"; }
+	[ -e "$C/d$((r + 1))/.raidfs/superblock" ] && fail "$level: the replaced directory still has a superblock"
+	[ "$after" = - ] || "$RAIDFS" fail "$mnt" "$after" >/dev/null || fail "$level: fail $after"
+	workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
+		{ cat "$C/cmp.out" >&2; fail "$level: tree differs with members $during and $after failed after replacing member $r"; }
+	rfs_unmount_wait "$mnt" || fail "$level: unmount"
+	newmem=$(echo " $mem " | sed "s| $C/d$((r + 1)) | $C/new1 |")
+	expect_rc 1 "$RAIDFS" check "$(join_members $newmem)"
+	grep -q "redundancy does not match\|no valid metadata\|shard missing" "$OUT" &&
+		fail "$level: check found damage: $(cat "$OUT")"
+	log "ok: $level: member $r replaced in place under load, lost $during during and $after after"
+	rm -rf "$C"
+done
+
+# the member fails during its own replacement: the copy is abandoned
+C=$T/ab
+mkdir -p "$C/ref" "$C/new1" "$C/new1b"
+mem=$(make_members 4 ab/d)
+mnt=$C/mnt
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name ab $mem
+rfs_mount "$(join_members $mem)" "$mnt" || fail "abandon: mount"
+workload run --mnt "$mnt" --ref "$C/ref" --seed "$SEED" --ops 200 --chunk 4096 \
+	--max-size 300000 >"$C/w0.out" 2>&1 || fail "abandon: workload"
+head -c 6000000 /dev/urandom > "$C/ref/big"
+cp "$C/ref/big" "$mnt/big"
+"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
+sleep 0.5
+"$RAIDFS" fail "$mnt" 1 >/dev/null
+for i in $(seq 1 100); do grep -q "replacement of member 1 was abandoned" "$T/daemon.log" && break; sleep 0.1; done
+grep -q "replacement of member 1 was abandoned" "$T/daemon.log" || fail "abandon: no log line"
+expect_rc 1 "$RAIDFS" status "$mnt"
+"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1b"
+wait_member "$mnt" 1 online "$C/new1b" || fail "abandon: the rebuild after the abandoned copy did not finish"
+"$RAIDFS" fail "$mnt" 2 >/dev/null
+workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "abandon: tree differs"; }
+rfs_unmount_wait "$mnt" || fail "abandon: unmount"
+log "ok: a member failing during its replacement abandons the copy; a rebuild follows"
+exit 0
