@@ -313,7 +313,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		if (idx >= a->width && idx < a->width + a->sb.nspares &&
 		    a->sb.members[idx].state == MS_SPARE) {
 			/* a hot spare */
-			snprintf(a->m[idx].path, sizeof(a->m[idx].path), "%s", paths[i]);
+			abs_path(paths[i], a->m[idx].path, sizeof(a->m[idx].path));
 			a->m[idx].state = MS_SPARE;
 			a->m[idx].dirfd = fds[i];
 			fds[i] = -1;
@@ -329,7 +329,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 			     a->m[idx].path, paths[i], idx);
 			goto fail;
 		}
-		snprintf(a->m[idx].path, sizeof(a->m[idx].path), "%s", paths[i]);
+		abs_path(paths[i], a->m[idx].path, sizeof(a->m[idx].path));
 		/* Stale: it missed state changes (md's event counter), or the
 		 * survivors recorded it as failed while it was away. */
 		if (sbs[i].events < a->sb.events && a->sb.members[idx].state != MS_ONLINE) {
@@ -677,6 +677,28 @@ void array_missed_clear(struct array *a, uint32_t away)
 	__atomic_store_n(&a->m[away].missed_noted, false, __ATOMIC_RELEASE);
 }
 
+void array_dirty_prune(struct array *a, int fd)
+{
+	int p = __atomic_load_n(&a->primary, __ATOMIC_ACQUIRE);
+	DIR *d = opendir_at(fd, SB_DIRTY_DIR);
+	if (!d || p < 0) {
+		if (d)
+			closedir(d);
+		return;
+	}
+	struct dirent *e;
+	char name[96];
+	struct stat st;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(name, sizeof(name), SB_DIRTY_DIR "/%.60s", e->d_name);
+		if (fstatat(a->m[p].dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
 void array_clear_dirty(struct array *a, uint64_t id)
 {
 	char name[64];
@@ -712,6 +734,32 @@ static int resync_one(struct array *a, const char *entry, bool *complete)
 	*complete = true;
 	if (nlinks == 0)
 		return 0;
+	char creating[PATH_MAX];
+	ssize_t cl = -1;
+	for (uint32_t j = 0; j < a->width && cl < 0; j++)
+		if (fds[j] >= 0)
+			cl = fgetxattr(fds[j], CREATING_XATTR, creating, sizeof(creating) - 1);
+	if (cl > 0 && !orphan) {
+		/* a create was interrupted: the members that did not get
+		 * their shard yet get it now, empty, as the create would have */
+		creating[cl] = '\0';
+		struct stat pst;
+		mode_t mode = 0644;
+		for (uint32_t j = 0; j < a->width; j++)
+			if (fds[j] >= 0 && fstat(fds[j], &pst) == 0)
+				mode = pst.st_mode & 07777;
+		for (uint32_t j = 0; j < a->width; j++) {
+			if (fds[j] >= 0 || !member_online(a, j))
+				continue;
+			fds[j] = openat(a->m[j].dirfd, creating, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
+			if (fds[j] >= 0) {
+				nlinks++;
+				if (fstat(fds[j], &pst) == 0 && pst.st_size > 0)
+					ftruncate(fds[j], 0);	/* a leftover: the new file is empty */
+			}
+		}
+		log_warn("file '%s': its create was interrupted; the missing shards were made", creating);
+	}
 	if (orphan) {
 		/* only the dirty links keep it alive: the file was unlinked */
 		ret = 0;
@@ -756,6 +804,9 @@ static int resync_one(struct array *a, const char *entry, bool *complete)
 		if (ret == 0)
 			ret = rfile_write_meta(&rf, 0);
 		pthread_rwlock_destroy(&rf.rw);
+		for (uint32_t j = 0; ret == 0 && cl > 0 && j < a->width; j++)
+			if (fds[j] >= 0)
+				fremovexattr(fds[j], CREATING_XATTR);
 	}
 	if (ret < 0) {
 		log_err("resync of dirty file %s failed: %s; left in the dirty log", entry, strerror(-ret));

@@ -239,6 +239,9 @@ int array_note_write(struct array *a);
 /* Dirty-file log. fds[] are the shard descriptors (-1 for absent). */
 int array_mark_dirty(struct array *a, uint64_t id, const int *fds);
 void array_clear_dirty(struct array *a, uint64_t id);
+/* A member directory (fd) comes back: drop its dirty-log entries that the
+ * members in service cleared while it was away. */
+void array_dirty_prune(struct array *a, int fd);
 
 /* Missed-write log (see array.c): the ids of files changed while member
  * `away` was out of service (malloc'd array), and clearing it once the

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "rebuild.h"
@@ -151,6 +152,17 @@ static void open_shadow(struct rfile *rf, const char *relpath, bool create, mode
 		return;
 	}
 	rf->fd[SHADOW] = fd;
+}
+
+bool rfile_any_without(uint32_t j)
+{
+	bool any = false;
+	pthread_mutex_lock(&table_lock);
+	for (unsigned b = 0; b < TABLE_SIZE && !any; b++)
+		for (struct rfile *rf = table[b]; rf && !any; rf = rf->next)
+			any = rf->fd[j] < 0;
+	pthread_mutex_unlock(&table_lock);
+	return any;
 }
 
 int rfile_lookup_size(uint64_t key, uint64_t *size, bool *marked)
@@ -439,6 +451,52 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 	return 0;
 }
 
+/*
+ * The primary shard of a new file, crash-safe: made unnamed (O_TMPFILE),
+ * given its path in CREATING_XATTR, entered in the dirty log, and only
+ * then linked at its name (which fails if the name exists: O_EXCL).  A
+ * crash before the name exists leaves nothing visible; after it, the
+ * dirty log holds the file and the mount creates the shards the other
+ * members did not get yet (array.c, resync).  Filesystems without
+ * O_TMPFILE get a plain exclusive create and a tiny window.
+ */
+static int create_primary(struct array *a, int p, const char *relpath, mode_t mode, uint64_t id)
+{
+	int dirfd = a->m[p].dirfd;
+	char parent[PATH_MAX], name[64], proc[64];
+	snprintf(parent, sizeof(parent), "%s", relpath);
+	char *slash = strrchr(parent, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(parent, sizeof(parent), ".");
+	snprintf(name, sizeof(name), SB_DIRTY_DIR "/%016" PRIx64, id);
+	int fd = openat(dirfd, parent, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+	bool tmp = fd >= 0;
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL))
+		fd = openat(dirfd, relpath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (fsetxattr(fd, CREATING_XATTR, relpath, strlen(relpath), 0) < 0 ||
+	    (linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) < 0 &&
+	     (errno != ENOENT || mkdirat(dirfd, SB_DIRTY_DIR, 0700) < 0 ||
+	      linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) < 0))) {
+		int e = errno;
+		close(fd);
+		if (!tmp)
+			unlinkat(dirfd, relpath, 0);
+		return -e;
+	}
+	if (tmp && linkat(AT_FDCWD, proc, dirfd, relpath, AT_SYMLINK_FOLLOW) < 0) {
+		int e = errno;
+		unlinkat(dirfd, name, 0);
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
 int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		 uid_t uid, gid_t gid, struct rfile **out)
 {
@@ -451,9 +509,10 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	int r = array_note_write(a);
 	if (r < 0)
 		return r;
-	fds[p] = openat(a->m[p].dirfd, relpath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	uint64_t id = random_u64();
+	fds[p] = create_primary(a, p, relpath, mode, id);
 	if (fds[p] < 0)
-		return -errno;
+		return fds[p];
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (j == (uint32_t)p || !member_writable(a, j))
 			continue;
@@ -489,7 +548,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		goto fail;
 	}
 	struct file_meta fm;
-	rfile_new_meta(a, random_u64(), &fm);
+	rfile_new_meta(a, id, &fm);
 	rfile_private(a, fds, &fm, rf);
 	open_shadow(rf, relpath, true, mode);
 	if (rf->fd[SHADOW] >= 0 && geteuid() == 0)
@@ -501,6 +560,8 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		rf->marked = true;
 		ret = rfile_write_meta(rf, 0);
 	}
+	if (ret == 0)
+		fremovexattr(fds[p], CREATING_XATTR);	/* every shard exists */
 	if (ret < 0) {
 		if (rf->fd[SHADOW] >= 0) {
 			close(rf->fd[SHADOW]);
@@ -519,6 +580,7 @@ fail:
 	for (uint32_t j = 0; j < a->width; j++)
 		if (member_writable(a, j))
 			unlinkat(a->m[j].dirfd, relpath, 0);
+	array_clear_dirty(a, id);
 	return ret;
 }
 

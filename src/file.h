@@ -68,6 +68,9 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out);
 int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		 uid_t uid, gid_t gid, struct rfile **out);
 
+/* Is a file open without a shard descriptor for member j? */
+bool rfile_any_without(uint32_t j);
+
 /* Replace in place is complete: in every open file, the shadow's shard
  * becomes member j's (the old one is closed).  Namespace lock held. */
 void rfile_shadow_commit(uint32_t j);

@@ -472,18 +472,18 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 			return _e;
 	}
 	FOR_OTHERS(j) {
-		/* a directory that moves under the rebuild's walk (which may be
-		 * inside it) is walked again under its new name */
-		struct stat st;
-		if (member_rebuilding(A, j) && fstatat(OP_FD, rel(to), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISDIR(st.st_mode))
+		/* Whatever moves under a rebuild's walk is looked at again under
+		 * its new name: a directory the walk may be inside, and a file a
+		 * re-add has not resynced yet moving behind the walk's position
+		 * (its stale shard moves with it on the returning member). */
+		if (member_rebuilding(A, j))
 			rebuild_redo(to);
 		if (renameat2(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), flags) < 0) {
 			int e = errno;
 			bool rb = member_rebuilding(A, j);
 			note_member_error(j, "rename", from, e);
 			if (rb)
-				rebuild_redo(to);	/* after from: see rebuild.c */
+				rebuild_redo(to);	/* again after from: see rebuild.c */
 		}
 	}
 	return 0;

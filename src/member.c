@@ -162,6 +162,15 @@ bool member_vanished(struct array *a, uint32_t j, const char **why)
 		*why = "its directory was deleted";
 		return true;
 	}
+	/* the directory still works through our descriptor but is no longer
+	 * at its path: moved away, or its disk unmounted lazily */
+	struct stat at;
+	if (m->path[0] == '/' && j < a->width &&
+	    (stat(m->path, &at) < 0 ? errno == ENOENT || errno == ENOTDIR
+				     : at.st_dev != st.st_dev || at.st_ino != st.st_ino)) {
+		*why = "its directory is no longer at its path (moved, or its disk unmounted)";
+		return true;
+	}
 	struct superblock sb;
 	const char *sbwhy;
 	int r = sb_read(m->dirfd, &sb, &sbwhy);

@@ -23,6 +23,9 @@
 
 #define META_XATTR "user.raidfs.meta"
 #define META_XATTR_PREFIX "user.raidfs."
+/* on the primary shard of a file being created: its path, so a mount
+ * after a crash in the middle can create the missing shards */
+#define CREATING_XATTR "user.raidfs.creating"
 #define META_SIZE 64
 #define META_MAGIC 0x314d4652u	/* "RFM1" */
 #define META_VERSION 1

@@ -1158,12 +1158,27 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	char *rp = realpath(dir, NULL);
+	array_dirty_prune(a, fd);
 	int p = __atomic_load_n(&a->primary, __ATOMIC_ACQUIRE);
-	if (p >= 0 && !member_online(a, j) && !member_rebuilding(a, j) &&
-	    array_missed_empty(a->m[p].dirfd, j)) {
+	/* Open files keep their descriptors of the member's shards while it
+	 * is away; they are still right if this is the same directory (the
+	 * same inodes).  Files opened while it was away have none. */
+	struct stat now_st, was_st;
+	if (a->m[j].dirfd < 0 || fstat(a->m[j].dirfd, &was_st) < 0 || fstat(fd, &now_st) < 0 ||
+	    was_st.st_dev != now_st.st_dev || was_st.st_ino != now_st.st_ino)
+		rfile_forget_member(j);
+	bool quiet = p >= 0 && array_missed_empty(a->m[p].dirfd, j);
+	if (quiet && array_state(a) == ARRAY_FAILED && rfile_any_without(j) &&
+	    !member_online(a, j) && !member_rebuilding(a, j)) {
+		snprintf(err, errlen, "member %d can come back only once the files opened while it was away are closed (nothing else changed)",
+			 j);
+		free(rp);
+		close(fd);
+		return -EBUSY;
+	}
+	if (quiet && !rfile_any_without(j) && !member_online(a, j) && !member_rebuilding(a, j)) {
 		/* nothing changed while it was away: back as it is (this is also
 		 * how a failed array recovers when its members return) */
-		rfile_forget_member(j);
 		int r = array_member_back(a, j, fd, rp ? rp : dir);
 		free(rp);
 		if (r == -EBUSY) {

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/random.h>
 #include <syslog.h>
@@ -195,4 +196,19 @@ DIR *opendir_at(int dirfd, const char *path)
 		errno = e;
 	}
 	return d;
+}
+
+void abs_path(const char *p, char *out, size_t len)
+{
+	char *rp = realpath(p, NULL);
+	if (rp) {
+		snprintf(out, len, "%s", rp);
+		free(rp);
+		return;
+	}
+	char cwd[PATH_MAX];
+	if (p[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		snprintf(out, len, "%s/%s", cwd, p);
+	else
+		snprintf(out, len, "%s", p);
 }

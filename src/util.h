@@ -61,4 +61,8 @@ int io_pwrite(int fd, const void *buf, size_t len, off_t off);
  * set on failure. */
 DIR *opendir_at(int dirfd, const char *path);
 
+/* p as an absolute path (symlinks resolved when it exists): the daemon
+ * changes its directory to / when it goes to the background. */
+void abs_path(const char *p, char *out, size_t len);
+
 #endif

@@ -10,6 +10,8 @@
 #   3. one member vanishes during writes: when it comes back the monitor
 #      re-adds it and resyncs only what changed; then a different member
 #      fails and every byte is still right;
+#   (also: a member missing at mount that shows up, and a member directory
+#   moved away while mounted and moved back)
 #   4. 'raidfs fail' then 'raidfs add' of the same directory with nothing
 #      written meanwhile: back at once, no resync.
 . "$(dirname "$0")/lib.sh"
@@ -74,6 +76,16 @@ echo late > "$mnt/late" && echo late > "$T/ref/late" || fail "write while member
 unhide_member "$T/d2"
 wait_status "$mnt" 0 || fail "member 1 not re-added when its directory showed up: $("$RAIDFS" status "$mnt")"
 log "ok: a member missing at mount was re-added when it showed up"
+
+# 2c: a member directory moved away while mounted (as a disk unmounted
+# under the array): failed within a second; moved back: re-added
+mv "$T/d3" "$T/d3.moved"
+wait_status "$mnt" 1 || fail "moving member 2's directory away did not fail it: $("$RAIDFS" status "$mnt")"
+grep -q "no longer at its path" "$T/daemon.log" || fail "no log line for the moved member"
+echo moved > "$mnt/moved" && echo moved > "$T/ref/moved" || fail "write while member 2 is away"
+mv "$T/d3.moved" "$T/d3"
+wait_status "$mnt" 0 || fail "member 2 not re-added when its directory came back: $("$RAIDFS" status "$mnt")"
+log "ok: a member moved away is failed, and re-added when it is back"
 
 # 3: a member vanishes during writes and comes back: incremental re-add
 workload run --mnt "$mnt" --ref "$T/ref" --seed $((SEED + 1)) --ops 300 --chunk 4096 \
