@@ -523,8 +523,16 @@ static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 		if (nfd >= 0) close(nfd);
 		if (ret == 0)
 			ret = walk_dir(w, child);
-		fchmodat(w->dst, child, st->st_mode & 07777, 0);	/* it may have existed */
-		copy_owner_times(w, child, st);
+		/* mode, owner and times as the primary has them now (a chmod
+		 * during the walk below reached the new member too; the stat
+		 * taken before the walk is stale), decided under the lock */
+		struct stat cur;
+		pthread_rwlock_wrlock(&w->a->ns_lock);
+		if (fstatat(SRC(w), child, &cur, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(cur.st_mode)) {
+			fchmodat(w->dst, child, cur.st_mode & 07777, 0);
+			copy_owner_times(w, child, &cur);
+		}
+		pthread_rwlock_unlock(&w->a->ns_lock);
 	} else if (S_ISLNK(st->st_mode)) {
 		char target[PATH_MAX];
 		ssize_t n = readlinkat(SRC(w), child, target, sizeof(target) - 1);
