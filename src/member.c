@@ -4,6 +4,8 @@
  */
 #include "member.h"
 
+#include <sys/uio.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -101,6 +103,41 @@ int member_pwrite(struct array *a, uint32_t j, int fd, const void *buf, size_t l
 	int e = inject(a, j, FOP_WRITE);
 	if (e == 0)
 		e = io_pwrite(fd, buf, len, off);
+	if (e < 0) {
+		count_error(a, j);
+		return e;
+	}
+	__atomic_add_fetch(&a->m[j].writes, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov, int n, uint64_t off)
+{
+	int e = inject(a, j, FOP_WRITE);
+	size_t want = 0;
+	for (int i = 0; i < n; i++)
+		want += iov[i].iov_len;
+	if (e == 0) {
+		ssize_t w;
+		do
+			w = pwritev(fd, iov, n, off);
+		while (w < 0 && errno == EINTR);
+		if (w < 0) {
+			e = -errno;
+		} else if ((size_t)w < want) {
+			/* short: finish piece by piece */
+			size_t done = 0;
+			for (int i = 0; i < n && e == 0; i++) {
+				size_t l = iov[i].iov_len;
+				if (done + l > (size_t)w) {
+					size_t skip = (size_t)w > done ? (size_t)w - done : 0;
+					e = io_pwrite(fd, (const char *)iov[i].iov_base + skip, l - skip,
+						      off + done + skip);
+				}
+				done += l;
+			}
+		}
+	}
 	if (e < 0) {
 		count_error(a, j);
 		return e;

@@ -56,6 +56,9 @@ struct member_faults {
 };
 
 ssize_t member_pread(struct array *a, uint32_t j, int fd, void *buf, size_t len, uint64_t off);
+/* all of iov[0..n) at off, in one call when the kernel takes it */
+struct iovec;
+int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov, int n, uint64_t off);
 int member_pwrite(struct array *a, uint32_t j, int fd, const void *buf, size_t len, uint64_t off);
 int member_fsync(struct array *a, uint32_t j, int fd, bool datasync);
 int member_openat(struct array *a, uint32_t j, const char *relpath, int flags, mode_t mode);

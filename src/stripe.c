@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "file.h"
@@ -332,6 +333,150 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 	return ret ? ret : group_alive(rf, s, g);
 }
 
+/* ------------------------------------------------- full-stripe batches
+ *
+ * A write that covers whole stripes of a parity level needs no reads:
+ * the parity of every stripe is computed straight from the request, then
+ * each member gets one pwritev() of its chunks (data from the request,
+ * parity from scratch), consecutive in its shard.  The members are split
+ * between the calling thread and one helper thread, so both cores copy
+ * into the members (the copies are the cost of a write, not the parity).
+ */
+#define BATCH_STRIPES 16
+
+struct member_job {
+	struct rfile *rf;
+	uint32_t j;
+	struct iovec iov[BATCH_STRIPES];
+	int n;
+	uint64_t off;
+	int ret;
+};
+
+static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t helper_go = PTHREAD_COND_INITIALIZER, helper_done = PTHREAD_COND_INITIALIZER;
+static struct member_job *helper_jobs;
+static int helper_njobs;
+static bool helper_busy, helper_has_work, helper_started;
+
+static void run_job(struct member_job *mj)
+{
+	struct rfile *rf = mj->rf;
+	mj->ret = member_pwritev(rf->a, mj->j, rf->fd[mj->j], mj->iov, mj->n, mj->off);
+	if (mj->ret == 0 && (int)mj->j == shadow_of(rf->a) && rf->fd[SHADOW] >= 0 &&
+	    member_pwritev(rf->a, SHADOW, rf->fd[SHADOW], mj->iov, mj->n, mj->off) < 0)
+		rebuild_abandon_replace();
+}
+
+static void *helper_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&helper_lock);
+	for (;;) {
+		while (!helper_has_work)
+			pthread_cond_wait(&helper_go, &helper_lock);
+		struct member_job *jobs = helper_jobs;
+		int n = helper_njobs;
+		pthread_mutex_unlock(&helper_lock);
+		for (int i = 0; i < n; i++)
+			run_job(&jobs[i]);
+		pthread_mutex_lock(&helper_lock);
+		helper_has_work = false;
+		pthread_cond_signal(&helper_done);
+	}
+	return NULL;
+}
+
+/* Run jobs[0..n): part on the helper (when it is free), the rest here. */
+static void run_jobs(struct member_job *jobs, int n)
+{
+	int mine = n;
+	pthread_mutex_lock(&helper_lock);
+	if (!helper_started) {
+		pthread_t t;
+		helper_started = pthread_create(&t, NULL, helper_main, NULL) == 0;
+		if (helper_started)
+			pthread_detach(t);
+	}
+	bool use = helper_started && !helper_busy && n > 1;
+	if (use) {
+		helper_busy = true;
+		helper_jobs = jobs + n / 2;
+		helper_njobs = n - n / 2;
+		helper_has_work = true;
+		mine = n / 2;
+		pthread_cond_signal(&helper_go);
+	}
+	pthread_mutex_unlock(&helper_lock);
+	for (int i = 0; i < mine; i++)
+		run_job(&jobs[i]);
+	if (use) {
+		pthread_mutex_lock(&helper_lock);
+		while (helper_has_work)
+			pthread_cond_wait(&helper_done, &helper_lock);
+		helper_busy = false;
+		pthread_mutex_unlock(&helper_lock);
+	}
+}
+
+/* Stripes [s0, s0+ns) entirely covered by buf (the request, at offset off). */
+static int write_full_stripes(struct rfile *rf, uint64_t s0, uint32_t ns, const uint8_t *buf, uint64_t off)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t chunk = l->chunk, k = l->k, m = l->m;
+	uint64_t sbytes = layout_stripe_data_bytes(l);
+	uint8_t *par = scratch((size_t)ns * l->groups * m * chunk);
+	if (!par)
+		return -ENOMEM;
+#define DATA(s, g, i) (buf + ((s) * sbytes + (uint64_t)layout_data_index(l, (g), (i)) * chunk - off))
+#define PAR(s, g, i) (par + ((((size_t)((s) - s0) * l->groups + (g)) * m + (i)) * chunk))
+	for (uint64_t s = s0; s < s0 + ns; s++) {
+		for (uint32_t g = 0; g < l->groups; g++) {
+			uint8_t *blk[LAYOUT_MAX_WIDTH];
+			for (uint32_t i = 0; i < k; i++)
+				blk[i] = (uint8_t *)DATA(s, g, i);
+			for (uint32_t i = 0; i < m; i++)
+				blk[k + i] = PAR(s, g, i);
+			int r = parity_encode(k, m, chunk, blk);
+			if (r < 0)
+				return r;
+		}
+	}
+	struct member_job jobs[LAYOUT_MAX_WIDTH];
+	int n = 0;
+	for (uint32_t j = 0; j < rf->a->width; j++) {
+		if (!writable(rf, j))
+			continue;
+		struct member_job *mj = &jobs[n++];
+		mj->rf = rf;
+		mj->j = j;
+		mj->n = ns;
+		mj->off = s0 * chunk;
+		for (uint64_t s = s0; s < s0 + ns; s++) {
+			uint32_t g, slot;
+			layout_member_slot(l, s, j, &g, &slot);
+			mj->iov[s - s0].iov_base = (void *)(slot < k ? DATA(s, g, slot) : PAR(s, g, slot - k));
+			mj->iov[s - s0].iov_len = chunk;
+		}
+	}
+#undef DATA
+#undef PAR
+	run_jobs(jobs, n);
+	for (int i = 0; i < n; i++) {
+		if (jobs[i].ret == 0)
+			continue;
+		log_err("write error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
+			jobs[i].j, rf->a->m[jobs[i].j].path, rf->id, jobs[i].off, strerror(-jobs[i].ret));
+		if (jobs[i].ret == -ENOSPC)
+			return jobs[i].ret;
+		array_member_io_error(rf->a, jobs[i].j, jobs[i].ret, true);
+	}
+	for (uint32_t g = 0; g < l->groups; g++)
+		if (group_alive(rf, s0, g) < 0)
+			return -EIO;
+	return 0;
+}
+
 /* Put the file in the dirty log before its first change.  Caller holds
  * rf->rw exclusively. */
 static int mark_dirty(struct rfile *rf)
@@ -394,6 +539,14 @@ ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off
 	ret = mark_dirty(rf);
 	for (uint64_t pos = off; pos < end && ret == 0;) {
 		uint64_t s = pos / sbytes;
+		if (l->red == RED_PARITY && pos == s * sbytes && end - pos >= 2 * sbytes) {
+			uint64_t ns = (end - pos) / sbytes;
+			if (ns > BATCH_STRIPES)
+				ns = BATCH_STRIPES;
+			ret = write_full_stripes(rf, s, (uint32_t)ns, src, off);
+			pos += ns * sbytes;
+			continue;
+		}
 		uint64_t sbeg = s * sbytes, send = sbeg + sbytes;
 		uint64_t seg_end = end < send ? end : send;
 		for (uint32_t g = 0; g < l->groups && ret == 0; g++) {
