@@ -47,6 +47,42 @@ rfs_unmount_wait "$mnt" || fail "exact: unmount"
 log "ok: 1% changed, kill -9 while away: exactly 2 of 200 files resynced"
 rm -rf "$C"
 
+# kill -9 in the middle of a re-add: the next mount goes on with it as a
+# re-add (the mode is in the saved position), and the result is right
+C=$T/resume
+mkdir -p "$C/ref"
+mem=$(make_members 4 resume/d)
+mnt=$C/mnt
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name rs $mem
+rfs_mount "$(join_members $mem)" "$mnt" || fail "resume: mount"
+for i in $(seq 1 40); do
+	head -c 300000 /dev/urandom > "$C/ref/f$i"
+	cp "$C/ref/f$i" "$mnt/f$i"
+done
+"$RAIDFS" fail "$mnt" 1 >/dev/null
+for i in $(seq 1 40); do
+	head -c 300000 /dev/urandom > "$C/ref/f$i"
+	cp "$C/ref/f$i" "$mnt/f$i"
+done
+"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+expect_rc 0 "$RAIDFS" add "$mnt" "$T/resume/d2"
+sleep 1.5
+"$RAIDFS" status "$mnt" | grep -q "^re-add: " || fail "resume: no re-add running: $("$RAIDFS" status "$mnt")"
+pid=$(daemon_pid "$mnt")
+kill -9 "$pid"
+wait_pid_gone "$pid" 20 || fail "resume: daemon not gone after kill -9"
+fusermount3 -uz "$mnt" 2>/dev/null
+rfs_mount "$(join_members $mem)" "$mnt" || fail "resume: mount after kill -9 during the re-add"
+"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+wait_member "$mnt" 1 online || fail "resume: member 1 not online: $("$RAIDFS" status "$mnt")"
+grep -q "resuming the rebuild of member 1" "$T/daemon.log" || fail "resume: the re-add was not resumed"
+grep -q "member 1 '.*' re-added: " "$T/daemon.log" || fail "resume: it did not finish as a re-add"
+"$RAIDFS" fail "$mnt" 3 >/dev/null
+workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "resume: tree differs"; }
+rfs_unmount_wait "$mnt" || fail "resume: unmount"
+log "ok: kill -9 during a re-add: resumed as a re-add, data right"
+rm -rf "$C"
+
 for level in raid5 raid6; do
 	C=$T/$level
 	mkdir -p "$C/ref/work"
