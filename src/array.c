@@ -560,17 +560,24 @@ static bool missed_mark_on(struct array *a, uint32_t on, uint32_t away, const ch
 	return false;
 }
 
+/* the marker `name` for member `away`, on every member in service; true
+ * if at least one holds it */
+static bool missed_mark_all(struct array *a, uint32_t away, const char *name)
+{
+	bool ok = false;
+	for (uint32_t on = 0; on < a->width; on++)
+		if (member_online(a, on))
+			ok |= missed_mark_on(a, on, away, name);
+	return ok;
+}
+
 static void missed_mark(struct array *a, uint64_t id)
 {
 	char name[24];
 	snprintf(name, sizeof(name), "%016" PRIx64, id);
-	for (uint32_t away = 0; away < a->width; away++) {
-		if (member_writable(a, away))
-			continue;
-		for (uint32_t on = 0; on < a->width; on++)
-			if (member_online(a, on))
-				missed_mark_on(a, on, away, name);
-	}
+	for (uint32_t away = 0; away < a->width; away++)
+		if (!member_writable(a, away))
+			missed_mark_all(a, away, name);
 }
 
 /* Something changes while members are away (called before every
@@ -583,11 +590,8 @@ static void missed_note_change(struct array *a)
 	for (uint32_t away = 0; away < a->width; away++) {
 		if (member_writable(a, away) || __atomic_load_n(&a->m[away].missed_noted, __ATOMIC_ACQUIRE))
 			continue;
-		bool ok = false;
-		for (uint32_t on = 0; on < a->width; on++)
-			if (member_online(a, on))
-				ok |= missed_mark_on(a, on, away, "changed");
-		__atomic_store_n(&a->m[away].missed_noted, ok, __ATOMIC_RELEASE);
+		__atomic_store_n(&a->m[away].missed_noted, missed_mark_all(a, away, "changed"),
+				 __ATOMIC_RELEASE);
 	}
 }
 
@@ -617,13 +621,9 @@ static void missed_from_dirty(struct array *a, uint32_t away)
 	if (!d)
 		return;
 	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		for (uint32_t on = 0; on < a->width; on++)
-			if (member_online(a, on))
-				missed_mark_on(a, on, away, e->d_name);
-	}
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			missed_mark_all(a, away, e->d_name);
 	closedir(d);
 }
 
@@ -1067,10 +1067,16 @@ static void *monitor(void *arg)
 			rebuild_get(&ri);
 			if (ri.active)
 				break;
-			char err[256];
+			char err[512];
 			int r = rebuild_readd(a, a->m[j].path, err, sizeof(err));
-			if (r >= 0)
+			if (r >= 0) {
 				log_warn("array '%s': member %u came back at '%s'", a->sb.name, j, a->m[j].path);
+			} else if (r != -ENOENT && !a->m[j].readd_told) {
+				/* back at its path but refused: say why, once */
+				log_warn("array '%s': member %u is back at '%s' but cannot be re-added yet: %s",
+					 a->sb.name, j, a->m[j].path, err);
+				a->m[j].readd_told = true;
+			}
 		}
 		for (int i = 0; i < 10 && monitor_run; i++)
 			usleep(100 * 1000);
@@ -1099,13 +1105,15 @@ void array_monitor_stop(void)
 /* ---------------------------------------------------------- replacement */
 
 /* Put directory fd (path) in member j's slot in `state`, events bumped
- * and superblocks written; -EBUSY if j is in service.  Takes a->lock. */
+ * and superblocks written; -EBUSY if j is in service.  fd is ours in
+ * every case.  Takes a->lock. */
 static int install_member(struct array *a, uint32_t j, int fd, const char *path,
 			  enum member_state state, enum array_state *st)
 {
 	pthread_mutex_lock(&a->lock);
 	if (member_online(a, j) || member_rebuilding(a, j)) {
 		pthread_mutex_unlock(&a->lock);
+		close(fd);
 		return -EBUSY;
 	}
 	if (a->m[j].dirfd >= 0)
@@ -1113,7 +1121,7 @@ static int install_member(struct array *a, uint32_t j, int fd, const char *path,
 	a->m[j].dirfd = fd;
 	snprintf(a->m[j].path, sizeof(a->m[j].path), "%s", path);
 	a->m[j].fail_reason[0] = '\0';
-	a->m[j].stale = a->m[j].went_away = false;
+	a->m[j].stale = a->m[j].went_away = a->m[j].readd_told = false;
 	a->m[j].errors = a->m[j].corrected = a->m[j].reads = a->m[j].writes = 0;
 	memset(&a->m[j].fault, 0, sizeof(a->m[j].fault));
 	__atomic_store_n(&a->m[j].state, state, __ATOMIC_RELEASE);
@@ -1278,6 +1286,20 @@ int array_remove_member(struct array *a, uint32_t j, char *err, size_t errlen)
 
 /* -------------------------------------------------------------- spares */
 
+/* Take spare slot idx out of the list, closing the gap (its dirfd is the
+ * caller's now).  Caller holds a->lock. */
+static void drop_spare_locked(struct array *a, uint32_t idx)
+{
+	for (uint32_t s = idx; s + 1 < a->width + a->sb.nspares; s++) {
+		a->m[s].dirfd = a->m[s + 1].dirfd;
+		memcpy(a->m[s].path, a->m[s + 1].path, sizeof(a->m[s].path));
+		a->sb.members[s] = a->sb.members[s + 1];
+	}
+	a->sb.nspares--;
+	a->m[a->width + a->sb.nspares].dirfd = -1;
+	memset(&a->sb.members[a->width + a->sb.nspares], 0, sizeof(a->sb.members[0]));
+}
+
 int array_remove_spare(struct array *a, const char *path, char *err, size_t errlen)
 {
 	pthread_mutex_lock(&a->lock);
@@ -1296,14 +1318,7 @@ int array_remove_spare(struct array *a, const char *path, char *err, size_t errl
 	}
 	uint32_t idx = a->width + found;
 	int fd = a->m[idx].dirfd;
-	for (uint32_t s = idx; s + 1 < a->width + a->sb.nspares; s++) {
-		a->m[s].dirfd = a->m[s + 1].dirfd;
-		memcpy(a->m[s].path, a->m[s + 1].path, sizeof(a->m[s].path));
-		a->sb.members[s] = a->sb.members[s + 1];
-	}
-	a->sb.nspares--;
-	a->m[a->width + a->sb.nspares].dirfd = -1;
-	memset(&a->sb.members[a->width + a->sb.nspares], 0, sizeof(a->sb.members[0]));
+	drop_spare_locked(a, idx);
 	a->sb.events++;
 	int r = array_write_superblocks_locked(a);
 	pthread_mutex_unlock(&a->lock);
@@ -1362,14 +1377,7 @@ int array_take_spare(struct array *a, uint32_t j, int *fd, char *path, size_t pa
 	uint32_t idx = a->width + found;
 	*fd = a->m[idx].dirfd;
 	snprintf(path, pathlen, "%s", a->m[idx].path);
-	/* close the gap in the spare list */
-	for (uint32_t s = idx; s + 1 < a->width + a->sb.nspares; s++) {
-		a->m[s].dirfd = a->m[s + 1].dirfd;
-		memcpy(a->m[s].path, a->m[s + 1].path, sizeof(a->m[s].path));
-		a->sb.members[s] = a->sb.members[s + 1];
-	}
-	a->sb.nspares--;
-	a->m[a->width + a->sb.nspares].dirfd = -1;
+	drop_spare_locked(a, idx);
 	pthread_mutex_unlock(&a->lock);
 	(void)j;
 	return 0;

@@ -70,6 +70,7 @@ struct member {
 	bool went_away;			/* failed because its disk vanished (or was
 					 * absent at mount): re-added by itself
 					 * when it comes back */
+	bool readd_told;		/* the monitor said why it cannot */
 	char fail_reason[128];		/* why it was failed (under a->lock) */
 	pthread_mutex_t fault_lock;
 	struct member_faults fault;	/* injection (member.h) */
@@ -214,8 +215,9 @@ int array_probe_xattr(int dirfd);
 bool array_dir_is_empty(int dirfd);
 
 /* Put newfd (directory `path`) in member j's slot as REBUILDING (j must
- * be faulty or missing): -EBUSY otherwise.  array_member_rebuilt() makes
- * it ONLINE.  Both bump the event counter and write the superblocks. */
+ * be faulty or missing): -EBUSY otherwise, and newfd is closed; it is the
+ * array's in every case.  array_member_rebuilt() makes it ONLINE.  Both
+ * bump the event counter and write the superblocks. */
 int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path);
 int array_member_rebuilt(struct array *a, uint32_t j);
 

@@ -108,11 +108,15 @@ static inline uint32_t next_slot(uint32_t j)
 
 /* A namespace operation failed on a non-primary member: a broken or
  * vanished member is failed; anything else is logged (check finds it). */
-static void note_member_error(uint32_t j, const char *op, const char *path, int err)
+static void note_member_error(uint32_t j, const char *op, const char *path, const char *to, int err)
 {
 	const char *why;
 	if (member_rebuilding(A, j)) {
-		rebuild_redo(path);	/* the rebuild brings it up to date */
+		/* the rebuild brings both names up to date (the old name
+		 * first: see the redo queue in rebuild.c) */
+		rebuild_redo(path);
+		if (to)
+			rebuild_redo(to);
 		return;
 	}
 	if (member_error_is_fatal(err) || member_vanished(A, j, &why)) {
@@ -351,7 +355,7 @@ static int fs_mkdir(const char *path, mode_t mode)
 	chown_new(OP_FD, path, uid, gid);
 	FOR_OTHERS(j) {
 		if (mkdirat(A->m[j].dirfd, rel(path), mode) < 0 && errno != EEXIST)
-			note_member_error(j, "mkdir", path, errno);
+			note_member_error(j, "mkdir", path, NULL, errno);
 		chown_new(A->m[j].dirfd, path, uid, gid);
 	}
 	return 0;
@@ -383,7 +387,7 @@ static int fs_mknod(const char *path, mode_t mode, dev_t rdev)
 	chown_new(OP_FD, path, uid, gid);
 	FOR_OTHERS(j) {
 		if (mknodat(A->m[j].dirfd, rel(path), mode, rdev) < 0 && errno != EEXIST)
-			note_member_error(j, "mknod", path, errno);
+			note_member_error(j, "mknod", path, NULL, errno);
 		chown_new(A->m[j].dirfd, path, uid, gid);
 	}
 	return 0;
@@ -405,7 +409,7 @@ static int fs_symlink(const char *target, const char *path)
 	chown_new(OP_FD, path, uid, gid);
 	FOR_OTHERS(j) {
 		if (symlinkat(target, A->m[j].dirfd, rel(path)) < 0 && errno != EEXIST)
-			note_member_error(j, "symlink", path, errno);
+			note_member_error(j, "symlink", path, NULL, errno);
 		chown_new(A->m[j].dirfd, path, uid, gid);
 	}
 	return 0;
@@ -424,7 +428,7 @@ static int fs_unlink(const char *path)
 	}
 	FOR_OTHERS(j)
 		if (unlinkat(A->m[j].dirfd, rel(path), 0) < 0 && errno != ENOENT)
-			note_member_error(j, "unlink", path, errno);
+			note_member_error(j, "unlink", path, NULL, errno);
 	return 0;
 }
 
@@ -441,7 +445,7 @@ static int fs_rmdir(const char *path)
 	}
 	FOR_OTHERS(j)
 		if (unlinkat(A->m[j].dirfd, rel(path), AT_REMOVEDIR) < 0 && errno != ENOENT)
-			note_member_error(j, "rmdir", path, errno);
+			note_member_error(j, "rmdir", path, NULL, errno);
 	return 0;
 }
 
@@ -472,19 +476,14 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 			return _e;
 	}
 	FOR_OTHERS(j) {
-		/* Whatever moves under a rebuild's walk is looked at again under
-		 * its new name: a directory the walk may be inside, and a file a
-		 * re-add has not resynced yet moving behind the walk's position
-		 * (its stale shard moves with it on the returning member). */
-		if (member_rebuilding(A, j))
+		if (renameat2(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), flags) < 0)
+			note_member_error(j, "rename", from, to, errno);
+		else if (member_rebuilding(A, j))
+			/* what moved under a rebuild's walk is looked at again
+			 * under its new name: a directory the walk may be inside,
+			 * or a file a re-add has not resynced yet moving behind
+			 * the walk's position with its stale shard */
 			rebuild_redo(to);
-		if (renameat2(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), flags) < 0) {
-			int e = errno;
-			bool rb = member_rebuilding(A, j);
-			note_member_error(j, "rename", from, e);
-			if (rb)
-				rebuild_redo(to);	/* again after from: see rebuild.c */
-		}
 	}
 	return 0;
 }
@@ -503,13 +502,8 @@ static int fs_link(const char *from, const char *to)
 			return _e;
 	}
 	FOR_OTHERS(j)
-		if (linkat(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), 0) < 0) {
-			int e = errno;
-			bool rb = member_rebuilding(A, j);
-			note_member_error(j, "link", from, e);
-			if (rb)
-				rebuild_redo(to);	/* after from: see rebuild.c */
-		}
+		if (linkat(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), 0) < 0)
+			note_member_error(j, "link", from, to, errno);
 	return 0;
 }
 
@@ -535,7 +529,7 @@ static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 	}
 	FOR_OTHERS(j)
 		if (fchmodat(A->m[j].dirfd, rel(path), mode, 0) < 0)
-			note_member_error(j, "chmod", path, errno);
+			note_member_error(j, "chmod", path, NULL, errno);
 	return 0;
 }
 
@@ -561,7 +555,7 @@ static int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_inf
 	}
 	FOR_OTHERS(j)
 		if (fchownat(A->m[j].dirfd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-			note_member_error(j, "chown", path, errno);
+			note_member_error(j, "chown", path, NULL, errno);
 	return 0;
 }
 
@@ -587,7 +581,7 @@ static int fs_utimens(const char *path, const struct timespec tv[2], struct fuse
 	}
 	FOR_OTHERS(j)
 		if (utimensat(A->m[j].dirfd, rel(path), tv, AT_SYMLINK_NOFOLLOW) < 0)
-			note_member_error(j, "utimens", path, errno);
+			note_member_error(j, "utimens", path, NULL, errno);
 	return 0;
 }
 
@@ -829,12 +823,11 @@ static int fs_setxattr(const char *path, const char *name, const char *val,
 	FOR_OTHERS(j) {
 		fd = xattr_fd(A->m[j].dirfd, path);
 		if (fd < 0) {
-			if (member_rebuilding(A, j))
-				rebuild_redo(path);
+			note_member_error(j, "setxattr", path, NULL, -fd);
 			continue;
 		}
 		if (fsetxattr(fd, name, val, size, 0) < 0)
-			note_member_error(j, "setxattr", path, errno);
+			note_member_error(j, "setxattr", path, NULL, errno);
 		close(fd);
 	}
 	return 0;
@@ -909,8 +902,7 @@ static int fs_removexattr(const char *path, const char *name)
 	FOR_OTHERS(j) {
 		fd = xattr_fd(A->m[j].dirfd, path);
 		if (fd < 0) {
-			if (member_rebuilding(A, j))
-				rebuild_redo(path);
+			note_member_error(j, "removexattr", path, NULL, -fd);
 			continue;
 		}
 		fremovexattr(fd, name);

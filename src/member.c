@@ -4,14 +4,13 @@
  */
 #include "member.h"
 
-#include <sys/uio.h>
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,11 +97,11 @@ ssize_t member_pread(struct array *a, uint32_t j, int fd, void *buf, size_t len,
 	return n;
 }
 
-int member_pwrite(struct array *a, uint32_t j, int fd, const void *buf, size_t len, uint64_t off)
+int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov, int n, uint64_t off)
 {
 	int e = inject(a, j, FOP_WRITE);
 	if (e == 0)
-		e = io_pwrite(fd, buf, len, off);
+		e = io_pwritev(fd, iov, n, off);
 	if (e < 0) {
 		count_error(a, j);
 		return e;
@@ -111,39 +110,10 @@ int member_pwrite(struct array *a, uint32_t j, int fd, const void *buf, size_t l
 	return 0;
 }
 
-int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov, int n, uint64_t off)
+int member_pwrite(struct array *a, uint32_t j, int fd, const void *buf, size_t len, uint64_t off)
 {
-	int e = inject(a, j, FOP_WRITE);
-	size_t want = 0;
-	for (int i = 0; i < n; i++)
-		want += iov[i].iov_len;
-	if (e == 0) {
-		ssize_t w;
-		do
-			w = pwritev(fd, iov, n, off);
-		while (w < 0 && errno == EINTR);
-		if (w < 0) {
-			e = -errno;
-		} else if ((size_t)w < want) {
-			/* short: finish piece by piece */
-			size_t done = 0;
-			for (int i = 0; i < n && e == 0; i++) {
-				size_t l = iov[i].iov_len;
-				if (done + l > (size_t)w) {
-					size_t skip = (size_t)w > done ? (size_t)w - done : 0;
-					e = io_pwrite(fd, (const char *)iov[i].iov_base + skip, l - skip,
-						      off + done + skip);
-				}
-				done += l;
-			}
-		}
-	}
-	if (e < 0) {
-		count_error(a, j);
-		return e;
-	}
-	__atomic_add_fetch(&a->m[j].writes, 1, __ATOMIC_RELAXED);
-	return 0;
+	struct iovec v = { (void *)buf, len };
+	return member_pwritev(a, j, fd, &v, 1, off);
 }
 
 int member_fsync(struct array *a, uint32_t j, int fd, bool datasync)

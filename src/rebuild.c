@@ -186,6 +186,14 @@ static int cmp_u64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* Are the two descriptors open on the same file or directory? */
+static bool same_file(int fd1, int fd2)
+{
+	struct stat x, y;
+	return fd1 >= 0 && fd2 >= 0 && fstat(fd1, &x) == 0 && fstat(fd2, &y) == 0 &&
+	       x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
 /* Is path on the new member the inode fd is open on? */
 static bool same_inode(int dirfd, const char *path, int fd)
 {
@@ -196,15 +204,6 @@ static bool same_inode(int dirfd, const char *path, int fd)
 
 #define MAX_PINNED 1024
 
-/*
- * Rebuild one regular file onto the new member.  Opening it and settling
- * its new shard happen under the namespace lock, so the path names the
- * same file on every member.  Every name of a hard-linked file shares one
- * rfile (keyed by the primary's inode): when that rfile already has a
- * shard on the new member, this name is linked to it, so the new member
- * keeps one inode per file.  Whatever else sits at the path on the new
- * member (a leftover of a rename that failed there) is replaced.
- */
 /*
  * Re-add, cheaply: the member's shard at rel and the primary's carry the
  * same file id and metadata version, the file is not in the missed-write
@@ -221,7 +220,7 @@ static bool readd_unchanged(struct walk *w, const char *rel)
 	int pf = openat(SRC(w), rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	int jf = pf >= 0 ? openat(w->dst, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
 	if (jf >= 0 && meta_get(pf, &pm) == 0 && meta_get(jf, &jm) == 0 && pm.id == jm.id &&
-	    pm.version == jm.version && !(pm.flags & META_F_DIRTY) &&
+	    pm.version == jm.version &&
 	    !bsearch(&pm.id, w->missed, w->nmissed, sizeof(uint64_t), cmp_u64) &&
 	    fstat(pf, &ps) == 0 && fstat(jf, &js) == 0) {
 		uint64_t size;
@@ -239,6 +238,15 @@ static bool readd_unchanged(struct walk *w, const char *rel)
 	return same;
 }
 
+/*
+ * Rebuild one regular file onto the new member.  Opening it and settling
+ * its new shard happen under the namespace lock, so the path names the
+ * same file on every member.  Every name of a hard-linked file shares one
+ * rfile (keyed by the primary's inode): when that rfile already has a
+ * shard on the new member, this name is linked to it, so the new member
+ * keeps one inode per file.  Whatever else sits at the path on the new
+ * member (a leftover of a rename that failed there) is replaced.
+ */
 static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 {
 	struct array *a = w->a;
@@ -473,9 +481,6 @@ static bool load_position(int dirfd, uint32_t j, char *path, size_t len, uint64_
 
 static int walk_dir(struct walk *w, const char *rel);
 
-/* Bring one entry of the source (child, with its stat) onto the new
- * member: directories recursively, files rebuilt (see rebuild_file() for
- * hard links). */
 static void remove_tree(int dirfd, const char *path);
 
 /* The new member holds something else at child (another kind of object,
@@ -506,6 +511,9 @@ static void replace_mismatch(struct walk *w, const char *child, const struct sta
 	pthread_rwlock_unlock(&w->a->ns_lock);
 }
 
+/* Bring one entry of the source (child, with its stat) onto the new
+ * member: directories recursively, files rebuilt (see rebuild_file() for
+ * hard links). */
 static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 {
 	int ret = 0;
@@ -521,8 +529,7 @@ static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 			copy_xattrs(dfd, nfd);
 		if (dfd >= 0) close(dfd);
 		if (nfd >= 0) close(nfd);
-		if (ret == 0)
-			ret = walk_dir(w, child);
+		ret = walk_dir(w, child);
 		/* mode, owner and times as the primary has them now (a chmod
 		 * during the walk below reached the new member too; the stat
 		 * taken before the walk is stale), decided under the lock */
@@ -802,12 +809,9 @@ static int redo_one(struct walk *w, const char *path)
 		}
 		*sl = '/';
 	}
-	if (fstatat(w->dst, path, &dt, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    ((dt.st_mode & S_IFMT) != (st.st_mode & S_IFMT) || S_ISLNK(st.st_mode)))
-		remove_tree(w->dst, path);	/* another kind of object, or a stale link */
 	pthread_rwlock_unlock(&a->ns_lock);
-	/* a regular file is rebuilt whole (rebuild_file locks again); a
-	 * directory is walked again, which adds what is missing below it */
+	/* like the walk: something else at path is replaced, a regular file
+	 * is rebuilt whole, a directory is walked again */
 	return walk_entry(w, path, &st);
 }
 
@@ -1004,10 +1008,8 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
 		snprintf(err, errlen, "cannot open '%s': %s (create the directory, or mount the new disk there)", dir, strerror(errno));
 		return -errno;
 	}
-	struct stat st, o;
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (a->m[j].dirfd >= 0 && fstat(a->m[j].dirfd, &o) == 0 && fstat(fd, &st) == 0 &&
-		    o.st_dev == st.st_dev && o.st_ino == st.st_ino) {
+		if (same_file(a->m[j].dirfd, fd)) {
 			snprintf(err, errlen, "'%s' is already member %u of this array", dir, j);
 			close(fd);
 			return -EINVAL;
@@ -1034,7 +1036,6 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
 	return r;
 }
 
-/* Put fd (an empty, checked directory) in member's slot and start. */
 /* Start the thread that fills `slot` (the member's own, or SHADOW) with
  * member's contents. */
 static int launch(struct array *a, int member, uint32_t slot, bool readd, const char *target,
@@ -1075,12 +1076,13 @@ static int launch(struct array *a, int member, uint32_t slot, bool readd, const 
 	return 0;
 }
 
+/* Put fd (an empty, checked directory, or the member's old one for a
+ * re-add) in member's slot and start. */
 static int start_on(struct array *a, int member, int fd, const char *path, bool readd, char *err, size_t errlen)
 {
 	int r = array_replace_begin(a, member, fd, path);
 	if (r == -EBUSY) {
 		snprintf(err, errlen, "member %d is not faulty or missing", member);
-		close(fd);
 		return r;
 	}
 	return launch(a, member, member, readd, path, err, errlen);
@@ -1149,15 +1151,14 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 		return -ENOENT;	/* not one of ours: maybe a spare */
 	}
 	int j = sb.index;
-	struct stat st, o;
-	for (uint32_t i = 0; i < a->width; i++) {
-		if (a->m[i].dirfd >= 0 && (member_online(a, i) || member_rebuilding(a, i)) &&
-		    fstat(a->m[i].dirfd, &o) == 0 && fstat(fd, &st) == 0 &&
-		    o.st_dev == st.st_dev && o.st_ino == st.st_ino) {
-			snprintf(err, errlen, "'%s' is already member %u of this array, and in service", dir, i);
-			close(fd);
-			return -EINVAL;
-		}
+	if (member_online(a, j) || member_rebuilding(a, j)) {
+		if (same_file(a->m[j].dirfd, fd))
+			snprintf(err, errlen, "'%s' is member %d of this array, in service", dir, j);
+		else
+			snprintf(err, errlen, "'%s' was member %d, which is in service from '%s': to use this directory, empty it and give it to 'raidfs replace %s %d'",
+				 dir, j, a->m[j].path, a->mountpoint, j);
+		close(fd);
+		return -EBUSY;
 	}
 	if (sb.events > a->sb.events) {
 		snprintf(err, errlen, "'%s' (member %d) is newer than the running array (events %llu > %llu): unmount and mount with it instead",
@@ -1165,50 +1166,43 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 		close(fd);
 		return -EINVAL;
 	}
-	char *rp = realpath(dir, NULL);
-	array_dirty_prune(a, fd);
-	int p = __atomic_load_n(&a->primary, __ATOMIC_ACQUIRE);
 	/* Open files keep their descriptors of the member's shards while it
 	 * is away; they are still right if this is the same directory (the
-	 * same inodes).  Files opened while it was away have none. */
-	struct stat now_st, was_st;
-	if (a->m[j].dirfd < 0 || fstat(a->m[j].dirfd, &was_st) < 0 || fstat(fd, &now_st) < 0 ||
-	    was_st.st_dev != now_st.st_dev || was_st.st_ino != now_st.st_ino)
+	 * same inodes), useless otherwise.  Files opened while it was away
+	 * have none. */
+	if (!same_file(a->m[j].dirfd, fd))
 		rfile_forget_member(j);
+	int p = __atomic_load_n(&a->primary, __ATOMIC_ACQUIRE);
 	bool quiet = p >= 0 && array_missed_empty(a->m[p].dirfd, j);
-	if (quiet && array_state(a) == ARRAY_FAILED && rfile_any_without(j) &&
-	    !member_online(a, j) && !member_rebuilding(a, j)) {
-		snprintf(err, errlen, "member %d can come back only once the files opened while it was away are closed (nothing else changed)",
-			 j);
-		free(rp);
-		close(fd);
-		return -EBUSY;
-	}
-	if (quiet && !rfile_any_without(j) && !member_online(a, j) && !member_rebuilding(a, j)) {
+	bool fds_ok = !rfile_any_without(j);
+	char *rp = realpath(dir, NULL);
+	const char *path = rp ? rp : dir;
+	int r;
+	if (quiet && fds_ok) {
 		/* nothing changed while it was away: back as it is (this is also
 		 * how a failed array recovers when its members return) */
-		int r = array_member_back(a, j, fd, rp ? rp : dir);
-		free(rp);
-		if (r == -EBUSY) {
-			close(fd);
-			snprintf(err, errlen, "member %d is in service", j);
-			return r;
-		}
-		return j;
-	}
-	int r = can_rebuild(a, j, err, errlen);
-	if (r < 0) {
+		array_dirty_prune(a, fd);
+		r = array_member_back(a, j, fd, path);
+		fd = -1;	/* array_member_back's now */
+		if (r == -EBUSY)
+			snprintf(err, errlen, "member %d came back meanwhile", j);
+	} else if (quiet && array_state(a) == ARRAY_FAILED) {
+		snprintf(err, errlen, "member %d can come back once the files opened while it was away are closed (nothing else changed)",
+			 j);
+		r = -EBUSY;
+	} else if ((r = can_rebuild(a, j, err, errlen)) < 0) {
 		if (array_state(a) == ARRAY_FAILED)
 			snprintf(err, errlen, "member %d missed changes while it was away, and the array has no redundancy left to resync them: bring back the other members first",
 				 j);
-		free(rp);
-		close(fd);
-		return r;
+	} else {
+		log_warn("array '%s': re-adding member %d from '%s' (events %llu, array at %llu)", a->sb.name, j,
+			 path, (unsigned long long)sb.events, (unsigned long long)a->sb.events);
+		array_dirty_prune(a, fd);
+		r = start_on(a, j, fd, path, true, err, errlen);
+		fd = -1;	/* start_on owns it */
 	}
-	log_warn("array '%s': re-adding member %d from '%s' (events %llu, array at %llu)", a->sb.name, j,
-		 rp ? rp : dir, (unsigned long long)sb.events, (unsigned long long)a->sb.events);
-	/* in its slot again: away from the slot's point of view until now */
-	r = start_on(a, j, fd, rp ? rp : dir, true, err, errlen);
+	if (fd >= 0)
+		close(fd);
 	free(rp);
 	return r < 0 ? r : j;
 }

@@ -114,37 +114,43 @@ static int shard_read(struct rfile *rf, uint32_t j, void *buf, size_t len, uint6
 	return 0;
 }
 
-/* A write to member j.  A failed write fails the member (md does the
- * same): the caller carries on with the survivors and checks at the end
- * whether the group still has its data. */
-/* A write that reached member j also goes to j's replacement when j is
- * being replaced in place; if the replacement cannot take it, the
- * replacement is abandoned (j itself is fine). */
-static void shadow_mirror(struct rfile *rf, uint32_t j, const void *buf, size_t len, uint64_t off)
+/* Write to member j, and to j's replacement while j is being replaced in
+ * place (if the replacement cannot take it, the replacement is abandoned;
+ * j itself is fine).  The caller judges j's errors (write_failed()). */
+static int put_member(struct rfile *rf, uint32_t j, const struct iovec *iov, int n, uint64_t off)
 {
-	if ((int)j != shadow_of(rf->a) || rf->fd[SHADOW] < 0)
-		return;
-	int r = member_pwrite(rf->a, SHADOW, rf->fd[SHADOW], buf, len, off);
-	if (r < 0) {
-		log_err("write error on the replacement of member %u '%s': %s", j,
-			rf->a->m[SHADOW].path, strerror(-r));
-		rebuild_abandon_replace();
+	int r = member_pwritev(rf->a, j, rf->fd[j], iov, n, off);
+	if (r == 0 && (int)j == shadow_of(rf->a) && rf->fd[SHADOW] >= 0) {
+		int e = member_pwritev(rf->a, SHADOW, rf->fd[SHADOW], iov, n, off);
+		if (e < 0) {
+			log_err("write error on the replacement of member %u '%s': %s", j,
+				rf->a->m[SHADOW].path, strerror(-e));
+			rebuild_abandon_replace();
+		}
 	}
+	return r;
 }
 
+/* A write to member j failed.  md's way: the member is failed and the
+ * caller carries on with the survivors (checking afterwards whether the
+ * group still has its data); a full member is not broken, and its
+ * -ENOSPC is the caller's error. */
+static int write_failed(struct rfile *rf, uint32_t j, uint64_t off, int r)
+{
+	log_err("write error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
+		j, rf->a->m[j].path, rf->id, off, strerror(-r));
+	if (r == -ENOSPC)
+		return r;
+	array_member_io_error(rf->a, j, r, true);
+	return 0;
+}
+
+/* A write to member j; 0 also when it failed the member (see above) */
 static int shard_write(struct rfile *rf, uint32_t j, const void *buf, size_t len, uint64_t off)
 {
-	int r = member_pwrite(rf->a, j, rf->fd[j], buf, len, off);
-	if (r == 0)
-		shadow_mirror(rf, j, buf, len, off);
-	if (r < 0) {
-		log_err("write error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
-			j, rf->a->m[j].path, rf->id, off, strerror(-r));
-		if (r == -ENOSPC)
-			return r;	/* the member is full, not broken */
-		array_member_io_error(rf->a, j, r, true);
-	}
-	return 0;
+	struct iovec v = { (void *)buf, len };
+	int r = put_member(rf, j, &v, 1, off);
+	return r < 0 ? write_failed(rf, j, off, r) : 0;
 }
 
 /* usable: may be read (holds valid data); writable: must receive writes
@@ -235,8 +241,8 @@ repair:
 		if (!usable(rf, mj))
 			continue;
 		const uint8_t *src = l->red == RED_MIRROR ? blk[0] : blk[j];
-		if (member_pwrite(rf->a, mj, rf->fd[mj], src, len, off) == 0) {
-			shadow_mirror(rf, mj, src, len, off);
+		struct iovec v = { (void *)src, len };
+		if (put_member(rf, mj, &v, 1, off) == 0) {
 			array_member_corrected(rf->a, mj);
 			log_warn("member %u '%s': read error at offset %" PRIu64 " of file %016" PRIx64 " repaired from redundancy",
 				 mj, rf->a->m[mj].path, off, rf->id);
@@ -361,11 +367,7 @@ static bool helper_busy, helper_has_work, helper_started;
 
 static void run_job(struct member_job *mj)
 {
-	struct rfile *rf = mj->rf;
-	mj->ret = member_pwritev(rf->a, mj->j, rf->fd[mj->j], mj->iov, mj->n, mj->off);
-	if (mj->ret == 0 && (int)mj->j == shadow_of(rf->a) && rf->fd[SHADOW] >= 0 &&
-	    member_pwritev(rf->a, SHADOW, rf->fd[SHADOW], mj->iov, mj->n, mj->off) < 0)
-		rebuild_abandon_replace();
+	mj->ret = put_member(mj->rf, mj->j, mj->iov, mj->n, mj->off);
 }
 
 static void *helper_main(void *arg)
@@ -463,13 +465,9 @@ static int write_full_stripes(struct rfile *rf, uint64_t s0, uint32_t ns, const 
 #undef PAR
 	run_jobs(jobs, n);
 	for (int i = 0; i < n; i++) {
-		if (jobs[i].ret == 0)
-			continue;
-		log_err("write error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
-			jobs[i].j, rf->a->m[jobs[i].j].path, rf->id, jobs[i].off, strerror(-jobs[i].ret));
-		if (jobs[i].ret == -ENOSPC)
-			return jobs[i].ret;
-		array_member_io_error(rf->a, jobs[i].j, jobs[i].ret, true);
+		int r = jobs[i].ret < 0 ? write_failed(rf, jobs[i].j, jobs[i].off, jobs[i].ret) : 0;
+		if (r < 0)
+			return r;
 	}
 	for (uint32_t g = 0; g < l->groups; g++)
 		if (group_alive(rf, s0, g) < 0)

@@ -3,6 +3,8 @@
  */
 #include "util.h"
 
+#include <sys/uio.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -167,21 +169,35 @@ ssize_t io_pread(int fd, void *buf, size_t len, off_t off)
 	return done;
 }
 
-int io_pwrite(int fd, const void *buf, size_t len, off_t off)
+int io_pwritev(int fd, const struct iovec *iov, int n, off_t off)
 {
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, off + done);
-		if (n < 0) {
+	struct iovec v[n];
+	memcpy(v, iov, n * sizeof(*v));
+	for (int i = 0; i < n;) {
+		ssize_t w = pwritev(fd, v + i, n - i, off);
+		if (w < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		if (n == 0)
+		if (w == 0)
 			return -EIO;
-		done += n;
+		off += w;
+		/* a short write: skip what went out, go on with the rest */
+		for (; i < n && (size_t)w >= v[i].iov_len; i++)
+			w -= v[i].iov_len;
+		if (i < n) {
+			v[i].iov_base = (char *)v[i].iov_base + w;
+			v[i].iov_len -= w;
+		}
 	}
 	return 0;
+}
+
+int io_pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	struct iovec v = { (void *)buf, len };
+	return io_pwritev(fd, &v, 1, off);
 }
 
 DIR *opendir_at(int dirfd, const char *path)

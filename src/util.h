@@ -56,6 +56,8 @@ void random_bytes(void *buf, size_t len);
  */
 ssize_t io_pread(int fd, void *buf, size_t len, off_t off);
 int io_pwrite(int fd, const void *buf, size_t len, off_t off);
+struct iovec;
+int io_pwritev(int fd, const struct iovec *iov, int n, off_t off);
 
 /* opendir() of path under dirfd (no symlink at the end); NULL with errno
  * set on failure. */

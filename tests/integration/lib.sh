@@ -202,3 +202,14 @@ wait_member() {
 	done
 	return 1
 }
+
+# rfs_kill MOUNTPOINT: kill -9 the daemon (a crash), wait until it is
+# gone and detach the dead mount
+rfs_kill() {
+	local pid
+	pid=$(daemon_pid "$1")
+	kill -9 "$pid"
+	wait_pid_gone "$pid" 20 || { log "daemon $pid of $1 survived kill -9"; return 1; }
+	fusermount3 -uz "$1" 2>/dev/null
+	return 0
+}

@@ -11,29 +11,33 @@
 need_fuse
 
 
+# new_array NAME: raid5 over 4 members in $T/NAME (sets C, mem, mnt), mounted
+new_array() {
+	C=$T/$1
+	mkdir -p "$C/ref"
+	mem=$(make_members 4 "$1/d")
+	mnt=$C/mnt
+	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name "$1" $mem
+	rfs_mount "$(join_members $mem)" "$mnt" || fail "$1: mount"
+}
+# put_file NAME BYTES: new random content, in the reference and the mount
+put_file() {
+	head -c "$2" /dev/urandom > "$C/ref/$1"
+	cp "$C/ref/$1" "$mnt/$1"
+}
+
 # Exact count, and the log survives kill -9: 200 files, member 2 fails,
 # 2 files (1%) change, the daemon is killed and mounted again (member 2 is
 # stale and stays out), then member 2 is added back: exactly those 2 files
 # are resynced, the 198 others are left alone.
-C=$T/exact
-mkdir -p "$C/ref"
-mem=$(make_members 4 exact/d)
-mnt=$C/mnt
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name ex $mem
-rfs_mount "$(join_members $mem)" "$mnt" || fail "exact: mount"
-for i in $(seq 1 200); do
-	head -c $((3000 + i * 131)) /dev/urandom > "$C/ref/f$i"
-	cp "$C/ref/f$i" "$mnt/f$i"
-done
+new_array exact
+for i in $(seq 1 200); do put_file "f$i" $((3000 + i * 131)); done
 "$RAIDFS" fail "$mnt" 2 >/dev/null || fail "exact: fail 2"
 for i in 17 141; do
 	head -c 5000 /dev/urandom | dd of="$C/ref/f$i" bs=1000 seek=1 conv=notrunc status=none
 	dd if="$C/ref/f$i" of="$mnt/f$i" bs=1000 skip=1 seek=1 count=5 conv=notrunc status=none
 done
-pid=$(daemon_pid "$mnt")
-kill -9 "$pid"
-wait_pid_gone "$pid" 20 || fail "exact: daemon not gone after kill -9"
-fusermount3 -uz "$mnt" 2>/dev/null
+rfs_kill "$mnt" || fail "exact: kill -9"
 rfs_mount "$(join_members $mem)" "$mnt" || fail "exact: mount after kill -9"
 expect_rc 1 "$RAIDFS" status "$mnt"
 expect_rc 0 "$RAIDFS" add "$mnt" "$T/exact/d3"
@@ -49,29 +53,15 @@ rm -rf "$C"
 
 # kill -9 in the middle of a re-add: the next mount goes on with it as a
 # re-add (the mode is in the saved position), and the result is right
-C=$T/resume
-mkdir -p "$C/ref"
-mem=$(make_members 4 resume/d)
-mnt=$C/mnt
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name rs $mem
-rfs_mount "$(join_members $mem)" "$mnt" || fail "resume: mount"
-for i in $(seq 1 40); do
-	head -c 300000 /dev/urandom > "$C/ref/f$i"
-	cp "$C/ref/f$i" "$mnt/f$i"
-done
+new_array resume
+for i in $(seq 1 40); do put_file "f$i" 300000; done
 "$RAIDFS" fail "$mnt" 1 >/dev/null
-for i in $(seq 1 40); do
-	head -c 300000 /dev/urandom > "$C/ref/f$i"
-	cp "$C/ref/f$i" "$mnt/f$i"
-done
+for i in $(seq 1 40); do put_file "f$i" 300000; done
 "$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
 expect_rc 0 "$RAIDFS" add "$mnt" "$T/resume/d2"
 sleep 1.5
 "$RAIDFS" status "$mnt" | grep -q "^re-add: " || fail "resume: no re-add running: $("$RAIDFS" status "$mnt")"
-pid=$(daemon_pid "$mnt")
-kill -9 "$pid"
-wait_pid_gone "$pid" 20 || fail "resume: daemon not gone after kill -9"
-fusermount3 -uz "$mnt" 2>/dev/null
+rfs_kill "$mnt" || fail "resume: kill -9"
 rfs_mount "$(join_members $mem)" "$mnt" || fail "resume: mount after kill -9 during the re-add"
 "$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
 wait_member "$mnt" 1 online || fail "resume: member 1 not online: $("$RAIDFS" status "$mnt")"

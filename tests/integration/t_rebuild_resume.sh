@@ -28,12 +28,9 @@ PYEOF
 "$RAIDFS" rebuild "$mnt" --max-rate 1 --min-rate 1 >/dev/null || fail "rebuild rates"
 expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$T/new"
 sleep 3.5
-pid=$(daemon_pid "$mnt")
 "$RAIDFS" status --json "$mnt" | grep -q '"active": true' || fail "rebuild not running at the kill: $("$RAIDFS" status "$mnt")"
 [ -f "$T/new/.raidfs/rebuild" ] || fail "no rebuild position saved on the new member after 3 s"
-kill -9 "$pid"
-wait_pid_gone "$pid" 10 || fail "daemon did not die"
-fusermount3 -uz "$mnt" 2>/dev/null
+rfs_kill "$mnt" || fail "kill -9 during the rebuild"
 newmem=$(echo "$mem" | sed "s|$T/d2|$T/new|")
 rfs_mount "$(join_members $newmem)" "$mnt" || fail "mount after kill -9 during the rebuild"
 for i in $(seq 1 600); do

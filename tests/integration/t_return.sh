@@ -57,6 +57,28 @@ workload compare "$mnt" "$T/ref" >"$T/cmp.out" 2>&1 || { cat "$T/cmp.out" >&2; f
 echo back > "$mnt/back" && echo back > "$T/ref/back" || fail "write after recovery"
 log "ok: a failed array recovered by itself when its members came back"
 
+# 1b: member 1 goes, a file changes, member 2 goes (failed).  Member 1
+# comes back first: it missed a change and nothing can resync it, so it
+# waits (the log says why); member 2, which missed nothing, comes back at
+# once, and then member 1 is resynced by itself.
+"$RAIDFS" inject "$mnt" 1 vanish >/dev/null
+wait_status "$mnt" 1 || fail "1b: member 1 not failed"
+echo while-away > "$mnt/away" && echo while-away > "$T/ref/away" || fail "1b: write while member 1 is away"
+"$RAIDFS" inject "$mnt" 2 vanish >/dev/null
+wait_status "$mnt" 2 || fail "1b: array not failed without members 1 and 2"
+"$RAIDFS" inject "$mnt" 1 clear >/dev/null
+for i in $(seq 1 50); do grep -q "member 1 is back at .* cannot be re-added yet: member 1 missed changes" "$T/daemon.log" && break; sleep 0.1; done
+grep -q "member 1 is back at .* cannot be re-added yet: member 1 missed changes" "$T/daemon.log" ||
+	fail "1b: no log line saying why member 1 waits"
+expect_rc 2 "$RAIDFS" status "$mnt"
+"$RAIDFS" inject "$mnt" 2 clear >/dev/null
+wait_status "$mnt" 0 || fail "1b: not optimal after members 2 and then 1 came back: $("$RAIDFS" status "$mnt")"
+"$RAIDFS" fail "$mnt" 3 >/dev/null
+workload compare "$mnt" "$T/ref" >"$T/cmp.out" 2>&1 || { cat "$T/cmp.out" >&2; fail "1b: tree differs without member 3"; }
+"$RAIDFS" add "$mnt" "$T/d4" >/dev/null || fail "1b: add member 3 back"
+wait_status "$mnt" 0 || fail "1b: member 3 not back"
+log "ok: a member that missed changes waits until the array can resync it"
+
 # 2: failed, unmounted, mounted again with everything
 "$RAIDFS" inject "$mnt" 0 vanish >/dev/null
 "$RAIDFS" inject "$mnt" 3 vanish >/dev/null
