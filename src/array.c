@@ -3,6 +3,7 @@
  * dirty-file log (see array.h for the state diagram and the contract).
  */
 #include "array.h"
+#include "cache.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -224,7 +225,9 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	int stale_fd[LAYOUT_MAX_WIDTH];
 	for (i = 0; i < LAYOUT_MAX_WIDTH; i++)
 		stale_fd[i] = -1;
+	bool keep_failed = a->keep_failed;
 	memset(a, 0, sizeof(*a));
+	a->keep_failed = keep_failed;
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_rwlockattr_t ra;
 	pthread_rwlockattr_init(&ra);
@@ -407,6 +410,13 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		if (st == ARRAY_FAILED) {
 			errf(err, errlen, "array '%s' cannot start: too many members are missing for %s: %s; give the missing member directories on the command line",
 			     a->sb.name, layout_level_name(a->lay.level), list);
+			if (a->keep_failed) {
+				/* the caller mounts it offline (a preserved cache) */
+				for (i = 0; i < n; i++)
+					if (fds[i] >= 0)
+						close(fds[i]);
+				return 1;
+			}
 			goto fail_members;
 		}
 		if (!allow_degraded) {
@@ -800,7 +810,10 @@ static int resync_one(struct array *a, const char *entry, bool *complete)
 		if (array_absent_count(a) > 0 && fm.size > size)
 			size = fm.size;	/* the absent member may hold the tail */
 		rf.size = size;
-		ret = stripe_resync(&rf);
+		/* what the cache of the last run held for it goes in first */
+		ret = cache_replay_file(&rf);
+		if (ret == 0)
+			ret = stripe_resync(&rf);
 		if (ret == 0)
 			ret = rfile_write_meta(&rf, 0);
 		pthread_rwlock_destroy(&rf.rw);
@@ -1058,6 +1071,8 @@ static void *monitor(void *arg)
 		rebuild_get(&ri);
 		if (monitor_run && !ri.active)
 			rebuild_take_spare(a);
+		if (monitor_run)
+			cache_monitor(a);	/* an offline mount comes up when it can */
 		/* a member whose disk went away and is back at its path (same
 		 * array, same index) is re-added: hot-plug, as md's udev rules */
 		for (uint32_t j = 0; j < a->width && monitor_run; j++) {

@@ -99,6 +99,8 @@ struct array {
 	int primary;			/* lowest present member index */
 	bool absent_recorded;		/* absent members written down as faulty */
 	bool readonly;
+	bool keep_failed;		/* array_assemble returns 1, not an error,
+					 * for a failed array (mount.c) */
 	pthread_mutex_t lock;
 	/* Namespace lock: operations that change the namespace on the members
 	 * hold it shared (fuse.c); the rebuild holds it exclusively while it
@@ -131,7 +133,9 @@ int array_create(const struct create_opts *o, char **paths, int n);
 /*
  * Assemble from member paths (any order).  Absent or stale members are
  * left with dirfd -1.  On refusal (foreign members, too many absent,
- * degraded with nodegraded) writes a message to err and returns <0.
+ * degraded with nodegraded) writes a message to err and returns <0; a
+ * failed array with a->keep_failed set is kept assembled: message in err,
+ * returns 1.
  */
 int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		   char *err, size_t errlen);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "cache.h"
 #include "fsops.h"
 #include "rebuild.h"
 #include "util.h"
@@ -187,7 +188,8 @@ static void status_text(struct array *a, struct out *o)
 		outf(o, " in %u groups", a->lay.groups);
 	outf(o, ", chunk %s\n", fmt_size(a->lay.chunk, ch, sizeof(ch)));
 	outf(o, "size:    %s usable\n", fmt_size(usable_bytes(a), sz, sizeof(sz)));
-	outf(o, "state:   %s%s\n", state_word(a, st), a->readonly ? " (read-only)" : "");
+	outf(o, "state:   %s%s%s\n", state_word(a, st), a->readonly ? " (read-only)" : "",
+	     cache_offline() ? " (offline: preserved cache)" : "");
 	outf(o, "members:\n");
 	for (uint32_t j = 0; j < a->width; j++) {
 		char inj[256];
@@ -236,6 +238,30 @@ static void status_text(struct array *a, struct out *o)
 	} else if (ri.last_result[0]) {
 		outf(o, "rebuild: %s\n", ri.last_result);
 	}
+	struct cache_stats cs;
+	cache_get_stats(&cs);
+	char csz[32], dz[32];
+	uint64_t looks = cs.hits + cs.misses;
+	outf(o, "cache:   %s, write policy %s (current: %s%s%s), read policy %s\n",
+	     fmt_size(cs.size, csz, sizeof(csz)), cache_wpolicy_name(cs.configured),
+	     cache_wpolicy_name(cs.effective), cs.why_wt ? ", " : "", cs.why_wt ? cs.why_wt : "",
+	     cache_rpolicy_name(cs.rpolicy));
+	outf(o, "         dirty %s, read hits %.0f%%, destage %.1f MB/s\n", fmt_size(cs.dirty_bytes, dz, sizeof(dz)),
+	     looks ? 100.0 * cs.hits / looks : 0.0, cs.destage_mbps);
+	outf(o, "battery: %s (bbu=%s%s%s)", bbu_state_name(cs.bbu_state), bbu_kind_name(cs.bbu),
+	     cs.bbu == BBU_FILE ? ":" : "", cs.bbu == BBU_FILE ? cs.bbu_path : "");
+	if (cs.bbu_state == BBU_LEARNING)
+		outf(o, ", learn cycle %u s left", cs.learn_left);
+	outf(o, "\n");
+	if (cs.preserved_bytes)
+		outf(o, "preserved cache: %s of acknowledged writes from the last run are not on the members yet\n",
+		     fmt_size(cs.preserved_bytes, dz, sizeof(dz)));
+	if (cs.offline)
+		outf(o, "action:  OFFLINE: the cache of the last run is preserved and the array cannot take it; return the missing members (they are taken back when they reappear at their paths) and the mount comes online by itself; 'raidfs cache %s discard --force' drops the preserved data for good\n",
+		     a->mountpoint);
+	if (cs.bbu_state == BBU_FAILED)
+		outf(o, "action:  the battery has failed: the cache runs write-through; 'raidfs bbu %s restore' once it is replaced\n",
+		     a->mountpoint);
 	if (st == ARRAY_FAILED) {
 		outf(o, "action:  too many members are lost for %s: the array refuses writes; bring the members back: a disk that returns to its path is taken back by itself, or use 'raidfs add %s DIR', or remount with all members\n",
 		     layout_level_name(a->lay.level), a->mountpoint);
@@ -293,7 +319,14 @@ static void status_json(struct array *a, struct out *o)
 	     ri.paused ? "true" : "false", ri.member, ri.done, ri.total,
 	     ri.rate, ri.elapsed, ri.min_rate, ri.max_rate);
 	json_str(o, ri.last_result);
-	outf(o, "}}\n");
+	struct cache_stats cs;
+	cache_get_stats(&cs);
+	outf(o, "}, \"cache\": {\"size\": %" PRIu64 ", \"line_bytes\": %" PRIu64 ", \"write_policy\": \"%s\", \"current_write_policy\": \"%s\", \"read_policy\": \"%s\", \"dirty_bytes\": %" PRIu64
+		", \"dirty_lines\": %u, \"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"destage_mbps\": %.1f, \"destaged_bytes\": %" PRIu64
+		", \"preserved_bytes\": %" PRIu64 ", \"bbu\": \"%s\", \"bbu_state\": \"%s\", \"learn_left\": %u}}\n",
+	     cs.size, cs.line_bytes, cache_wpolicy_name(cs.configured), cache_wpolicy_name(cs.effective),
+	     cache_rpolicy_name(cs.rpolicy), cs.dirty_bytes, cs.dirty_lines, cs.hits, cs.misses, cs.destage_mbps,
+	     cs.destaged_bytes, cs.preserved_bytes, bbu_kind_name(cs.bbu), bbu_state_name(cs.bbu_state), cs.learn_left);
 }
 
 /* ------------------------------------------------------------- commands */
@@ -497,6 +530,11 @@ static void dispatch(struct array *a, int argc, char **argv, struct out *o)
 		cmd_replace(a, argc, argv, o);
 	} else if (!strcmp(cmd, "rebuild")) {
 		cmd_rebuild(a, argc, argv, o);
+	} else if (!strcmp(cmd, "cache") || !strcmp(cmd, "bbu")) {
+		char reply[2048];
+		int rc = !strcmp(cmd, "cache") ? cache_ctl(argc, argv, reply, sizeof(reply))
+					       : cache_bbu_ctl(argc, argv, reply, sizeof(reply));
+		outf(o, "rc %d\n%s", rc, reply);
 	} else {
 		outf(o, "rc 2\nraidfs: unknown control request '%s' (is the daemon older than this raidfs?)\n", cmd);
 	}

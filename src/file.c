@@ -584,6 +584,13 @@ fail:
 	return ret;
 }
 
+void rfile_hold(struct rfile *rf)
+{
+	pthread_mutex_lock(&table_lock);
+	rf->refs++;
+	pthread_mutex_unlock(&table_lock);
+}
+
 int rfile_release(struct rfile *rf)
 {
 	pthread_mutex_lock(&table_lock);

@@ -47,6 +47,12 @@ struct rfile {
 	bool meta_stale;		/* size changed since metadata written */
 	bool marked;			/* in the dirty log */
 	int refs;			/* protected by the table lock */
+	uint32_t cache_dirty;		/* dirty cache lines (under the cache lock);
+					 * while > 0 the cache holds a reference */
+	uint64_t ra_next;		/* read-ahead: where a sequential reader
+					 * goes next (cache.c) */
+	uint32_t ra_seq;		/* sequential reads in a row */
+	uint64_t ra_done;		/* read-ahead queued up to this stripe */
 	pthread_rwlock_t rw;
 	struct rfile *next;		/* hash chain */
 };
@@ -79,6 +85,9 @@ void rfile_shadow_commit(uint32_t j);
  * and closes the shards.  Returns the first error seen (it is also
  * logged). */
 int rfile_release(struct rfile *rf);
+/* One more reference to an open file (the cache holds one while it has
+ * dirty data for it). */
+void rfile_hold(struct rfile *rf);
 
 /* Logical size of an open file with the primary shard inode `key`, if the
  * file is open: 1 and *size set (and *marked: it is in the dirty log, so
@@ -108,6 +117,34 @@ ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
 ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off);
 int stripe_truncate(struct rfile *rf, uint64_t size);
 int stripe_fsync(struct rfile *rf, bool datasync);
+
+/* The same with rf->rw already held by the caller (shared for reads,
+ * exclusively for the others); used by the cache (cache.c).  They do not
+ * check that the array is writable. */
+ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off);
+ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint64_t off);
+int stripe_truncate_locked(struct rfile *rf, uint64_t size);
+/* Whole stripes [s0, s0+ns) (ns <= 16): sd[i] holds stripe s0+i's data
+ * bytes.  Parity comes from the buffers, nothing is read. */
+int stripe_write_stripes_locked(struct rfile *rf, uint64_t s0, uint32_t ns, const uint8_t *const *sd);
+
+/* Write the dirty sectors of a cache line (stripe s; data holds the
+ * stripe's data bytes, valid/dirty one bit per `sector` bytes) with their
+ * parity, reading what parity needs: the fewer reads of reconstruct-write
+ * and read-modify-write (stripe.c).  Nothing past the file's end is
+ * written.  rf->rw held exclusively. */
+int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const uint64_t *valid,
+			const uint64_t *dirty, uint32_t sector);
+
+/* Put the file in the dirty log before its first change (idempotent,
+ * any lock state). */
+int stripe_mark_dirty(struct rfile *rf);
+
+/* -o member_sync: after member writes, fdatasync them (always), only on
+ * fsync (flush, the default), or never (the members' own write cache is
+ * trusted, like a controller's "disk cache enabled"). */
+enum member_sync { MSYNC_ALWAYS, MSYNC_FLUSH, MSYNC_NEVER };
+extern enum member_sync stripe_member_sync;
 
 /* Recompute every stripe's redundancy from its data (resync after a
  * crash).  Caller holds rf->rw or owns rf privately. */

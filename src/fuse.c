@@ -30,6 +30,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "fsops.h"
 #include "file.h"
 #include "meta.h"
@@ -318,6 +319,12 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 		if (rfile_lookup_size(st->st_ino, &size, &marked)) {
 			if (marked && st->st_nlink > 1)
 				st->st_nlink--;	/* the dirty-log link is ours */
+		} else if (st->st_nlink > 1 && fstatat(PRIMARY, r, st, AT_SYMLINK_NOFOLLOW) < 0) {
+			/* the file was being closed (FUSE sends release without
+			 * waiting) while we looked: its dirty link was still
+			 * there at the first stat; the lookup waited for the
+			 * close to finish, so a second stat counts right */
+			return -errno;
 		} else if (closed_file_size(r, &size) < 0) {
 			log_err("file '%s': no valid metadata on any member", r);
 			return -EIO;
@@ -593,12 +600,12 @@ static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	if (size < 0)
 		return -EINVAL;
 	if (rf)
-		return stripe_truncate(rf, size);
+		return cache_truncate(rf, size);
 	CHECK_HIDDEN(path);
 	int r = ON_PRIMARY_ERR(rfile_open(A, rel(path), &rf));
 	if (r < 0)
 		return r;
-	r = stripe_truncate(rf, size);
+	r = cache_truncate(rf, size);
 	int r2 = rfile_release(rf);
 	return r ? r : r2;
 }
@@ -606,13 +613,15 @@ static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 static int fs_open(const char *path, struct fuse_file_info *fi)
 {
 	CHECK_HIDDEN(path);
+	if (cache_offline())
+		return -EIO;	/* a preserved cache holds newer data */
 	struct rfile *rf;
 	int r = ON_PRIMARY_ERR(rfile_open(A, rel(path), &rf));
 	if (r < 0)
 		return r;
 	if ((fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		/* atomic O_TRUNC: the kernel leaves the truncation to us */
-		r = stripe_truncate(rf, 0);
+		r = cache_truncate(rf, 0);
 		if (r < 0) {
 			rfile_release(rf);
 			return r;
@@ -640,13 +649,13 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 static int fs_read(const char *path, char *buf, size_t size, off_t off,
 		   struct fuse_file_info *fi)
 {
-	return stripe_read(RF(fi), buf, size, off);
+	return cache_read(RF(fi), buf, size, off);
 }
 
 static int fs_write(const char *path, const char *buf, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	return stripe_write(RF(fi), buf, size, off);
+	return cache_write(RF(fi), buf, size, off);
 }
 
 /*
@@ -667,8 +676,8 @@ static int fs_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
 	const struct fuse_buf *b0 = &buf->buf[buf->idx];
 
 	if (buf->count == 1 && !(b0->flags & FUSE_BUF_IS_FD) &&
-	    (rf->lay.red != RED_PARITY || ((uintptr_t)b0->mem & 63) == 0))
-		return stripe_write(rf, (const char *)b0->mem + buf->off, len, off);
+	    (rf->lay.red != RED_PARITY || ((uintptr_t)b0->mem & 63) == 0 || cache_writeback_now()))
+		return cache_write(rf, (const char *)b0->mem + buf->off, len, off);
 	if (abuf_len < len) {
 		void *p;
 		if (posix_memalign(&p, 64, len))
@@ -682,7 +691,7 @@ static int fs_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
 	ssize_t n = fuse_buf_copy(&dst, buf, 0);
 	if (n < 0)
 		return n;
-	return stripe_write(rf, abuf, n, off);
+	return cache_write(rf, abuf, n, off);
 }
 
 static int fs_release(const char *path, struct fuse_file_info *fi)
@@ -692,7 +701,7 @@ static int fs_release(const char *path, struct fuse_file_info *fi)
 
 static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
-	return stripe_fsync(RF(fi), datasync);
+	return cache_fsync(RF(fi), datasync);
 }
 
 /* ------------------------------------------------------------- dirs, fs */
@@ -948,9 +957,12 @@ static void fs_destroy(void *priv)
  * operation applied to some members and not yet to the others.
  */
 #define NS(call) ({ \
-	pthread_rwlock_rdlock(&A->ns_lock); \
-	int _nr = (call); \
-	pthread_rwlock_unlock(&A->ns_lock); \
+	int _nr = -EIO; \
+	if (!cache_offline()) { \
+		pthread_rwlock_rdlock(&A->ns_lock); \
+		_nr = (call); \
+		pthread_rwlock_unlock(&A->ns_lock); \
+	} \
 	_nr; })
 static int ns_mknod(const char *p, mode_t m, dev_t d) { return NS(fs_mknod(p, m, d)); }
 static int ns_mkdir(const char *p, mode_t m) { return NS(fs_mkdir(p, m)); }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "cache.h"
 #include "check.h"
 #include "fsops.h"
 #include "layout.h"
@@ -37,7 +38,11 @@ static void usage(FILE *f)
 "  mount [-f] [-o OPTIONS] DIR[:DIR...] MOUNTPOINT\n"
 "        assemble the array from its members and mount it (-f: foreground)\n"
 "        options: nodegraded, force, ro, log=FILE, event_program=PATH,\n"
-"        read_error_threshold=N, allow_other and other FUSE options\n"
+"        read_error_threshold=N, allow_other and other FUSE options; the cache:\n"
+"        cache_size=SIZE (256M), write_policy=writeback|writethrough|always-writeback,\n"
+"        read_policy=ra|nora|adaptive, bbu=none|shm|file:PATH (the battery that\n"
+"        keeps the cache: none loses it in a crash, shm survives kill -9, a file\n"
+"        survives power loss), bbu_learn_time=SECONDS, member_sync=always|flush|never\n"
 "  status [--json] MOUNTPOINT\n"
 "        show the array's state (exit 0 optimal, 1 degraded, 2 failed or not mounted)\n"
 "  unmount MOUNTPOINT\n"
@@ -55,6 +60,10 @@ static void usage(FILE *f)
 "        member is copied and keeps serving until the copy is complete\n"
 "  rebuild MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s\n"
 "        control a running rebuild (max 0: no limit)\n"
+"  cache MOUNTPOINT [write_policy=POLICY [--force] | read_policy=POLICY | flush | discard --force]\n"
+"        show or change the cache (always-writeback needs --force: it risks data)\n"
+"  bbu MOUNTPOINT [show|learn|fail|restore]\n"
+"        the emulated battery: a learn cycle or a failed battery turn write-back off\n"
 "  inject MOUNTPOINT MEMBER FAULT...\n"
 "        fault injection: read-error|write-error|fsync-error|open-error [every|after N|count N|prob P] [ERRNO],\n"
 "        latency MS, corrupt P, vanish, clear\n"
@@ -175,6 +184,11 @@ static int parse_mount_opts(char *s, struct mount_opts *o)
 	for (char *save = NULL, *opt = strtok_r(s, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
 		if (!*opt || ignored_option(opt))
 			continue;
+		int c = cache_parse_option(opt);
+		if (c < 0)
+			return -1;
+		if (c > 0)
+			continue;
 		if (!strncmp(opt, "log=", 4))
 			o->log = strdup(opt + 4);
 		else if (!strcmp(opt, "nodegraded"))
@@ -210,9 +224,11 @@ static int cmd_mount(int argc, char **argv)
 				fprintf(stderr, "raidfs: -o needs a list of options\n");
 				return 1;
 			}
-			parse_mount_opts(argv[i], &o);
+			if (parse_mount_opts(argv[i], &o) < 0)
+				return 1;
 		} else if (!strncmp(argv[i], "-o", 2)) {
-			parse_mount_opts(argv[i] + 2, &o);
+			if (parse_mount_opts(argv[i] + 2, &o) < 0)
+				return 1;
 		} else if (!strcmp(argv[i], "-n") || !strcmp(argv[i], "-s") || !strcmp(argv[i], "-v")) {
 			/* mount(8) helper flags: no mtab, sloppy, verbose */
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -362,6 +378,11 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "rebuild"))
 		return cmd_control("rebuild", argc - 1, argv + 1, 1,
 				   "rebuild MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s");
+	if (!strcmp(cmd, "cache"))
+		return cmd_control("cache", argc - 1, argv + 1, 0,
+				   "cache MOUNTPOINT [write_policy=writeback|writethrough|always-writeback [--force] | read_policy=ra|nora|adaptive | flush | discard --force]");
+	if (!strcmp(cmd, "bbu"))
+		return cmd_control("bbu", argc - 1, argv + 1, 0, "bbu MOUNTPOINT [show|learn|fail|restore]");
 	if (!strcmp(cmd, "check")) {
 		if (argc != 3) {
 			fprintf(stderr, "raidfs: check: give DIR[:DIR...]\n");

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "file.h"
 #include "fsops.h"
 #include "rebuild.h"
@@ -54,16 +55,50 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 		fprintf(stderr, "raidfs: cannot open log file '%s': %s\n", o->log, strerror(errno));
 		return 1;
 	}
-	if (array_assemble(a, paths, n, o->allow_degraded, err, sizeof(err)) < 0) {
+	a->keep_failed = true;
+	int r = array_assemble(a, paths, n, o->allow_degraded, err, sizeof(err));
+	if (r < 0) {
 		fprintf(stderr, "raidfs: cannot mount: %s\n", err);
 		if (o->log)
 			log_err("cannot mount: %s", err);
 		return 1;
 	}
+	bool failed = r == 1;
 	a->readonly = o->readonly;
 	ctl_canonical(mountpoint, a->mountpoint, sizeof(a->mountpoint));
+	char cerr[1024];
+	if (cache_open(a, cerr, sizeof(cerr)) < 0) {
+		fprintf(stderr, "raidfs: cannot mount: %s\n", cerr);
+		if (o->log)
+			log_err("cannot mount: %s", cerr);
+		array_close(a);
+		return 1;
+	}
+	if (failed && !cache_preserved_bytes()) {
+		fprintf(stderr, "raidfs: cannot mount: %s\n", err);
+		if (o->log)
+			log_err("cannot mount: %s", err);
+		array_close(a);
+		return 1;
+	}
 	int count = 0;
-	int r = array_resync_dirty(a, o->force, &count, err, sizeof(err));
+	if (failed) {
+		/* A preserved cache: acknowledged writes that the members
+		 * cannot take now.  Mounted offline (nothing is served) so that
+		 * 'raidfs status' can say so and the data waits for the
+		 * members; cache_monitor() brings the mount up when they are
+		 * back.  As a controller keeps a preserved cache for an
+		 * offline virtual drive. */
+		fprintf(stderr, "raidfs: warning: %s\n", err);
+		fprintf(stderr, "raidfs: warning: the cache of the last run holds %llu bytes that are not on the members yet (preserved cache): mounted OFFLINE, nothing is served until the missing members return; see 'raidfs status %s'\n",
+			(unsigned long long)cache_preserved_bytes(), mountpoint);
+		cache_set_offline(true);
+		r = 0;
+	} else {
+		r = array_resync_dirty(a, o->force, &count, err, sizeof(err));
+		if (r == 0)
+			r = cache_replay_finish(a, err, sizeof(err));
+	}
 	if (r < 0) {
 		fprintf(stderr, "raidfs: cannot mount: %s\n", err);
 		if (o->log)
@@ -115,6 +150,8 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 		return 1;
 	}
 	fuse_set_signal_handlers(fuse_get_session(f));
+	if (!failed && cache_start() < 0)
+		log_warn("array '%s' runs without a cache", a->sb.name);
 	ctl_start();
 	rebuild_resume(a);
 	array_monitor_start(a);
@@ -126,6 +163,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	fuse_loop_cfg_set_idle_threads(lc, 8);
 	r = fuse_loop_mt(f, lc);
 	fuse_loop_cfg_destroy(lc);
+	cache_close();
 	rebuild_stop();
 	array_monitor_stop();
 	ctl_stop();

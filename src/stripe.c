@@ -421,16 +421,16 @@ static void run_jobs(struct member_job *jobs, int n)
 	}
 }
 
-/* Stripes [s0, s0+ns) entirely covered by buf (the request, at offset off). */
-static int write_full_stripes(struct rfile *rf, uint64_t s0, uint32_t ns, const uint8_t *buf, uint64_t off)
+/* Stripes [s0, s0+ns), whole: sd[i] holds the data bytes of stripe s0+i
+ * (from a request, or from cache lines). */
+static int write_full_stripes(struct rfile *rf, uint64_t s0, uint32_t ns, const uint8_t *const *sd)
 {
 	const struct layout *l = &rf->lay;
 	uint32_t chunk = l->chunk, k = l->k, m = l->m;
-	uint64_t sbytes = layout_stripe_data_bytes(l);
 	uint8_t *par = scratch((size_t)ns * l->groups * m * chunk);
 	if (!par)
 		return -ENOMEM;
-#define DATA(s, g, i) (buf + ((s) * sbytes + (uint64_t)layout_data_index(l, (g), (i)) * chunk - off))
+#define DATA(s, g, i) (sd[(s) - s0] + (uint64_t)layout_data_index(l, (g), (i)) * chunk)
 #define PAR(s, g, i) (par + ((((size_t)((s) - s0) * l->groups + (g)) * m + (i)) * chunk))
 	for (uint64_t s = s0; s < s0 + ns; s++) {
 		for (uint32_t g = 0; g < l->groups; g++) {
@@ -519,7 +519,47 @@ static bool wrote_primary(const struct rfile *rf, uint64_t off, size_t len)
 
 /* ----------------------------------------------------------------- API */
 
+int stripe_mark_dirty(struct rfile *rf)
+{
+	static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
+	if (__atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&mark_lock);
+	int r = mark_dirty(rf);
+	pthread_mutex_unlock(&mark_lock);
+	return r;
+}
+
+enum member_sync stripe_member_sync = MSYNC_FLUSH;
+
+/* member_sync=always: what was just written is made durable on the
+ * members before the write is acknowledged (a disk write cache off). */
+static int sync_members(struct rfile *rf)
+{
+	for (uint32_t j = 0; j < rf->a->width; j++) {
+		if (!writable(rf, j))
+			continue;
+		int r = member_fsync(rf->a, j, rf->fd[j], true);
+		if (r < 0)
+			array_member_io_error(rf->a, j, r, true);
+	}
+	return 0;
+}
+
 ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
+{
+	if (len == 0)
+		return 0;
+	if (!array_writable(rf->a))
+		return rf->a->readonly ? -EROFS : -EIO;
+	rebuild_note_user_io();
+	pthread_rwlock_wrlock(&rf->rw);
+	ssize_t r = stripe_write_locked(rf, buf, len, off);
+	pthread_rwlock_unlock(&rf->rw);
+	return r;
+}
+
+ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint64_t off)
 {
 	const struct layout *l = &rf->lay;
 	const uint64_t chunk = l->chunk;
@@ -530,18 +570,17 @@ ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off
 
 	if (len == 0)
 		return 0;
-	if (!array_writable(rf->a))
-		return rf->a->readonly ? -EROFS : -EIO;
-	rebuild_note_user_io();
-	pthread_rwlock_wrlock(&rf->rw);
-	ret = mark_dirty(rf);
+	ret = stripe_mark_dirty(rf);
 	for (uint64_t pos = off; pos < end && ret == 0;) {
 		uint64_t s = pos / sbytes;
 		if (l->red == RED_PARITY && pos == s * sbytes && end - pos >= 2 * sbytes) {
 			uint64_t ns = (end - pos) / sbytes;
 			if (ns > BATCH_STRIPES)
 				ns = BATCH_STRIPES;
-			ret = write_full_stripes(rf, s, (uint32_t)ns, src, off);
+			const uint8_t *sd[BATCH_STRIPES];
+			for (uint64_t i = 0; i < ns; i++)
+				sd[i] = src + (pos - off) + i * sbytes;
+			ret = write_full_stripes(rf, s, (uint32_t)ns, sd);
 			pos += ns * sbytes;
 			continue;
 		}
@@ -584,24 +623,275 @@ ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off
 		__atomic_store_n(&rf->size, end, __ATOMIC_RELEASE);
 		rf->meta_stale = true;
 	}
-	pthread_rwlock_unlock(&rf->rw);
+	if (ret == 0 && stripe_member_sync == MSYNC_ALWAYS)
+		ret = sync_members(rf);
 	return ret < 0 ? ret : (ssize_t)len;
 }
 
+/* ------------------------------------------------- destage of a cache line
+ *
+ * A cache line is one stripe's data bytes with a valid and a dirty bit per
+ * sector.  Per group, the dirty sectors are written with the parity over
+ * their range [lo, hi) of the chunk, choosing like md between
+ *   reconstruct-write: read the data slots the line does not hold over
+ *                      [lo, hi), encode parity from all k slots;
+ *   read-modify-write: read the old bytes of the dirty slots and the old
+ *                      parity, add the change (old ^ new) into the parity;
+ * whichever reads fewer members.  A line that holds the whole range reads
+ * nothing.  Read-modify-write needs every member it reads to be present;
+ * otherwise reconstruct-write reconstructs what it needs.
+ */
+
+struct cline {
+	const uint8_t *data;
+	const uint64_t *valid, *dirty;
+	uint32_t sector;
+	uint64_t end;		/* bytes of the file inside this stripe */
+};
+
+/* Sector i (of the line) holds bytes the file has now: written or read
+ * into the line, or past the end (zeros). */
+static inline bool cl_known(const struct cline *c, uint64_t i)
+{
+	return (c->valid[i / 64] >> (i % 64) & 1) || i * c->sector >= c->end;
+}
+
+static inline bool cl_dirty(const struct cline *c, uint64_t i)
+{
+	return (c->dirty[i / 64] >> (i % 64) & 1) && i * c->sector < c->end;
+}
+
+/* Copy line bytes [x, y) into dst where the line knows them: its valid
+ * sectors, zeros past the end; other sectors of dst are left as they are. */
+static void cl_copy(const struct cline *c, uint64_t x, uint64_t y, uint8_t *dst)
+{
+	for (uint64_t i = x / c->sector; i * c->sector < y; i++) {
+		uint64_t a = i * c->sector, b = a + c->sector;
+		if (a < x)
+			a = x;
+		if (b > y)
+			b = y;
+		if (c->valid[i / 64] >> (i % 64) & 1) {
+			memcpy(dst + (a - x), c->data + a, b - a);
+			if (b > c->end && a < b)	/* the tail of the last sector */
+				memset(dst + ((a > c->end ? a : c->end) - x), 0, b - (a > c->end ? a : c->end));
+		} else if (a >= c->end) {
+			memset(dst + (a - x), 0, b - a);
+		}
+	}
+}
+
+static void xor_into(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] ^= src[i];
+}
+
+static int destage_group(struct rfile *rf, uint64_t s, uint32_t g, const struct cline *c)
+{
+	const struct layout *l = &rf->lay;
+	const uint32_t chunk = l->chunk, k = l->k, m = l->m, n = k + m;
+	const uint32_t sec = c->sector;
+	uint32_t a[LAYOUT_MAX_WIDTH], b[LAYOUT_MAX_WIDTH], lo = chunk, hi = 0;
+	uint64_t base = s * chunk, cj[LAYOUT_MAX_WIDTH];
+	int ret = 0;
+
+	/* the dirty span of each data slot, sector-aligned, inside the file */
+	for (uint32_t j = 0; j < k; j++) {
+		cj[j] = (uint64_t)layout_data_index(l, g, j) * chunk;
+		a[j] = chunk;
+		b[j] = 0;
+		for (uint32_t x = 0; x < chunk; x += sec)
+			if (cl_dirty(c, (cj[j] + x) / sec)) {
+				if (a[j] == chunk)
+					a[j] = x;
+				b[j] = x + sec;
+			}
+		if (a[j] == chunk)
+			continue;
+		if (cj[j] + b[j] > c->end)
+			b[j] = c->end - cj[j];
+		if (a[j] < lo)
+			lo = a[j];
+		if (b[j] > hi)
+			hi = b[j];
+	}
+	if (lo >= hi)
+		return 0;
+	uint32_t len = hi - lo;
+	uint8_t *scr = scratch((size_t)(2 * n + 1) * len);
+	if (!scr)
+		return -ENOMEM;
+	uint8_t *blk[LAYOUT_MAX_WIDTH], *old[LAYOUT_MAX_WIDTH];
+	uint8_t *zero = scr + (size_t)2 * n * len;
+	for (uint32_t j = 0; j < n; j++) {
+		blk[j] = scr + (size_t)j * len;
+		old[j] = scr + (size_t)(n + j) * len;
+	}
+
+	/* what each way would read */
+	uint64_t unknown = 0, dirty_slots = 0;
+	uint32_t rcw = 0, rmw = m;
+	bool rmw_ok = true;
+	for (uint32_t j = 0; j < k; j++) {
+		bool known = true;
+		for (uint64_t i = (cj[j] + lo) / sec; i * sec < cj[j] + hi && known; i++)
+			known = cl_known(c, i);
+		if (!known) {
+			unknown |= 1ull << j;
+			rcw++;
+		}
+		if (a[j] < b[j]) {
+			dirty_slots |= 1ull << j;
+			rmw++;
+			rmw_ok &= usable(rf, layout_slot_member(l, s, g, j));
+		}
+	}
+	for (uint32_t p = k; p < n; p++)
+		rmw_ok &= usable(rf, layout_slot_member(l, s, g, p));
+
+	if (rmw_ok && rmw < rcw) {
+		/* read-modify-write: parity += encode(old ^ new of the dirty slots) */
+		for (uint32_t j = 0; j < k; j++) {
+			if (!(dirty_slots >> j & 1))
+				continue;
+			uint32_t mj = layout_slot_member(l, s, g, j);
+			if (shard_read(rf, mj, old[j], len, base + lo) < 0)
+				goto rcw;	/* a read error: the other way reconstructs */
+			memcpy(blk[j], old[j], len);
+			cl_copy(c, cj[j] + lo, cj[j] + hi, blk[j]);
+		}
+		for (uint32_t p = k; p < n; p++)
+			if (shard_read(rf, layout_slot_member(l, s, g, p), old[p], len, base + lo) < 0)
+				goto rcw;
+		uint8_t *d[LAYOUT_MAX_WIDTH];
+		memset(zero, 0, len);
+		for (uint32_t j = 0; j < k; j++) {
+			if (dirty_slots >> j & 1) {
+				xor_into(old[j], blk[j], len);	/* old[j] = delta */
+				d[j] = old[j];
+			} else {
+				d[j] = zero;
+			}
+		}
+		for (uint32_t p = k; p < n; p++)
+			d[p] = blk[p];
+		ret = parity_encode(k, m, len, d);
+		if (ret < 0)
+			return ret;
+		for (uint32_t p = k; p < n; p++)
+			xor_into(blk[p], old[p], len);	/* new parity */
+		goto write;
+	}
+rcw:
+	{
+		/* reconstruct-write: every data slot over [lo, hi) */
+		uint64_t want = unknown;
+		bool rebuild = false;
+		for (uint32_t j = 0; j < k; j++)
+			if ((want >> j & 1) && !usable(rf, layout_slot_member(l, s, g, j)))
+				rebuild = true;
+		if (rebuild)	/* reconstruction needs every slot's old bytes */
+			want = (k == 64) ? ~0ull : ((1ull << k) - 1);
+		if (want) {
+			ret = load_group(rf, s, g, lo, len, blk, want);
+			if (ret < 0)
+				return ret;
+		}
+		for (uint32_t j = 0; j < k; j++)
+			cl_copy(c, cj[j] + lo, cj[j] + hi, blk[j]);	/* the line's bytes win */
+		ret = parity_encode(k, m, len, blk);
+		if (ret < 0)
+			return ret;
+	}
+write:
+	for (uint32_t j = 0; j < k && ret == 0; j++) {
+		uint32_t mj = layout_slot_member(l, s, g, j);
+		if ((dirty_slots >> j & 1) && writable(rf, mj))
+			ret = shard_write(rf, mj, blk[j] + (a[j] - lo), b[j] - a[j], base + a[j]);
+	}
+	for (uint32_t p = k; p < n && ret == 0; p++) {
+		uint32_t mj = layout_slot_member(l, s, g, p);
+		if (writable(rf, mj))
+			ret = shard_write(rf, mj, blk[p], len, base + lo);
+	}
+	return ret ? ret : group_alive(rf, s, g);
+}
+
+int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const uint64_t *valid,
+			const uint64_t *dirty, uint32_t sector)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l);
+	uint64_t size = rf->size;
+	if (s * sbytes >= size)
+		return 0;
+	struct cline c = { data, valid, dirty, sector, size - s * sbytes < sbytes ? size - s * sbytes : sbytes };
+	int ret = stripe_mark_dirty(rf);
+	if (ret < 0)
+		return ret;
+	if (l->red != RED_PARITY) {
+		/* no parity to compute: each run of dirty sectors as it is */
+		uint64_t nsec = (c.end + sector - 1) / sector;
+		for (uint64_t x = 0; x < nsec && ret == 0;) {
+			if (!cl_dirty(&c, x)) {
+				x++;
+				continue;
+			}
+			uint64_t y = x;
+			while (y < nsec && cl_dirty(&c, y))
+				y++;
+			uint64_t from = x * sector, to = y * sector < c.end ? y * sector : c.end;
+			ssize_t r = stripe_write_locked(rf, data + from, to - from, s * sbytes + from);
+			ret = r < 0 ? (int)r : 0;
+			x = y;
+		}
+		return ret;
+	}
+	for (uint32_t g = 0; g < l->groups && ret == 0; g++)
+		ret = destage_group(rf, s, g, &c);
+	if (ret == 0 && stripe_member_sync == MSYNC_ALWAYS)
+		ret = sync_members(rf);
+	return ret;
+}
+
+int stripe_write_stripes_locked(struct rfile *rf, uint64_t s0, uint32_t ns, const uint8_t *const *sd)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l);
+	int ret = stripe_mark_dirty(rf);
+	if (ret == 0 && l->red == RED_PARITY && ns > 0 && ns <= BATCH_STRIPES) {
+		ret = write_full_stripes(rf, s0, ns, sd);
+		if (ret == 0 && stripe_member_sync == MSYNC_ALWAYS)
+			ret = sync_members(rf);
+		return ret;
+	}
+	for (uint32_t i = 0; i < ns && ret == 0; i++) {
+		ssize_t r = stripe_write_locked(rf, sd[i], sbytes, (s0 + i) * sbytes);
+		ret = r < 0 ? (int)r : 0;
+	}
+	return ret;
+}
+
 ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
+{
+	rebuild_note_user_io();
+	pthread_rwlock_rdlock(&rf->rw);
+	ssize_t r = stripe_read_locked(rf, buf, len, off);
+	pthread_rwlock_unlock(&rf->rw);
+	return r;
+}
+
+ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off)
 {
 	const struct layout *l = &rf->lay;
 	const uint64_t chunk = l->chunk;
 	uint8_t *dst = buf;
 	int ret = 0;
 
-	rebuild_note_user_io();
-	pthread_rwlock_rdlock(&rf->rw);
 	uint64_t size = rf->size;
-	if (off >= size) {
-		pthread_rwlock_unlock(&rf->rw);
+	if (off >= size)
 		return 0;
-	}
 	if (len > size - off)
 		len = size - off;
 	uint64_t end = off + len;
@@ -652,7 +942,6 @@ ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 		}
 		pos = y;
 	}
-	pthread_rwlock_unlock(&rf->rw);
 	return ret < 0 ? ret : (ssize_t)len;
 }
 
@@ -726,13 +1015,20 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 
 int stripe_truncate(struct rfile *rf, uint64_t size)
 {
-	const struct layout *l = &rf->lay;
 	int ret;
 
 	if (!array_writable(rf->a))
 		return rf->a->readonly ? -EROFS : -EIO;
 	pthread_rwlock_wrlock(&rf->rw);
-	ret = mark_dirty(rf);
+	ret = stripe_truncate_locked(rf, size);
+	pthread_rwlock_unlock(&rf->rw);
+	return ret;
+}
+
+int stripe_truncate_locked(struct rfile *rf, uint64_t size)
+{
+	const struct layout *l = &rf->lay;
+	int ret = stripe_mark_dirty(rf);
 	if (ret == 0 && size < rf->size && size > 0 && l->red == RED_PARITY) {
 		/* bytes past the new end in the last stripe become zero:
 		 * parity must stop covering them */
@@ -746,7 +1042,6 @@ int stripe_truncate(struct rfile *rf, uint64_t size)
 		__atomic_store_n(&rf->size, size, __ATOMIC_RELEASE);
 		ret = rfile_write_meta(rf, 0);
 	}
-	pthread_rwlock_unlock(&rf->rw);
 	return ret;
 }
 
@@ -757,7 +1052,7 @@ int stripe_fsync(struct rfile *rf, bool datasync)
 	if (rf->meta_stale)
 		ret = rfile_write_meta(rf, 0);
 	for (uint32_t j = 0; j < rf->a->width && ret == 0; j++) {
-		if (!writable(rf, j))
+		if (!writable(rf, j) || stripe_member_sync == MSYNC_NEVER)
 			continue;
 		int r = member_fsync(rf->a, j, rf->fd[j], datasync);
 		if (r < 0) {

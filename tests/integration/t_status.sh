@@ -11,6 +11,7 @@ norm() {
 	sed -e "s|$T|@T@|g" -e 's|uuid [0-9a-f-]*|uuid @UUID@|' \
 	    -e 's|^size:    .* usable$|size:    @SIZE@ usable|' \
 	    -e 's|reads [0-9]*, writes [0-9]*|reads N, writes N|' \
+	    -e 's|^         dirty .*, read hits .*, destage .*$|         dirty @D@, read hits @H@, destage @R@|' \
 	    -e 's|verified (\([0-9]*\) files\{0,1\}, [0-9.]* s)|verified (\1 files, @S@ s)|'
 }
 check_text() {	# NAME RC (expected text on stdin)
@@ -51,6 +52,9 @@ members:
    2  online     @T@/d3  (reads N, writes N, errors 0, corrected 0)
    3  online     @T@/d4  (reads N, writes N, errors 0, corrected 0)
   S0  spare      @T@/s1
+cache:   256.0 MiB, write policy writeback (current: writethrough, no battery), read policy adaptive
+         dirty @D@, read hits @H@, destage @R@
+battery: missing (bbu=none)
 EOF
 check_json optimal 0 '
 assert j["name"] == "st" and j["level"] == "raid5" and j["width"] == 4 and j["chunk"] == 16384
@@ -59,6 +63,10 @@ assert [m["state"] for m in j["members"]] == ["online"] * 4
 assert [m["path"] for m in j["members"]] == [T + "/d%d" % i for i in range(1, 5)]
 assert j["spares"] == [T + "/s1"]
 assert j["rebuild"]["active"] is False
+c = j["cache"]
+assert c["write_policy"] == "writeback" and c["current_write_policy"] == "writethrough"
+assert c["bbu"] == "none" and c["bbu_state"] == "missing" and c["read_policy"] == "adaptive"
+assert c["size"] == 256 << 20 and c["dirty_bytes"] == 0 and c["preserved_bytes"] == 0
 '
 
 # no spare for the next steps
@@ -77,6 +85,9 @@ members:
    2  faulty     @T@/d3  (reads N, writes N, errors 0, corrected 0)
       failed: failed by the administrator ('raidfs fail')
    3  online     @T@/d4  (reads N, writes N, errors 0, corrected 0)
+cache:   256.0 MiB, write policy writeback (current: writethrough, no battery), read policy adaptive
+         dirty @D@, read hits @H@, destage @R@
+battery: missing (bbu=none)
 action:  member 2 ('@T@/d3') is faulty: replace it with 'raidfs replace @T@/mnt 2 NEWDIR' (an empty directory on a new disk), or if the disk is sound (pulled by mistake) put it back with 'raidfs add @T@/mnt @T@/d3' (resyncs only what changed)
 EOF
 check_json degraded 1 '
@@ -130,6 +141,9 @@ members:
    2  online     @T@/n3  (reads N, writes N, errors 0, corrected 0)
    3  online     @T@/d4  (reads N, writes N, errors 0, corrected 0)
 rebuild: member 2 rebuilt onto '@T@/n3' and verified (1 files, @S@ s)
+cache:   256.0 MiB, write policy writeback (current: writethrough, no battery), read policy adaptive
+         dirty @D@, read hits @H@, destage @R@
+battery: missing (bbu=none)
 action:  too many members are lost for raid5: the array refuses writes; bring the members back: a disk that returns to its path is taken back by itself, or use 'raidfs add @T@/mnt DIR', or remount with all members
 EOF
 check_json failed 2 '

@@ -22,7 +22,7 @@ Python 3.11, standard library only.  Subcommands:
       1 different (at most 20 differences listed), 2 could not run.
 
   crashwrite --mnt DIR --state FILE --seed N [--files N] [--max-size B]
-      [--chunk B] [--max-ops N]
+      [--chunk B] [--max-ops N] [--ack]
       Write, overwrite, extend and truncate a few files in DIR with
       periodic fsync/fdatasync until an error (the daemon was killed) or
       --max-ops.  STATE is a journal outside the mount: an intent record is
@@ -30,6 +30,9 @@ Python 3.11, standard library only.  Subcommands:
       point), and a sync record (with the sha256 of the expected content)
       after every successful fsync; sync records are fsynced.  Written data
       is regenerated from per-write seeds, so the journal stays small.
+      With --ack every completed write or truncate is recorded like an
+      fsync (a write-back cache must keep what it acknowledged), and
+      fsyncs are rarer.
       Exit 0 when --max-ops was reached, 3 when stopped by an error.
 
   crashverify --mnt DIR --state FILE
@@ -744,6 +747,13 @@ def cmd_crashwrite(args):
                        "every": rng.randint(1, 8)}
         return name
 
+    def note_ack(name):
+        # --ack: the write returned, so it was acknowledged: record the
+        # content as a sync point (the journal outlives the daemon only,
+        # which is all a kill -9 test needs)
+        m = files[name]["model"]
+        j.put({"t": "s", "f": name, "size": len(m), "sha": hashlib.sha256(m).hexdigest()})
+
     def do_sync(name):
         f = files[name]
         use_data = rng.random() < 0.3
@@ -810,8 +820,10 @@ def cmd_crashwrite(args):
                 if off > len(m):
                     m.extend(bytes(off - len(m)))
                 m[off:off + n] = data
+            if args.ack:
+                note_ack(name)
             f["unsynced"] += 1
-            if f["unsynced"] >= f["every"]:
+            if f["unsynced"] >= f["every"] * (10 if args.ack else 1):
                 do_sync(name)
                 f["every"] = rng.randint(1, 8)
     except OSError as e:
@@ -1119,6 +1131,8 @@ def main(argv=None):
     w.add_argument("--max-size", type=size_arg, default=MIB)
     w.add_argument("--chunk", type=size_arg, default=64 * 1024)
     w.add_argument("--max-ops", type=int, default=0)
+    w.add_argument("--ack", action="store_true",
+                   help="every completed write is a point to verify (not only fsyncs)")
 
     v = sub.add_parser("crashverify", help="verify after a crash")
     v.add_argument("--mnt", required=True)

@@ -1,0 +1,1817 @@
+/*
+ * cache.c - the stripe cache (see cache.h for the model and the battery).
+ *
+ * Lines live in one arena: a header, then per line a persistent header
+ * (file id, stripe, size hint, valid and dirty bitmaps), then the line
+ * data, 4 KiB aligned.  With bbu=shm the arena is a file in /dev/shm, so
+ * a daemon killed with -9 leaves its dirty lines to the next mount; the
+ * in-memory index (hash, lists, counters) is rebuilt by nobody: the next
+ * mount only replays dirty lines and starts a fresh cache.
+ *
+ * A line's persistent header is changed in an order that is safe to stop
+ * at any point: a line is given to a new stripe with its dirty bitmap
+ * empty and its file id cleared first; new bytes are copied before their
+ * dirty bits are set.
+ *
+ * Threads: FUSE threads (cache_write / cache_read), two destage threads
+ * (destage_main), and cache_close.  Lock order: rf->rw, then C.lock, then
+ * the log lock (cachelog.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "array.h"
+#include "cache.h"
+#include "cachelog.h"
+#include "file.h"
+#include "parity.h"
+#include "rebuild.h"
+#include "util.h"
+
+#define SECTOR 512u
+#define DESTAGE_THREADS 2
+#define DESTAGE_BATCH 64			/* lines per destage round */
+#define STUCK_RETRY_NS (1000 * 1000000ull)
+
+struct cache_opts cache_opts = {
+	.size = CACHE_DEFAULT_SIZE,
+	.wpolicy = WP_WRITEBACK,
+	.rpolicy = RP_ADAPTIVE,
+	.bbu = BBU_NONE,
+	.learn_secs = 30,
+	.age_ms = 100,
+};
+
+/* ------------------------------------------------------------ the arena */
+
+#define ARENA_MAGIC "RAIDFSC1"
+#define ARENA_VERSION 1
+
+struct arena_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t sector;
+	uint8_t uuid[16];
+	uint64_t line_bytes;
+	uint32_t nlines;
+	uint32_t bm_words;
+	uint64_t lhdr_off, lhdr_stride, data_off, total;
+	uint32_t pad;
+	uint32_t crc;			/* of the bytes before it */
+};
+
+struct lhdr {
+	uint64_t fid;			/* 0: the line holds nothing */
+	uint64_t stripe;
+	uint64_t size_hint;		/* file size when the line last changed */
+	uint64_t bm[];			/* valid[bm_words], then dirty[bm_words] */
+};
+
+enum { L_FREE, L_CLEAN, L_DIRTY };
+
+struct line {
+	struct lhdr *h;
+	uint8_t *data;
+	struct rfile *rf;		/* while dirty (the file is held) */
+	struct line *hnext;
+	struct line *prev, *next;	/* on the list named by `list` */
+	uint64_t since;			/* became dirty (ns); retry time when stuck */
+	uint64_t log_v, log_seq;	/* file log: oldest record it may need */
+	uint32_t ndirty, nvalid;	/* sectors */
+	uint8_t list;
+	bool busy;			/* being destaged */
+	int pins;			/* a writer fills it without the lock */
+};
+
+struct lru {
+	struct line *head, *tail;	/* head: oldest */
+	uint32_t n;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t work, space, idle;
+	struct array *a;
+	bool up;
+	/* arena */
+	uint8_t *arena;
+	size_t arena_len;
+	char shm_path[PATH_MAX];
+	uint64_t line_bytes;
+	uint32_t nsec, bmw, nlines;
+	struct line *lines;
+	struct line **hash;
+	uint32_t hmask;
+	struct lru free, clean, dirty;
+	uint32_t busy_lines;
+	uint64_t dirty_sectors;
+	uint32_t high, low;		/* dirty-line water marks */
+	/* policy and battery */
+	enum cache_wpolicy configured;
+	enum bbu_state bbu;
+	uint64_t learn_end;		/* ns, while LEARNING */
+	int draining;			/* flush everything (count of requesters) */
+	bool stop;
+	pthread_t thr[DESTAGE_THREADS];
+	int nthr;
+	/* statistics */
+	uint64_t hits, misses, destaged_bytes;
+	uint64_t rate_t0, rate_b0;	/* destage rate window */
+	double rate;
+	/* replay of what a previous daemon left */
+	struct arena_hdr *old;		/* mapped old shm arena, or NULL */
+	size_t old_len;
+	uint64_t old_dirty_bytes;
+	bool old_has_log;
+	/* read-ahead requests (ra_main) */
+	pthread_cond_t ra_cond;
+	struct ra_req { struct rfile *rf; uint64_t s0; uint32_t n; } raq[32];
+	uint32_t ra_head, ra_tail;
+	pthread_t ra_thr;
+	bool ra_started;
+	uint64_t ra_lines;
+	bool offline;			/* preserved cache: mount not finished */
+	bool offline_told;
+} C = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.work = PTHREAD_COND_INITIALIZER,
+	.space = PTHREAD_COND_INITIALIZER,
+	.idle = PTHREAD_COND_INITIALIZER,
+	.ra_cond = PTHREAD_COND_INITIALIZER,
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* An absolute CLOCK_REALTIME deadline ms from now (condition waits). */
+static struct timespec deadline_ms(unsigned ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
+/* ---------------------------------------------------------- names, opts */
+
+const char *cache_wpolicy_name(enum cache_wpolicy p)
+{
+	switch (p) {
+	case WP_WRITEBACK: return "writeback";
+	case WP_ALWAYS_WRITEBACK: return "always-writeback";
+	case WP_WRITETHROUGH: return "writethrough";
+	}
+	return "?";
+}
+
+const char *cache_rpolicy_name(enum cache_rpolicy p)
+{
+	switch (p) {
+	case RP_ADAPTIVE: return "adaptive";
+	case RP_RA: return "ra";
+	case RP_NORA: return "nora";
+	}
+	return "?";
+}
+
+const char *bbu_state_name(enum bbu_state s)
+{
+	switch (s) {
+	case BBU_OPTIMAL: return "optimal";
+	case BBU_LEARNING: return "learning";
+	case BBU_FAILED: return "failed";
+	case BBU_MISSING: return "missing";
+	}
+	return "?";
+}
+
+const char *bbu_kind_name(enum bbu_kind k)
+{
+	switch (k) {
+	case BBU_NONE: return "none";
+	case BBU_SHM: return "shm";
+	case BBU_FILE: return "file";
+	}
+	return "?";
+}
+
+static int parse_wpolicy(const char *s)
+{
+	if (!strcmp(s, "writeback") || !strcmp(s, "wb"))
+		return WP_WRITEBACK;
+	if (!strcmp(s, "always-writeback") || !strcmp(s, "awb"))
+		return WP_ALWAYS_WRITEBACK;
+	if (!strcmp(s, "writethrough") || !strcmp(s, "wt"))
+		return WP_WRITETHROUGH;
+	return -1;
+}
+
+static int parse_rpolicy(const char *s)
+{
+	if (!strcmp(s, "adaptive"))
+		return RP_ADAPTIVE;
+	if (!strcmp(s, "ra"))
+		return RP_RA;
+	if (!strcmp(s, "nora"))
+		return RP_NORA;
+	return -1;
+}
+
+int cache_parse_option(const char *opt)
+{
+	const char *v;
+	if (!strncmp(opt, "cache_size=", 11)) {
+		uint64_t sz;
+		if (parse_size(opt + 11, &sz) < 0 || sz < (1u << 20)) {
+			fprintf(stderr, "raidfs: bad cache size '%s': give a size of at least 1M (for example 256M)\n", opt + 11);
+			return -1;
+		}
+		cache_opts.size = sz;
+		return 1;
+	}
+	if (!strncmp(opt, "write_policy=", 13)) {
+		int p = parse_wpolicy(opt + 13);
+		if (p < 0) {
+			fprintf(stderr, "raidfs: unknown write policy '%s': use writeback, writethrough or always-writeback\n", opt + 13);
+			return -1;
+		}
+		cache_opts.wpolicy = p;
+		return 1;
+	}
+	if (!strncmp(opt, "read_policy=", 12)) {
+		int p = parse_rpolicy(opt + 12);
+		if (p < 0) {
+			fprintf(stderr, "raidfs: unknown read policy '%s': use ra, nora or adaptive\n", opt + 12);
+			return -1;
+		}
+		cache_opts.rpolicy = p;
+		return 1;
+	}
+	if (!strncmp(opt, "bbu=", 4)) {
+		v = opt + 4;
+		if (!strcmp(v, "none"))
+			cache_opts.bbu = BBU_NONE;
+		else if (!strcmp(v, "shm"))
+			cache_opts.bbu = BBU_SHM;
+		else if (!strncmp(v, "file:", 5) && v[5] == '/' && strlen(v + 5) < sizeof(cache_opts.bbu_path)) {
+			cache_opts.bbu = BBU_FILE;
+			snprintf(cache_opts.bbu_path, sizeof(cache_opts.bbu_path), "%s", v + 5);
+		} else {
+			fprintf(stderr, "raidfs: bad battery '%s': use bbu=none, bbu=shm or bbu=file:/ABSOLUTE/PATH\n", v);
+			return -1;
+		}
+		return 1;
+	}
+	if (!strncmp(opt, "bbu_learn_time=", 15)) {
+		char *end;
+		unsigned long s = strtoul(opt + 15, &end, 10);
+		if (*end || !opt[15] || s > 86400) {
+			fprintf(stderr, "raidfs: bad learn time '%s': give seconds (0 to 86400)\n", opt + 15);
+			return -1;
+		}
+		cache_opts.learn_secs = s;
+		return 1;
+	}
+	if (!strncmp(opt, "cache_age=", 10)) {
+		char *end;
+		unsigned long ms = strtoul(opt + 10, &end, 10);
+		if (*end || !opt[10] || ms > 3600000) {
+			fprintf(stderr, "raidfs: bad cache age '%s': give milliseconds (0 to 3600000)\n", opt + 10);
+			return -1;
+		}
+		cache_opts.age_ms = ms;
+		return 1;
+	}
+	if (!strncmp(opt, "member_sync=", 12)) {
+		v = opt + 12;
+		if (!strcmp(v, "always"))
+			stripe_member_sync = MSYNC_ALWAYS;
+		else if (!strcmp(v, "flush"))
+			stripe_member_sync = MSYNC_FLUSH;
+		else if (!strcmp(v, "never"))
+			stripe_member_sync = MSYNC_NEVER;
+		else {
+			fprintf(stderr, "raidfs: bad member_sync '%s': use always, flush or never\n", v);
+			return -1;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------ policy, battery */
+
+static enum cache_wpolicy effective_locked(const char **why)
+{
+	const char *w = NULL;
+	enum cache_wpolicy e = C.configured;
+	if (C.configured == WP_WRITEBACK) {
+		if (cache_opts.bbu == BBU_NONE)
+			w = "no battery";
+		else if (C.bbu == BBU_LEARNING)
+			w = "battery learn cycle";
+		else if (C.bbu != BBU_OPTIMAL)
+			w = "battery failed";
+		if (w)
+			e = WP_WRITETHROUGH;
+	}
+	if (e == WP_ALWAYS_WRITEBACK)
+		e = WP_WRITEBACK;
+	if (why)
+		*why = w;
+	return e;
+}
+
+static bool writeback_now(void)
+{
+	pthread_mutex_lock(&C.lock);
+	bool wb = C.up && effective_locked(NULL) == WP_WRITEBACK;
+	pthread_mutex_unlock(&C.lock);
+	return wb;
+}
+
+bool cache_writeback_now(void)
+{
+	return writeback_now();
+}
+
+/* ------------------------------------------------------------ the lines */
+
+#define VALID(ln) ((ln)->h->bm)
+#define DIRTY(ln) ((ln)->h->bm + C.bmw)
+
+static inline bool bit(const uint64_t *bm, uint32_t i)
+{
+	return bm[i / 64] >> (i % 64) & 1;
+}
+
+static inline void set_bit(uint64_t *bm, uint32_t i)
+{
+	bm[i / 64] |= 1ull << (i % 64);
+}
+
+static inline void clear_bit(uint64_t *bm, uint32_t i)
+{
+	bm[i / 64] &= ~(1ull << (i % 64));
+}
+
+static void lru_del(struct lru *l, struct line *ln)
+{
+	if (ln->prev)
+		ln->prev->next = ln->next;
+	else
+		l->head = ln->next;
+	if (ln->next)
+		ln->next->prev = ln->prev;
+	else
+		l->tail = ln->prev;
+	ln->prev = ln->next = NULL;
+	l->n--;
+}
+
+static void lru_add(struct lru *l, struct line *ln)
+{
+	ln->next = NULL;
+	ln->prev = l->tail;
+	if (l->tail)
+		l->tail->next = ln;
+	else
+		l->head = ln;
+	l->tail = ln;
+	l->n++;
+}
+
+static struct lru *list_of(struct line *ln)
+{
+	return ln->list == L_FREE ? &C.free : ln->list == L_CLEAN ? &C.clean : &C.dirty;
+}
+
+static void move_to(struct line *ln, int list)
+{
+	lru_del(list_of(ln), ln);
+	ln->list = list;
+	lru_add(list_of(ln), ln);
+}
+
+static unsigned hash_of(uint64_t fid, uint64_t s)
+{
+	uint64_t h = (fid ^ (s * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+	return (unsigned)(h >> 32) & C.hmask;
+}
+
+static struct line *lookup_locked(uint64_t fid, uint64_t s)
+{
+	for (struct line *ln = C.hash[hash_of(fid, s)]; ln; ln = ln->hnext)
+		if (ln->h->fid == fid && ln->h->stripe == s)
+			return ln;
+	return NULL;
+}
+
+static void unhash_locked(struct line *ln)
+{
+	struct line **pp = &C.hash[hash_of(ln->h->fid, ln->h->stripe)];
+	while (*pp && *pp != ln)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = ln->hnext;
+	ln->hnext = NULL;
+}
+
+/* Forget a clean line's contents (it goes to the free list). */
+static void drop_clean_locked(struct line *ln)
+{
+	unhash_locked(ln);
+	__atomic_store_n(&ln->h->fid, 0, __ATOMIC_RELEASE);
+	memset(ln->h->bm, 0, 2 * C.bmw * sizeof(uint64_t));
+	ln->nvalid = 0;
+	move_to(ln, L_FREE);
+}
+
+/* A line for (rf, s): the one there, a free one, or the least recently
+ * used clean one.  NULL when every line is dirty, busy or pinned. */
+static struct line *get_line_locked(struct rfile *rf, uint64_t s)
+{
+	struct line *ln = lookup_locked(rf->id, s);
+	if (ln)
+		return ln;
+	ln = C.free.head;
+	if (!ln) {
+		for (ln = C.clean.head; ln && ln->pins; ln = ln->next)
+			;
+		if (!ln)
+			return NULL;
+		drop_clean_locked(ln);
+	}
+	struct lhdr *h = ln->h;
+	h->stripe = s;
+	h->size_hint = 0;
+	__atomic_store_n(&h->fid, rf->id, __ATOMIC_RELEASE);
+	ln->hnext = C.hash[hash_of(rf->id, s)];
+	C.hash[hash_of(rf->id, s)] = ln;
+	move_to(ln, L_CLEAN);
+	return ln;
+}
+
+/* The line became dirty: the file is held until it is clean again. */
+static void note_dirty_locked(struct line *ln, struct rfile *rf)
+{
+	move_to(ln, L_DIRTY);
+	ln->since = now_ns();
+	ln->rf = rf;
+	if (cache_opts.bbu == BBU_FILE)
+		cachelog_position(&ln->log_v, &ln->log_seq);
+	if (rf->cache_dirty++ == 0)
+		rfile_hold(rf);
+}
+
+/* The line's dirty sectors are on the members now.  Returns true when its
+ * file has no dirty line left (the caller releases the file's hold). */
+static bool note_clean_locked(struct line *ln)
+{
+	struct rfile *rf = ln->rf;
+	memset(DIRTY(ln), 0, C.bmw * sizeof(uint64_t));
+	C.dirty_sectors -= ln->ndirty;
+	ln->ndirty = 0;
+	ln->rf = NULL;
+	move_to(ln, L_CLEAN);
+	return --rf->cache_dirty == 0;
+}
+
+/* Is every sector of [x, y) (bytes in the line) set in bm? */
+static bool range_set(const uint64_t *bm, uint64_t x, uint64_t y)
+{
+	for (uint32_t i = x / SECTOR; i < (y + SECTOR - 1) / SECTOR; i++)
+		if (!bit(bm, i))
+			return false;
+	return true;
+}
+
+/* --------------------------------------------------------------- destage */
+
+/*
+ * Write lines v[0..n) of rf (sorted by stripe, dirty) to the members.
+ * rf->rw is held exclusively.  Wholly dirty lines that lie inside the
+ * file go out as whole stripes, consecutive ones in one batch (no reads);
+ * the others by stripe_destage_line (which reads what parity needs, the
+ * cheaper of reconstruct-write and read-modify-write).  Bytes past the file's end are never written, so the shards keep
+ * the lengths the size implies.
+ */
+static int destage_lines(struct rfile *rf, struct line **v, int n)
+{
+	uint64_t lb = C.line_bytes, size = rf->size;
+	int ret = 0;
+	for (int i = 0; i < n && ret == 0;) {
+		struct line *ln = v[i];
+		uint64_t s = ln->h->stripe;
+		if (ln->ndirty == C.nsec && (s + 1) * lb <= size) {
+			const uint8_t *sd[16];
+			int c = 0;
+			while (i + c < n && c < 16 && v[i + c]->h->stripe == s + c &&
+			       v[i + c]->ndirty == C.nsec && (s + c + 1) * lb <= size) {
+				sd[c] = v[i + c]->data;
+				c++;
+			}
+			ret = stripe_write_stripes_locked(rf, s, c, sd);
+			i += c;
+			continue;
+		}
+		ret = stripe_destage_line(rf, s, ln->data, VALID(ln), DIRTY(ln), SECTOR);
+		i++;
+	}
+	return ret;
+}
+
+static int cmp_stripe(const void *x, const void *y)
+{
+	const struct line *a = *(struct line *const *)x, *b = *(struct line *const *)y;
+	return a->h->stripe < b->h->stripe ? -1 : a->h->stripe > b->h->stripe;
+}
+
+static void rate_note_locked(uint64_t bytes)
+{
+	C.destaged_bytes += bytes;
+	uint64_t t = now_ns();
+	if (t - C.rate_t0 >= 2000000000ull) {
+		C.rate = (double)(C.destaged_bytes - C.rate_b0) / ((t - C.rate_t0) / 1e9) / 1e6;
+		C.rate_t0 = t;
+		C.rate_b0 = C.destaged_bytes;
+	}
+}
+
+/*
+ * Destage rf's dirty lines whose stripes lie in [s0, s1) (all: 0, ~0),
+ * at most `max` of them.  The caller holds rf->rw exclusively and C.lock;
+ * the lock is dropped during the I/O.  Returns 0, or -errno when the
+ * members could not take the data (the lines stay dirty and are retried
+ * later).  *release: the file has no dirty line left; the caller drops
+ * the cache's hold after unlocking everything.
+ */
+static bool ready_locked(const struct line *ln, uint64_t t, bool pressure);
+
+static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int max, bool *release)
+{
+	struct line *v[DESTAGE_BATCH];
+	int n = 0, ret = 0;
+	uint64_t t = now_ns();
+	bool pressure = max > 0;	/* max < 0: only lines ready to go */
+	*release = false;
+	if (max < 0)
+		max = -max;
+	if (max > DESTAGE_BATCH)
+		max = DESTAGE_BATCH;
+	for (struct line *ln = C.dirty.head; ln && n < max; ln = ln->next)
+		if (ln->rf == rf && !ln->busy && ln->h->stripe >= s0 && ln->h->stripe < s1 &&
+		    ready_locked(ln, t, pressure))
+			v[n++] = ln;
+	if (n == 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		v[i]->busy = true;
+		C.busy_lines++;
+	}
+	qsort(v, n, sizeof(v[0]), cmp_stripe);
+	pthread_mutex_unlock(&C.lock);
+	ret = destage_lines(rf, v, n);
+	pthread_mutex_lock(&C.lock);
+	uint64_t bytes = 0;
+	for (int i = 0; i < n; i++) {
+		v[i]->busy = false;
+		C.busy_lines--;
+		if (ret == 0) {
+			bytes += (uint64_t)v[i]->ndirty * SECTOR;
+			if (note_clean_locked(v[i]))
+				*release = true;
+		} else {
+			v[i]->since = now_ns() + STUCK_RETRY_NS;	/* not before */
+		}
+	}
+	rate_note_locked(bytes);
+	pthread_cond_broadcast(&C.space);
+	pthread_cond_broadcast(&C.idle);
+	return ret;
+}
+
+/* Someone waits for rf's lines in [s0, s1): try them now, also those
+ * waiting to retry a failed write.  Returns how many are dirty. */
+static int want_now_locked(struct rfile *rf, uint64_t s0, uint64_t s1)
+{
+	int n = 0;
+	for (struct line *ln = C.dirty.head; ln; ln = ln->next)
+		if (ln->rf == rf && ln->h->stripe >= s0 && ln->h->stripe < s1) {
+			ln->since = 0;
+			n++;
+		}
+	return n;
+}
+
+/* Destage all of rf's dirty lines in [s0, s1).  rf->rw held exclusively,
+ * C.lock held.  -EIO when some cannot be written (they stay dirty). */
+static int flush_range_locked(struct rfile *rf, uint64_t s0, uint64_t s1, bool *release)
+{
+	bool rel;
+	*release = false;
+	while (want_now_locked(rf, s0, s1) > 0) {
+		int r = destage_file_locked(rf, s0, s1, DESTAGE_BATCH, &rel);
+		*release |= rel;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Destage all of rf's dirty lines in [s0, s1).  Takes rf->rw. */
+static int flush_file(struct rfile *rf, uint64_t s0, uint64_t s1)
+{
+	int ret;
+	bool release;
+	pthread_rwlock_wrlock(&rf->rw);
+	pthread_mutex_lock(&C.lock);
+	ret = flush_range_locked(rf, s0, s1, &release);
+	pthread_mutex_unlock(&C.lock);
+	pthread_rwlock_unlock(&rf->rw);
+	if (release)
+		rfile_release(rf);
+	return ret;
+}
+
+static bool pressure_locked(void)
+{
+	return C.draining || C.stop || C.dirty.n >= C.low || effective_locked(NULL) != WP_WRITEBACK;
+}
+
+/* May line ln be written out now?  A complete line may; a partial one
+ * once it waited cache_age for more bytes, or under pressure; a line
+ * whose last destage failed only after its retry time. */
+static bool ready_locked(const struct line *ln, uint64_t t, bool pressure)
+{
+	if (ln->since > t)
+		return false;
+	if (ln->nvalid == C.nsec && ln->ndirty == C.nsec)
+		return true;
+	return pressure || t - ln->since >= (uint64_t)cache_opts.age_ms * 1000000ull;
+}
+
+/* Which line should a destage thread write next?  Complete lines first,
+ * then the oldest that is ready. */
+static struct line *pick_locked(void)
+{
+	uint64_t t = now_ns();
+	bool pressure = pressure_locked();
+	struct line *oldest = NULL;
+	int scanned = 0;
+	for (struct line *ln = C.dirty.head; ln && scanned < 256; ln = ln->next, scanned++) {
+		if (ln->busy || !ready_locked(ln, t, pressure))
+			continue;
+		if (ln->nvalid == C.nsec && ln->ndirty == C.nsec)
+			return ln;
+		if (!oldest)
+			oldest = ln;
+	}
+	return oldest;
+}
+
+static void learn_check_locked(void);
+
+static void *destage_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&C.lock);
+	while (!C.stop) {
+		learn_check_locked();
+		struct line *ln = pick_locked();
+		if (!ln) {
+			struct timespec ts = deadline_ms(20);
+			pthread_cond_timedwait(&C.work, &C.lock, &ts);
+			continue;
+		}
+		struct rfile *rf = ln->rf;
+		rfile_hold(rf);		/* it may get clean (and released) meanwhile */
+		pthread_mutex_unlock(&C.lock);
+		pthread_rwlock_wrlock(&rf->rw);
+		pthread_mutex_lock(&C.lock);
+		bool release = false;
+		/* the picked line and what follows it in the file first */
+		uint64_t s = ln->rf == rf ? ln->h->stripe : 0;
+		destage_file_locked(rf, s, ~0ull, pressure_locked() ? DESTAGE_BATCH : -DESTAGE_BATCH, &release);
+		pthread_mutex_unlock(&C.lock);
+		pthread_rwlock_unlock(&rf->rw);
+		if (release)
+			rfile_release(rf);
+		rfile_release(rf);
+		if (cache_opts.bbu == BBU_FILE)
+			cachelog_advance();
+		pthread_mutex_lock(&C.lock);
+	}
+	pthread_mutex_unlock(&C.lock);
+	return NULL;
+}
+
+static void kick_locked(void)
+{
+	pthread_cond_broadcast(&C.work);
+}
+
+/*
+ * Write every dirty line out.  0, or -EIO when some cannot be written
+ * (too many members lost): they stay in the cache.
+ */
+static int flush_all(void)
+{
+	int ret = 0;
+	pthread_mutex_lock(&C.lock);
+	C.draining++;
+	kick_locked();
+	while (C.dirty.n > 0) {
+		bool stuck = false;
+		for (struct line *ln = C.dirty.head; ln && !stuck; ln = ln->next)
+			stuck = !ln->busy && ln->since > now_ns();
+		if (stuck && !array_writable(C.a)) {
+			ret = -EIO;
+			break;
+		}
+		if (C.nthr == 0) {
+			/* no destage threads (unmount): do it here, once */
+			struct line *ln = C.dirty.head;
+			struct rfile *rf = ln->rf;
+			bool release;
+			rfile_hold(rf);
+			pthread_mutex_unlock(&C.lock);
+			pthread_rwlock_wrlock(&rf->rw);
+			pthread_mutex_lock(&C.lock);
+			int r = flush_range_locked(rf, 0, ~0ull, &release);
+			pthread_mutex_unlock(&C.lock);
+			pthread_rwlock_unlock(&rf->rw);
+			if (release)
+				rfile_release(rf);
+			rfile_release(rf);
+			pthread_mutex_lock(&C.lock);
+			if (r < 0) {
+				ret = r;
+				break;
+			}
+			continue;
+		}
+		struct timespec ts = deadline_ms(1000);
+		pthread_cond_timedwait(&C.idle, &C.lock, &ts);
+	}
+	C.draining--;
+	pthread_mutex_unlock(&C.lock);
+	if (ret == 0 && cache_opts.bbu == BBU_FILE)
+		cachelog_advance();
+	return ret;
+}
+
+/* The oldest file-log position a dirty line may still need (the log's
+ * tail), or the head when nothing is dirty. */
+void cache_log_tail(uint64_t *v, uint64_t *seq)
+{
+	pthread_mutex_lock(&C.lock);
+	cachelog_position(v, seq);
+	for (struct line *ln = C.dirty.head; ln; ln = ln->next)
+		if (ln->log_v < *v) {
+			*v = ln->log_v;
+			*seq = ln->log_seq;
+		}
+	pthread_mutex_unlock(&C.lock);
+}
+
+/* The log is full: write the oldest lines out (called without locks). */
+void cache_log_wait(void)
+{
+	pthread_mutex_lock(&C.lock);
+	C.draining++;
+	kick_locked();
+	struct timespec ts = deadline_ms(20);
+	pthread_cond_timedwait(&C.idle, &C.lock, &ts);
+	C.draining--;
+	pthread_mutex_unlock(&C.lock);
+}
+
+/* ----------------------------------------------------------- write path */
+
+/* Wait while too many lines are dirty (back-pressure).  No lock held. */
+static void wait_room(void)
+{
+	pthread_mutex_lock(&C.lock);
+	while (C.dirty.n >= C.high && !C.stop) {
+		kick_locked();
+		pthread_cond_wait(&C.space, &C.lock);
+	}
+	pthread_mutex_unlock(&C.lock);
+}
+
+/* Wait for a clean or free line; rf->rw is not held. */
+static void wait_line(void)
+{
+	pthread_mutex_lock(&C.lock);
+	C.draining++;
+	kick_locked();
+	struct timespec ts = deadline_ms(50);
+	if (!C.free.head && !C.clean.head)
+		pthread_cond_timedwait(&C.space, &C.lock, &ts);
+	C.draining--;
+	pthread_mutex_unlock(&C.lock);
+}
+
+/* The bytes of sector `sec` of stripe s as the file holds them now
+ * (members; zeros past the end).  rf->rw held shared. */
+static int read_sector(struct rfile *rf, uint64_t s, uint32_t sec, uint8_t *out)
+{
+	memset(out, 0, SECTOR);
+	ssize_t r = stripe_read_locked(rf, out, SECTOR, s * C.line_bytes + (uint64_t)sec * SECTOR);
+	return r < 0 ? (int)r : 0;
+}
+
+/*
+ * Copy [a, b) of stripe s (bytes in the line) from src into the cache.
+ * rf->rw held shared.  A sector the write covers only in part, and which
+ * the line does not hold yet, is first filled from the members.
+ * Returns 0, 1 when no line was free (nothing copied: wait and retry), or
+ * -errno.
+ */
+static int put_range(struct rfile *rf, uint64_t s, uint64_t a, uint64_t b, const uint8_t *src,
+		     uint64_t new_size)
+{
+	uint32_t sa = a / SECTOR, sb = (b - 1) / SECTOR;
+	bool part_a = a % SECTOR != 0, part_b = b % SECTOR != 0;
+	uint8_t fill[2][SECTOR];
+	bool have[2] = { false, false };
+
+	pthread_mutex_lock(&C.lock);
+	struct line *ln = get_line_locked(rf, s);
+	if (!ln) {
+		pthread_mutex_unlock(&C.lock);
+		return 1;
+	}
+	bool need_a = part_a && !bit(VALID(ln), sa);
+	bool need_b = part_b && !bit(VALID(ln), sb) && !(sb == sa && need_a);
+	if (need_a || need_b) {
+		ln->pins++;
+		pthread_mutex_unlock(&C.lock);
+		int r = 0;
+		if (need_a) {
+			r = read_sector(rf, s, sa, fill[0]);
+			have[0] = r == 0;
+		}
+		if (need_b && r == 0) {
+			r = read_sector(rf, s, sb, fill[1]);
+			have[1] = r == 0;
+		}
+		pthread_mutex_lock(&C.lock);
+		ln->pins--;
+		if (r < 0) {
+			pthread_mutex_unlock(&C.lock);
+			return r;
+		}
+		/* another writer may have made the sector valid meanwhile:
+		 * its bytes win over what the members held */
+		if (have[0] && !bit(VALID(ln), sa)) {
+			memcpy(ln->data + (uint64_t)sa * SECTOR, fill[0], SECTOR);
+			set_bit(VALID(ln), sa);
+			ln->nvalid++;
+		}
+		if (have[1] && !bit(VALID(ln), sb)) {
+			memcpy(ln->data + (uint64_t)sb * SECTOR, fill[1], SECTOR);
+			set_bit(VALID(ln), sb);
+			ln->nvalid++;
+		}
+	}
+	memcpy(ln->data + a, src, b - a);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	bool was_dirty = ln->ndirty > 0;
+	for (uint32_t i = sa; i <= sb; i++) {
+		if (!bit(VALID(ln), i)) {
+			set_bit(VALID(ln), i);
+			ln->nvalid++;
+		}
+		if (!bit(DIRTY(ln), i)) {
+			set_bit(DIRTY(ln), i);
+			ln->ndirty++;
+			C.dirty_sectors++;
+		}
+	}
+	if (ln->h->size_hint < new_size)
+		ln->h->size_hint = new_size;
+	if (!was_dirty)
+		note_dirty_locked(ln, rf);
+	if (ln->nvalid == C.nsec && ln->ndirty == C.nsec)
+		kick_locked();
+	pthread_mutex_unlock(&C.lock);
+	return 0;
+}
+
+static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
+{
+	uint64_t lb = C.line_bytes, end = off + len;
+	int r = stripe_mark_dirty(rf);
+	if (r < 0)
+		return r;
+	wait_room();
+	pthread_rwlock_rdlock(&rf->rw);
+	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	uint64_t new_size = end > size ? end : size;
+	for (uint64_t pos = off; pos < end;) {
+		uint64_t s = pos / lb, sbeg = s * lb;
+		uint64_t y = end < sbeg + lb ? end : sbeg + lb;
+		r = put_range(rf, s, pos - sbeg, y - sbeg, buf + (pos - off), new_size);
+		if (r < 0)
+			break;
+		if (r == 1) {
+			pthread_rwlock_unlock(&rf->rw);
+			wait_line();
+			pthread_rwlock_rdlock(&rf->rw);
+			continue;
+		}
+		pos = y;
+	}
+	if (r >= 0) {
+		/* the size only grows here; truncate holds rf->rw exclusively */
+		uint64_t cur = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+		while (cur < end && !__atomic_compare_exchange_n(&rf->size, &cur, end, false,
+								 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			;
+		if (cur < end)
+			rf->meta_stale = true;
+		/* getattr reports the primary shard's mtime */
+		static const struct timespec now[2] = { { 0, UTIME_OMIT }, { 0, UTIME_NOW } };
+		futimens(rf->fd[rf->a->primary], now);
+	}
+	pthread_rwlock_unlock(&rf->rw);
+	if (r < 0)
+		return r;
+	if (cache_opts.bbu == BBU_FILE) {
+		r = cachelog_append_write(rf->id, off, buf, len);
+		if (r < 0)
+			return r;
+	}
+	return len;
+}
+
+/* Lines of rf over [off, end) are written out and forgotten, so that
+ * bytes going straight to the members are not shadowed by older cached
+ * ones.  rf->rw held exclusively. */
+static int drop_range_locked(struct rfile *rf, uint64_t off, uint64_t end, bool *release)
+{
+	uint64_t lb = C.line_bytes;
+	int ret = 0;
+	*release = false;
+	if (!C.up || end <= off)
+		return 0;
+	pthread_mutex_lock(&C.lock);
+	for (uint64_t s = off / lb; s <= (end - 1) / lb && ret == 0; s++) {
+		struct line *ln = lookup_locked(rf->id, s);
+		if (!ln)
+			continue;
+		if (ln->ndirty) {
+			bool rel;
+			/* if it cannot be written, neither may the new bytes be:
+			 * the old line would later overwrite them */
+			ret = flush_range_locked(rf, s, s + 1, &rel);
+			*release |= rel;
+			ln = lookup_locked(rf->id, s);
+			if (ret < 0 || !ln)
+				continue;
+		}
+		if (!ln->pins && !ln->ndirty)
+			drop_clean_locked(ln);
+	}
+	pthread_mutex_unlock(&C.lock);
+	return ret;
+}
+
+static ssize_t write_through(struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
+{
+	if (cache_opts.bbu == BBU_FILE && cachelog_live()) {
+		/* a record still in the log must never be replayed over these
+		 * bytes: empty it first (only after a switch from write-back) */
+		int r = flush_all();
+		if (r < 0)
+			return r;
+		cachelog_reset();
+	}
+	if (!array_writable(rf->a))
+		return rf->a->readonly ? -EROFS : -EIO;
+	rebuild_note_user_io();
+	bool release;
+	pthread_rwlock_wrlock(&rf->rw);
+	ssize_t r = drop_range_locked(rf, off, off + len, &release);
+	if (r == 0)
+		r = stripe_write_locked(rf, buf, len, off);
+	pthread_rwlock_unlock(&rf->rw);
+	if (release)
+		rfile_release(rf);
+	return r;
+}
+
+ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
+{
+	if (len == 0)
+		return 0;
+	if (cache_offline())
+		return -EIO;
+	if (!writeback_now())
+		return C.up ? write_through(rf, buf, len, off) : stripe_write(rf, buf, len, off);
+	if (!array_writable(rf->a))
+		return rf->a->readonly ? -EROFS : -EIO;
+	rebuild_note_user_io();
+	return write_back(rf, buf, len, off);
+}
+
+/* ------------------------------------------------------------ read path */
+
+/* Put dirty sectors of line ln over [x, y) (bytes in the line) into dst
+ * (which holds [x, y)). */
+static void overlay_dirty(struct line *ln, uint64_t x, uint64_t y, uint8_t *dst)
+{
+	if (!ln || !ln->ndirty)
+		return;
+	for (uint32_t i = x / SECTOR; i <= (y - 1) / SECTOR; i++) {
+		if (!bit(DIRTY(ln), i))
+			continue;
+		uint64_t a = (uint64_t)i * SECTOR, b = a + SECTOR;
+		if (a < x)
+			a = x;
+		if (b > y)
+			b = y;
+		memcpy(dst + (a - x), ln->data + a, b - a);
+	}
+}
+
+/* Keep what was just read from the members in the line for [x, y) where
+ * it holds whole sectors the line does not have yet. */
+static void keep_clean(struct line *ln, uint64_t x, uint64_t y, const uint8_t *src)
+{
+	for (uint32_t i = (x + SECTOR - 1) / SECTOR; (uint64_t)(i + 1) * SECTOR <= y; i++) {
+		if (bit(VALID(ln), i))
+			continue;
+		memcpy(ln->data + (uint64_t)i * SECTOR, src + ((uint64_t)i * SECTOR - x), SECTOR);
+		set_bit(VALID(ln), i);
+		ln->nvalid++;
+	}
+}
+
+static void read_ahead(struct rfile *rf, uint64_t off, size_t len);
+
+ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
+{
+	if (cache_offline())
+		return -EIO;
+	if (!C.up)
+		return stripe_read(rf, buf, len, off);
+	uint64_t lb = C.line_bytes;
+	uint8_t *dst = buf;
+	ssize_t ret = 0;
+	rebuild_note_user_io();
+	pthread_rwlock_rdlock(&rf->rw);
+	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	if (off >= size) {
+		pthread_rwlock_unlock(&rf->rw);
+		return 0;
+	}
+	if (len > size - off)
+		len = size - off;
+	uint64_t end = off + len;
+	for (uint64_t pos = off; pos < end && ret >= 0;) {
+		uint64_t s = pos / lb, sbeg = s * lb;
+		uint64_t y = end < sbeg + lb ? end : sbeg + lb;
+		uint64_t a = pos - sbeg, b = y - sbeg;
+		pthread_mutex_lock(&C.lock);
+		struct line *ln = lookup_locked(rf->id, s);
+		if (ln && range_set(VALID(ln), a, b)) {
+			memcpy(dst + (pos - off), ln->data + a, b - a);
+			C.hits++;
+			if (ln->list == L_CLEAN && !ln->pins)
+				move_to(ln, L_CLEAN);	/* most recently used */
+			pthread_mutex_unlock(&C.lock);
+			pos = y;
+			continue;
+		}
+		C.misses++;
+		pthread_mutex_unlock(&C.lock);
+		ssize_t r = stripe_read_locked(rf, dst + (pos - off), y - pos, pos);
+		if (r < 0) {
+			ret = r;
+			break;
+		}
+		if ((uint64_t)r < y - pos)
+			memset(dst + (pos - off) + r, 0, y - pos - r);	/* past the shards: cached */
+		pthread_mutex_lock(&C.lock);
+		ln = lookup_locked(rf->id, s);
+		if (ln) {
+			overlay_dirty(ln, a, b, dst + (pos - off));
+			keep_clean(ln, a, b, dst + (pos - off));
+		}
+		pthread_mutex_unlock(&C.lock);
+		pos = y;
+	}
+	pthread_rwlock_unlock(&rf->rw);
+	if (ret >= 0)
+		read_ahead(rf, off, len);
+	return ret < 0 ? ret : (ssize_t)len;
+}
+
+/* ------------------------------------------------------------ read-ahead
+ *
+ * A reader that goes on where its last read ended is sequential; with
+ * read_policy=ra every read, with adaptive a reader sequential twice in a
+ * row, gets the next stripes (at least 2 MiB) read into clean lines by the
+ * read-ahead thread, ahead of it.  nora: never.
+ */
+#define RA_BYTES (2u << 20)
+
+static void read_ahead(struct rfile *rf, uint64_t off, size_t len)
+{
+	enum cache_rpolicy p = cache_opts.rpolicy;
+	bool seq = off == rf->ra_next;
+	rf->ra_seq = seq ? rf->ra_seq + 1 : 0;
+	rf->ra_next = off + len;
+	if (p == RP_NORA || (p == RP_ADAPTIVE && rf->ra_seq < 2) || !C.ra_started)
+		return;
+	uint64_t lb = C.line_bytes;
+	uint32_t w = RA_BYTES / lb < 2 ? 2 : RA_BYTES / lb;
+	uint64_t s0 = (off + len) / lb, s1 = s0 + w;
+	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	if (s1 > (size + lb - 1) / lb)
+		s1 = (size + lb - 1) / lb;
+	if (rf->ra_done > s0 && rf->ra_done <= s1)
+		s0 = rf->ra_done;	/* queued already up to there */
+	if (s0 >= s1)
+		return;
+	pthread_mutex_lock(&C.lock);
+	if (C.ra_head - C.ra_tail < 32) {
+		rfile_hold(rf);
+		C.raq[C.ra_head % 32] = (struct ra_req){ rf, s0, (uint32_t)(s1 - s0) };
+		C.ra_head++;
+		rf->ra_done = s1;
+		pthread_cond_signal(&C.ra_cond);
+	}
+	pthread_mutex_unlock(&C.lock);
+}
+
+static void *ra_main(void *arg)
+{
+	(void)arg;
+	uint8_t *tmp = NULL;
+	if (posix_memalign((void **)&tmp, 4096, C.line_bytes))
+		return NULL;
+	pthread_mutex_lock(&C.lock);
+	while (!C.stop) {
+		if (C.ra_head == C.ra_tail) {
+			pthread_cond_wait(&C.ra_cond, &C.lock);
+			continue;
+		}
+		struct ra_req q = C.raq[C.ra_tail % 32];
+		C.ra_tail++;
+		pthread_mutex_unlock(&C.lock);
+		struct rfile *rf = q.rf;
+		pthread_rwlock_rdlock(&rf->rw);
+		uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+		for (uint64_t s = q.s0; s < q.s0 + q.n && !C.stop; s++) {
+			uint64_t sbeg = s * C.line_bytes;
+			if (sbeg >= size)
+				break;
+			uint64_t want = size - sbeg < C.line_bytes ? size - sbeg : C.line_bytes;
+			pthread_mutex_lock(&C.lock);
+			struct line *ln = lookup_locked(rf->id, s);
+			if (ln && range_set(VALID(ln), 0, want / SECTOR * SECTOR)) {
+				pthread_mutex_unlock(&C.lock);
+				continue;
+			}
+			if (!ln && (C.dirty.n >= C.low || !(ln = get_line_locked(rf, s)))) {
+				pthread_mutex_unlock(&C.lock);
+				break;	/* the cache is busy with writes: no read-ahead */
+			}
+			ln->pins++;
+			pthread_mutex_unlock(&C.lock);
+			ssize_t r = stripe_read_locked(rf, tmp, want, sbeg);
+			pthread_mutex_lock(&C.lock);
+			ln->pins--;
+			if (r > 0) {
+				keep_clean(ln, 0, r, tmp);
+				C.ra_lines++;
+			}
+			pthread_mutex_unlock(&C.lock);
+			if (r <= 0)
+				break;
+		}
+		pthread_rwlock_unlock(&rf->rw);
+		rfile_release(rf);
+		pthread_mutex_lock(&C.lock);
+	}
+	/* requests left at stop: drop their holds */
+	while (C.ra_head != C.ra_tail) {
+		struct rfile *rf = C.raq[C.ra_tail % 32].rf;
+		C.ra_tail++;
+		pthread_mutex_unlock(&C.lock);
+		rfile_release(rf);
+		pthread_mutex_lock(&C.lock);
+	}
+	pthread_mutex_unlock(&C.lock);
+	free(tmp);
+	return NULL;
+}
+
+/* ------------------------------------------------------ truncate, fsync */
+
+int cache_truncate(struct rfile *rf, uint64_t size)
+{
+	if (cache_offline())
+		return -EIO;
+	if (!C.up)
+		return stripe_truncate(rf, size);
+	if (!array_writable(rf->a))
+		return rf->a->readonly ? -EROFS : -EIO;
+	uint64_t lb = C.line_bytes;
+	bool release = false;
+	pthread_rwlock_wrlock(&rf->rw);
+	pthread_mutex_lock(&C.lock);
+	/* lines wholly past the new end go; the one across it loses the
+	 * sectors past the end and the bytes past it in its last sector */
+	for (uint32_t i = 0; i < C.nlines; i++) {
+		struct line *ln = &C.lines[i];
+		if (ln->list == L_FREE || ln->h->fid != rf->id)
+			continue;
+		uint64_t s = ln->h->stripe, sbeg = s * lb;
+		if (sbeg >= size) {
+			if (ln->ndirty) {
+				C.dirty_sectors -= ln->ndirty;
+				ln->ndirty = 0;
+				ln->rf = NULL;
+				memset(DIRTY(ln), 0, C.bmw * sizeof(uint64_t));
+				move_to(ln, L_CLEAN);
+				release |= --rf->cache_dirty == 0;
+			}
+			if (!ln->pins)
+				drop_clean_locked(ln);
+			continue;
+		}
+		if (sbeg + lb > size) {
+			uint64_t cut = size - sbeg;
+			uint32_t first = (cut + SECTOR - 1) / SECTOR;
+			if (cut % SECTOR)
+				memset(ln->data + cut, 0, SECTOR - cut % SECTOR);
+			for (uint32_t k = first; k < C.nsec; k++) {
+				if (bit(DIRTY(ln), k)) {
+					clear_bit(DIRTY(ln), k);
+					ln->ndirty--;
+					C.dirty_sectors--;
+				}
+				if (bit(VALID(ln), k)) {
+					clear_bit(VALID(ln), k);
+					ln->nvalid--;
+				}
+			}
+			if (ln->list == L_DIRTY && ln->ndirty == 0) {
+				ln->rf = NULL;
+				move_to(ln, L_CLEAN);
+				release |= --rf->cache_dirty == 0;
+			}
+		}
+		ln->h->size_hint = size;
+	}
+	pthread_mutex_unlock(&C.lock);
+	int r = stripe_truncate_locked(rf, size);
+	pthread_rwlock_unlock(&rf->rw);
+	if (r == 0 && cache_opts.bbu == BBU_FILE && cachelog_live())
+		r = cachelog_append_truncate(rf->id, size);
+	if (release)
+		rfile_release(rf);
+	return r;
+}
+
+int cache_fsync(struct rfile *rf, bool datasync)
+{
+	if (C.up) {
+		if (cache_opts.bbu == BBU_FILE && writeback_now()) {
+			/* durable in the log already (every write-back write is
+			 * fdatasynced there before it is acknowledged) */
+			return 0;
+		}
+		int r = flush_file(rf, 0, ~0ull);
+		if (r < 0)
+			return r;
+	}
+	return stripe_fsync(rf, datasync);
+}
+
+/* ---------------------------------------------------- battery, learning */
+
+static void bbu_set_locked(enum bbu_state s, const char *why)
+{
+	if (C.bbu == s)
+		return;
+	enum bbu_state old = C.bbu;
+	C.bbu = s;
+	log_warn("battery: %s -> %s (%s); write policy now %s", bbu_state_name(old), bbu_state_name(s), why,
+		 cache_wpolicy_name(effective_locked(NULL)));
+	if (effective_locked(NULL) != WP_WRITEBACK)
+		kick_locked();
+}
+
+static void learn_check_locked(void)
+{
+	if (C.bbu == BBU_LEARNING && now_ns() >= C.learn_end) {
+		bbu_set_locked(BBU_OPTIMAL, "learn cycle complete");
+		pthread_mutex_unlock(&C.lock);
+		array_event(C.a, "BbuLearnDone", -1);
+		pthread_mutex_lock(&C.lock);
+	}
+}
+
+/* ------------------------------------------------------------- lifecycle */
+
+static void shm_name(const struct array *a, char *buf, size_t len)
+{
+	char u[37];
+	sb_uuid_str(a->sb.uuid, u);
+	snprintf(buf, len, "/dev/shm/raidfs-%s.cache", u);
+}
+
+static size_t arena_layout(uint64_t size, uint64_t lb, struct arena_hdr *h)
+{
+	uint32_t nsec = lb / SECTOR;
+	uint32_t bmw = (nsec + 63) / 64;
+	uint64_t stride = sizeof(struct lhdr) + 2ull * bmw * sizeof(uint64_t);
+	stride = (stride + 63) & ~63ull;
+	uint64_t n = size / lb;
+	if (n < 4)
+		n = 4;	/* a few stripes at least, whatever was asked */
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, ARENA_MAGIC, 8);
+	h->version = ARENA_VERSION;
+	h->sector = SECTOR;
+	h->line_bytes = lb;
+	h->nlines = n;
+	h->bm_words = bmw;
+	h->lhdr_off = 4096;
+	h->lhdr_stride = stride;
+	h->data_off = (4096 + n * stride + 4095) & ~4095ull;
+	h->total = h->data_off + n * lb;
+	return h->total;
+}
+
+static bool arena_hdr_ok(const struct arena_hdr *h, size_t len, const struct array *a)
+{
+	struct arena_hdr t;
+	if (len < sizeof(*h))
+		return false;
+	memcpy(&t, h, sizeof(t));
+	if (memcmp(t.magic, ARENA_MAGIC, 8) || t.version != ARENA_VERSION || t.sector != SECTOR ||
+	    t.crc != parity_crc32(0, &t, offsetof(struct arena_hdr, crc)) ||
+	    memcmp(t.uuid, a->sb.uuid, 16) || t.total > len || t.line_bytes % SECTOR ||
+	    t.bm_words != (t.line_bytes / SECTOR + 63) / 64)
+		return false;
+	return true;
+}
+
+#define OLD_LHDR(i) ((struct lhdr *)((uint8_t *)C.old + C.old->lhdr_off + (uint64_t)(i) * C.old->lhdr_stride))
+#define OLD_DATA(i) ((uint8_t *)C.old + C.old->data_off + (uint64_t)(i) * C.old->line_bytes)
+
+static uint32_t popcount_bm(const uint64_t *bm, uint32_t w)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < w; i++)
+		n += __builtin_popcountll(bm[i]);
+	return n;
+}
+
+int cache_open(struct array *a, char *err, size_t errlen)
+{
+	C.a = a;
+	C.configured = cache_opts.wpolicy;
+	C.bbu = cache_opts.bbu == BBU_NONE ? BBU_MISSING : BBU_OPTIMAL;
+	/* a surviving shm arena of this array (kill -9 of the last daemon) */
+	shm_name(a, C.shm_path, sizeof(C.shm_path));
+	int fd = open(C.shm_path, O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		struct stat st;
+		void *p = MAP_FAILED;
+		if (fstat(fd, &st) == 0 && st.st_size > 0)
+			p = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		if (p != MAP_FAILED && arena_hdr_ok(p, st.st_size, a)) {
+			C.old = p;
+			C.old_len = st.st_size;
+			for (uint32_t i = 0; i < C.old->nlines; i++) {
+				struct lhdr *h = OLD_LHDR(i);
+				if (h->fid)
+					C.old_dirty_bytes += (uint64_t)popcount_bm(h->bm + C.old->bm_words, C.old->bm_words) * SECTOR;
+			}
+			if (C.old_dirty_bytes)
+				log_warn("array '%s': the cache of the last run (%s) holds %" PRIu64 " bytes not yet written to the members",
+					 a->sb.name, C.shm_path, C.old_dirty_bytes);
+		} else if (p != MAP_FAILED) {
+			log_warn("cache file '%s' is not a valid raidfs cache of array '%s': ignored", C.shm_path, a->sb.name);
+			munmap(p, st.st_size);
+		}
+	}
+	if (cache_opts.bbu == BBU_FILE) {
+		int r = cachelog_open(a, cache_opts.bbu_path, cache_opts.size * 2, err, errlen);
+		if (r < 0)
+			return r;
+		C.old_has_log = cachelog_replay_pending();
+	}
+	return 0;
+}
+
+bool cache_replay_has(uint64_t id)
+{
+	if (C.old)
+		for (uint32_t i = 0; i < C.old->nlines; i++)
+			if (OLD_LHDR(i)->fid == id)
+				return true;
+	return C.old_has_log && cachelog_replay_has(id);
+}
+
+int cache_replay_file(struct rfile *rf)
+{
+	int ret = 0;
+	if (C.old) {
+		uint64_t lb = C.old->line_bytes;
+		uint32_t w = C.old->bm_words;
+		for (uint32_t i = 0; i < C.old->nlines && ret == 0; i++) {
+			struct lhdr *h = OLD_LHDR(i);
+			if (h->fid != rf->id)
+				continue;
+			const uint64_t *d = h->bm + w;
+			uint64_t sbeg = h->stripe * lb;
+			for (uint32_t x = 0; x < lb / SECTOR && ret == 0;) {
+				if (!(d[x / 64] >> (x % 64) & 1)) {
+					x++;
+					continue;
+				}
+				uint32_t y = x;
+				while (y < lb / SECTOR && (d[y / 64] >> (y % 64) & 1))
+					y++;
+				uint64_t a = sbeg + (uint64_t)x * SECTOR, b = sbeg + (uint64_t)y * SECTOR;
+				if (b > h->size_hint)
+					b = h->size_hint;
+				if (a < b) {
+					ssize_t r = stripe_write_locked(rf, OLD_DATA(i) + (a - sbeg), b - a, a);
+					ret = r < 0 ? (int)r : 0;
+				}
+				x = y;
+			}
+		}
+	}
+	if (ret == 0 && C.old_has_log)
+		ret = cachelog_replay_file(rf);
+	return ret;
+}
+
+uint64_t cache_preserved_bytes(void)
+{
+	return C.old_dirty_bytes + (C.old_has_log ? cachelog_replay_bytes() : 0);
+}
+
+void cache_set_offline(bool offline)
+{
+	__atomic_store_n(&C.offline, offline, __ATOMIC_RELEASE);
+}
+
+bool cache_offline(void)
+{
+	return __atomic_load_n(&C.offline, __ATOMIC_ACQUIRE);
+}
+
+/* Drop what a previous run left (raidfs cache discard --force). */
+static uint64_t discard_old(void)
+{
+	uint64_t b = cache_preserved_bytes();
+	if (C.old) {
+		munmap(C.old, C.old_len);
+		C.old = NULL;
+		unlink(C.shm_path);
+	}
+	C.old_dirty_bytes = 0;
+	if (C.old_has_log) {
+		cachelog_replay_done();
+		C.old_has_log = false;
+	}
+	return b;
+}
+
+void cache_monitor(struct array *a)
+{
+	if (!cache_offline() || array_state(a) == ARRAY_FAILED)
+		return;
+	/* enough members are back: finish the mount as at mount time */
+	char err[1024];
+	int count = 0;
+	uint64_t b = cache_preserved_bytes();
+	int r = array_resync_dirty(a, false, &count, err, sizeof(err));
+	if (r == 0)
+		r = cache_replay_finish(a, err, sizeof(err));
+	if (r < 0) {
+		if (!C.offline_told)
+			log_err("array '%s': the members are back but the mount cannot finish: %s", a->sb.name, err);
+		C.offline_told = true;
+		return;
+	}
+	if (cache_start() < 0)
+		log_warn("array '%s' runs without a cache", a->sb.name);
+	cache_set_offline(false);
+	log_warn("array '%s': the members are back; %" PRIu64 " bytes of preserved cache written, %d dirty file%s resynced: the mount is online",
+		 a->sb.name, b, count, count == 1 ? "" : "s");
+	array_event(a, "PreservedCacheWritten", -1);
+}
+
+int cache_replay_finish(struct array *a, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	if (C.old) {
+		munmap(C.old, C.old_len);
+		C.old = NULL;
+		if (C.old_dirty_bytes)
+			log_info("array '%s': %" PRIu64 " bytes from the cache of the last run written to the members",
+				 a->sb.name, C.old_dirty_bytes);
+		C.old_dirty_bytes = 0;
+		unlink(C.shm_path);
+	}
+	if (C.old_has_log) {
+		cachelog_replay_done();
+		C.old_has_log = false;
+	}
+	return 0;
+}
+
+/* Set up the arena and start the destage threads. */
+int cache_start(void)
+{
+	struct array *a = C.a;
+	struct arena_hdr h;
+	uint64_t lb = layout_stripe_data_bytes(&a->lay);
+	size_t total = arena_layout(cache_opts.size, lb, &h);
+	memcpy(h.uuid, a->sb.uuid, 16);
+	h.crc = parity_crc32(0, &h, offsetof(struct arena_hdr, crc));
+	void *p = MAP_FAILED;
+	if (cache_opts.bbu == BBU_SHM) {
+		int fd = open(C.shm_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd >= 0 && ftruncate(fd, total) == 0)
+			p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (fd >= 0)
+			close(fd);
+		if (p == MAP_FAILED) {
+			log_err("cannot set up the cache in '%s': %s; battery marked failed (write-through)",
+				C.shm_path, strerror(errno));
+			unlink(C.shm_path);
+			C.bbu = BBU_FAILED;
+		}
+	}
+	if (p == MAP_FAILED)
+		p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		log_err("cannot allocate a cache of %zu bytes: %s; running without one", total, strerror(errno));
+		return -ENOMEM;
+	}
+	C.arena = p;
+	C.arena_len = total;
+	C.line_bytes = lb;
+	C.nsec = lb / SECTOR;
+	C.bmw = h.bm_words;
+	C.nlines = h.nlines;
+	C.lines = calloc(C.nlines, sizeof(*C.lines));
+	uint32_t hs = 1;
+	while (hs < 2 * C.nlines)
+		hs <<= 1;
+	C.hash = calloc(hs, sizeof(*C.hash));
+	C.hmask = hs - 1;
+	if (!C.lines || !C.hash)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < C.nlines; i++) {
+		struct line *ln = &C.lines[i];
+		ln->h = (struct lhdr *)(C.arena + h.lhdr_off + (uint64_t)i * h.lhdr_stride);
+		ln->data = C.arena + h.data_off + (uint64_t)i * lb;
+		ln->list = L_FREE;
+		lru_add(&C.free, ln);
+	}
+	C.high = C.nlines * 3 / 4;
+	C.low = C.nlines / 4;
+	if (C.high == 0)
+		C.high = 1;
+	C.rate_t0 = now_ns();
+	/* the header last: a valid header means valid line headers */
+	memcpy(C.arena, &h, sizeof(h));
+	C.up = true;
+	C.stop = false;
+	for (int i = 0; i < DESTAGE_THREADS; i++)
+		if (pthread_create(&C.thr[C.nthr], NULL, destage_main, NULL) == 0)
+			C.nthr++;
+	C.ra_started = pthread_create(&C.ra_thr, NULL, ra_main, NULL) == 0;
+	return 0;
+}
+
+void cache_close(void)
+{
+	if (!C.up)
+		return;
+	/* stop the threads, then write everything out here */
+	pthread_mutex_lock(&C.lock);
+	C.stop = true;
+	pthread_cond_broadcast(&C.work);
+	pthread_cond_broadcast(&C.space);
+	pthread_cond_broadcast(&C.ra_cond);
+	pthread_mutex_unlock(&C.lock);
+	for (int i = 0; i < C.nthr; i++)
+		pthread_join(C.thr[i], NULL);
+	C.nthr = 0;
+	if (C.ra_started)
+		pthread_join(C.ra_thr, NULL);
+	C.ra_started = false;
+	int r = flush_all();
+	if (r < 0) {
+		uint64_t b = C.dirty_sectors * SECTOR;
+		log_err("array '%s': %" PRIu64 " bytes in the cache could not be written to the members (%s); they are kept%s%s for the next mount",
+			C.a->sb.name, b, strerror(-r), cache_opts.bbu == BBU_NONE ? " nowhere: LOST (no battery)" : " in ",
+			cache_opts.bbu == BBU_SHM ? C.shm_path : cache_opts.bbu == BBU_FILE ? cache_opts.bbu_path : "");
+		return;
+	}
+	if (cache_opts.bbu == BBU_SHM)
+		unlink(C.shm_path);
+	if (cache_opts.bbu == BBU_FILE)
+		cachelog_close_clean();
+	C.up = false;
+}
+
+/* ------------------------------------------------------------- control */
+
+void cache_get_stats(struct cache_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&C.lock);
+	st->size = cache_opts.size;
+	st->line_bytes = C.line_bytes;
+	st->lines = C.nlines;
+	st->dirty_lines = C.dirty.n;
+	st->dirty_bytes = C.dirty_sectors * SECTOR;
+	st->hits = C.hits;
+	st->misses = C.misses;
+	uint64_t t = now_ns();
+	st->destage_mbps = t - C.rate_t0 > 4000000000ull ? 0 : C.rate;
+	st->destaged_bytes = C.destaged_bytes;
+	st->configured = C.configured;
+	st->effective = effective_locked(&st->why_wt);
+	st->rpolicy = cache_opts.rpolicy;
+	st->bbu = cache_opts.bbu;
+	st->bbu_state = C.bbu;
+	st->learn_left = C.bbu == BBU_LEARNING && C.learn_end > t ? (C.learn_end - t + 999999999) / 1000000000 : 0;
+	st->preserved_bytes = cache_preserved_bytes();
+	st->offline = cache_offline();
+	st->bbu_path = cache_opts.bbu == BBU_SHM ? C.shm_path : cache_opts.bbu == BBU_FILE ? cache_opts.bbu_path : "";
+	pthread_mutex_unlock(&C.lock);
+}
+
+int cache_ctl(int argc, char **argv, char *buf, size_t len)
+{
+	bool force = false;
+	const char *set = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--force"))
+			force = true;
+		else if (!set)
+			set = argv[i];
+		else {
+			snprintf(buf, len, "raidfs: cache: unexpected '%s' (see 'raidfs --help')\n", argv[i]);
+			return 1;
+		}
+	}
+	if (!set) {
+		struct cache_stats st;
+		cache_get_stats(&st);
+		snprintf(buf, len, "write policy %s (current %s)\nread policy %s\ndirty %" PRIu64 " bytes\n",
+			 cache_wpolicy_name(st.configured), cache_wpolicy_name(st.effective),
+			 cache_rpolicy_name(st.rpolicy), st.dirty_bytes);
+		return 0;
+	}
+	if (!strncmp(set, "write_policy=", 13)) {
+		int p = parse_wpolicy(set + 13);
+		if (p < 0) {
+			snprintf(buf, len, "raidfs: cache: unknown write policy '%s': use writeback, writethrough or always-writeback\n", set + 13);
+			return 1;
+		}
+		if (p == WP_ALWAYS_WRITEBACK && !force) {
+			snprintf(buf, len, "raidfs: cache: always-writeback keeps acknowledged writes in the cache even when the battery cannot protect them (a crash or power loss loses them); add --force to set it\n");
+			return 1;
+		}
+		if (!C.up) {
+			snprintf(buf, len, "raidfs: cache: the cache is not running on this mount\n");
+			return 1;
+		}
+		pthread_mutex_lock(&C.lock);
+		enum cache_wpolicy old = C.configured;
+		C.configured = p;
+		enum cache_wpolicy e = effective_locked(NULL);
+		kick_locked();
+		pthread_mutex_unlock(&C.lock);
+		log_info("cache: write policy %s -> %s (current %s)", cache_wpolicy_name(old), cache_wpolicy_name(p),
+			 cache_wpolicy_name(e));
+		array_event(C.a, "CachePolicyChange", -1);
+		snprintf(buf, len, "write policy %s (current %s)\n", cache_wpolicy_name(p), cache_wpolicy_name(e));
+		return 0;
+	}
+	if (!strncmp(set, "read_policy=", 12)) {
+		int p = parse_rpolicy(set + 12);
+		if (p < 0) {
+			snprintf(buf, len, "raidfs: cache: unknown read policy '%s': use ra, nora or adaptive\n", set + 12);
+			return 1;
+		}
+		cache_opts.rpolicy = p;
+		snprintf(buf, len, "read policy %s\n", cache_rpolicy_name(p));
+		return 0;
+	}
+	if (!strcmp(set, "discard")) {
+		if (!cache_preserved_bytes()) {
+			snprintf(buf, len, "raidfs: cache: there is no preserved cache to discard\n");
+			return 1;
+		}
+		if (!force) {
+			snprintf(buf, len, "raidfs: cache: the preserved cache holds %" PRIu64 " bytes of acknowledged writes that are on no member; discarding loses them for good: add --force to discard\n",
+				 cache_preserved_bytes());
+			return 1;
+		}
+		uint64_t b = discard_old();
+		log_err("array '%s': preserved cache discarded by the administrator: %" PRIu64 " bytes of acknowledged writes LOST",
+			C.a->sb.name, b);
+		array_event(C.a, "PreservedCacheDiscarded", -1);
+		snprintf(buf, len, "preserved cache discarded (%" PRIu64 " bytes lost); the mount waits for the members\n", b);
+		return 0;
+	}
+	if (!strcmp(set, "flush")) {
+		int r = C.up ? flush_all() : 0;
+		if (r < 0) {
+			snprintf(buf, len, "raidfs: cache: cannot write the cache to the members: %s\n", strerror(-r));
+			return 1;
+		}
+		snprintf(buf, len, "cache flushed\n");
+		return 0;
+	}
+	snprintf(buf, len, "raidfs: cache: unknown setting '%s': use write_policy=..., read_policy=..., flush or discard --force\n", set);
+	return 1;
+}
+
+int cache_bbu_ctl(int argc, char **argv, char *buf, size_t len)
+{
+	const char *what = argc > 1 ? argv[1] : "show";
+	if (!strcmp(what, "show")) {
+		struct cache_stats st;
+		cache_get_stats(&st);
+		int n = snprintf(buf, len, "battery %s (%s%s%s)\n", bbu_state_name(st.bbu_state), bbu_kind_name(st.bbu),
+				 st.bbu_path[0] ? ": " : "", st.bbu_path);
+		if (st.bbu_state == BBU_LEARNING && n > 0 && (size_t)n < len)
+			snprintf(buf + n, len - n, "learn cycle: %u s left\n", st.learn_left);
+		return 0;
+	}
+	if (cache_opts.bbu == BBU_NONE) {
+		snprintf(buf, len, "raidfs: bbu: this mount has no battery (bbu=none); mount with -o bbu=shm or -o bbu=file:PATH\n");
+		return 1;
+	}
+	pthread_mutex_lock(&C.lock);
+	enum bbu_state old = C.bbu;
+	const char *ev = NULL;
+	if (!strcmp(what, "learn")) {
+		if (C.bbu == BBU_FAILED) {
+			pthread_mutex_unlock(&C.lock);
+			snprintf(buf, len, "raidfs: bbu: the battery has failed; 'raidfs bbu MOUNTPOINT restore' first\n");
+			return 1;
+		}
+		C.learn_end = now_ns() + (uint64_t)cache_opts.learn_secs * 1000000000ull;
+		bbu_set_locked(BBU_LEARNING, "learn cycle started");
+		ev = "BbuLearnStart";
+	} else if (!strcmp(what, "fail")) {
+		bbu_set_locked(BBU_FAILED, "failed by the administrator");
+		ev = "BbuFailed";
+	} else if (!strcmp(what, "restore")) {
+		bbu_set_locked(BBU_OPTIMAL, "restored by the administrator");
+		ev = "BbuRestored";
+	} else {
+		pthread_mutex_unlock(&C.lock);
+		snprintf(buf, len, "raidfs: bbu: unknown action '%s': use show, learn, fail or restore\n", what);
+		return 1;
+	}
+	enum cache_wpolicy e = effective_locked(NULL);
+	pthread_mutex_unlock(&C.lock);
+	if (old != C.bbu && ev)
+		array_event(C.a, ev, -1);
+	snprintf(buf, len, "battery %s (was %s); write policy now %s\n", bbu_state_name(C.bbu), bbu_state_name(old),
+		 cache_wpolicy_name(e));
+	return 0;
+}

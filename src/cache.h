@@ -1,0 +1,164 @@
+/*
+ * cache.h - the stripe cache: a RAID controller's write cache, emulated.
+ *
+ * Every read and write of file data goes through here (fuse.c calls
+ * cache_read/cache_write, never stripe.c directly).  The cache holds lines:
+ * one line is one stripe of one file (the stripe's data bytes, k * chunk *
+ * groups), with a bitmap of valid and of dirty 512-byte sectors.
+ *
+ *   write-back     cache_write copies the bytes into lines and returns;
+ *                  destage threads write dirty lines to the members later,
+ *                  whole stripes without reads when a line is complete
+ *                  (stripe.c), oldest and fullest first, with back-pressure
+ *                  when too many lines are dirty.
+ *   write-through  the bytes go to the members before cache_write returns
+ *                  (stripe_write); cached lines for the range are written
+ *                  first and dropped.
+ *   reads          cached sectors come from the lines, the rest from the
+ *                  members; dirty sectors always win.
+ *
+ * Where the lines live is the battery (-o bbu=):
+ *   none       anonymous memory: a crash loses the cache, so write-back is
+ *              only used when forced (always-writeback);
+ *   shm        a file in /dev/shm: survives kill -9 of the daemon, not a
+ *              reboot; the next mount writes its dirty lines out (replay);
+ *   file:PATH  anonymous lines plus a checksummed log at PATH on persistent
+ *              storage: every write-back write is in the log, fdatasynced,
+ *              before it is acknowledged; survives power loss.
+ *
+ * Battery states (shm and file; "none" is always MISSING):
+ *
+ *                 bbu learn               timer ends
+ *      OPTIMAL ----------------> LEARNING ----------> OPTIMAL
+ *        |  ^                       |
+ *   fail |  | restore          fail |
+ *        v  |                       v
+ *      FAILED <---------------------+
+ *
+ *   transition           function          effect
+ *   OPTIMAL->LEARNING    cache_bbu("learn")   write-through until it ends
+ *   LEARNING->OPTIMAL    destage thread, when the learn time is over
+ *   any->FAILED          cache_bbu("fail")    cache flushed, write-through
+ *   FAILED->OPTIMAL      cache_bbu("restore")
+ *   Every transition is logged and is an event (BbuStateChange).
+ *
+ * Effective write policy (MegaRAID's "no write cache if bad BBU"):
+ *   writethrough       always write-through
+ *   writeback          write-back while the battery is OPTIMAL, else
+ *                      write-through (the dirty lines are flushed first)
+ *   always-writeback   write-back whatever the battery
+ *
+ * Crash consistency: a file is in the dirty log (array.c) before its first
+ * byte enters the cache and leaves it only when its last dirty line is on
+ * the members.  At mount, the dirty-log resync writes the surviving cache's
+ * data for each file (cache_replay_file) before it resyncs the parity.
+ *
+ * Locking: one cache mutex (C.lock) for the line table, taken after
+ * rf->rw, never held across member I/O.  Destage takes rf->rw exclusively,
+ * so a file's lines never change while they are written out; writers in
+ * write-back hold rf->rw shared, so readers and writers of other files are
+ * never blocked by a destage.
+ */
+#ifndef RAIDFS_CACHE_H
+#define RAIDFS_CACHE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct array;
+struct rfile;
+
+enum cache_wpolicy { WP_WRITEBACK, WP_ALWAYS_WRITEBACK, WP_WRITETHROUGH };
+enum cache_rpolicy { RP_ADAPTIVE, RP_RA, RP_NORA };
+enum bbu_kind { BBU_NONE, BBU_SHM, BBU_FILE };
+enum bbu_state { BBU_OPTIMAL, BBU_LEARNING, BBU_FAILED, BBU_MISSING };
+
+struct cache_opts {
+	uint64_t size;			/* -o cache_size= (bytes) */
+	enum cache_wpolicy wpolicy;	/* -o write_policy= */
+	enum cache_rpolicy rpolicy;	/* -o read_policy= */
+	enum bbu_kind bbu;		/* -o bbu= */
+	char bbu_path[PATH_MAX];	/* bbu=file:PATH */
+	unsigned learn_secs;		/* -o bbu_learn_time= */
+	unsigned age_ms;		/* -o cache_age=: a partly written line
+					 * waits this long for more bytes */
+};
+extern struct cache_opts cache_opts;
+#define CACHE_DEFAULT_SIZE (256ull << 20)
+
+/* Parse one -o option meant for the cache ("cache_size=", "write_policy=",
+ * "read_policy=", "bbu=", "bbu_learn_time=", "cache_age=", "member_sync=").  1 if it was
+ * one (0 ok), 0 if not a cache option, -1 (message printed) if bad. */
+int cache_parse_option(const char *opt);
+
+const char *cache_wpolicy_name(enum cache_wpolicy p);
+const char *cache_rpolicy_name(enum cache_rpolicy p);
+const char *bbu_state_name(enum bbu_state s);
+const char *bbu_kind_name(enum bbu_kind k);
+
+/*
+ * Mount: cache_open() reads what a previous daemon left (shm lines or the
+ * file log) so that the dirty-log resync can write it out through
+ * cache_replay_file(); cache_replay_finish() then checks that everything
+ * was placed, drops the old cache and sets up the new one; cache_start()
+ * starts the destage threads.  cache_close() (unmount) writes every dirty
+ * line out; what cannot be written is kept for the next mount.
+ */
+int cache_open(struct array *a, char *err, size_t errlen);
+int cache_replay_file(struct rfile *rf);
+bool cache_replay_has(uint64_t id);
+int cache_replay_finish(struct array *a, char *err, size_t errlen);
+int cache_start(void);
+void cache_close(void);
+
+/*
+ * Preserved cache: the last run left acknowledged writes that the array
+ * cannot take now (too many members missing).  The mount comes up
+ * offline (cache_offline(): no file data and no namespace change is
+ * served) and cache_monitor(), called every second by the member monitor,
+ * finishes the mount (dirty-log resync with the replay, then the cache)
+ * as soon as the array can run.  `raidfs cache MNT discard --force` drops
+ * the preserved data; the mount still waits for the members.
+ */
+uint64_t cache_preserved_bytes(void);
+void cache_set_offline(bool offline);
+bool cache_offline(void);
+void cache_monitor(struct array *a);
+
+/* The data path (rf->rw is taken inside). */
+ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off);
+ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
+int cache_truncate(struct rfile *rf, uint64_t size);
+int cache_fsync(struct rfile *rf, bool datasync);
+/* Writes are acknowledged from the cache now (they are copied there, so
+ * the caller need not align them for the parity code). */
+bool cache_writeback_now(void);
+
+/* Control (ctl.c).  Each writes a reply for the CLI into buf and returns
+ * the exit status: 0 ok, 1 refused. */
+int cache_ctl(int argc, char **argv, char *buf, size_t len);
+int cache_bbu_ctl(int argc, char **argv, char *buf, size_t len);
+
+struct cache_stats {
+	uint64_t size, line_bytes;
+	uint32_t lines, dirty_lines;
+	uint64_t dirty_bytes;
+	uint64_t hits, misses;
+	double destage_mbps;		/* over the last few seconds */
+	uint64_t destaged_bytes;
+	enum cache_wpolicy configured, effective;
+	enum cache_rpolicy rpolicy;
+	enum bbu_kind bbu;
+	enum bbu_state bbu_state;
+	unsigned learn_left;		/* seconds */
+	uint64_t preserved_bytes;	/* kept from a previous daemon */
+	bool offline;			/* the mount waits for members */
+	const char *bbu_path;
+	const char *why_wt;		/* why the effective policy is not the configured one */
+};
+void cache_get_stats(struct cache_stats *st);
+
+#endif

@@ -1,0 +1,435 @@
+/*
+ * cachelog.c - the persistent cache log of bbu=file:PATH (see cachelog.h).
+ *
+ * Layout (little-endian, docs/format.md "Cache log"):
+ *   [0, 4096)          header: magic "RAIDFSL1", version, array uuid, ring
+ *                      size, tail (virtual offset, sequence), crc32
+ *   [4096, 4096+ring)  records; a record at virtual offset v sits at
+ *                      4096 + v % ring and never wraps: when it does not
+ *                      fit before the end of the ring it starts the next lap
+ * Record: 64-byte header (magic, kind, seq, v, file id, offset or size,
+ * length, data crc32, header crc32), then the data, padded to 512 bytes.
+ * Replay follows the chain from the tail: each record must carry the next
+ * sequence number and its own virtual offset; the first one that does not
+ * (torn, never written, or an older lap) ends the log.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "array.h"
+#include "cachelog.h"
+#include "file.h"
+#include "parity.h"
+#include "util.h"
+
+#define LOG_MAGIC "RAIDFSL1"
+#define LOG_VERSION 1
+#define HDR_BYTES 4096u
+#define REC_MAGIC 0x31474c52u	/* "RLG1" */
+#define REC_HDR 64u
+#define REC_ALIGN 512u
+enum { REC_WRITE = 1, REC_TRUNCATE = 2 };
+
+struct rec {
+	uint32_t kind;
+	uint64_t seq, fid, off;
+	uint32_t len;
+	uint64_t pos;			/* file offset of the data */
+};
+
+static struct {
+	pthread_mutex_t lock, sync_lock;
+	int fd;
+	char path[4096];
+	uint8_t uuid[16];
+	uint64_t ring;
+	uint64_t head_v, seq;		/* next record */
+	uint64_t tail_v, tail_seq;	/* durable in the header */
+	uint64_t synced_v;		/* everything before it is fdatasynced */
+	/* replay */
+	struct rec *recs;
+	size_t nrecs;
+	uint64_t replay_bytes;
+} L = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.sync_lock = PTHREAD_MUTEX_INITIALIZER,
+	.fd = -1,
+};
+
+static uint64_t rec_size(uint32_t len)
+{
+	return (REC_HDR + len + REC_ALIGN - 1) / REC_ALIGN * REC_ALIGN;
+}
+
+static uint64_t phys(uint64_t v)
+{
+	return HDR_BYTES + v % L.ring;
+}
+
+/* ---------------------------------------------------------------- header */
+
+static void hdr_encode(uint8_t b[64], uint64_t ring, uint64_t tv, uint64_t ts)
+{
+	memset(b, 0, 64);
+	memcpy(b, LOG_MAGIC, 8);
+	put_le32(b + 8, LOG_VERSION);
+	memcpy(b + 16, L.uuid, 16);
+	put_le64(b + 32, ring);
+	put_le64(b + 40, tv);
+	put_le64(b + 48, ts);
+	put_le32(b + 60, parity_crc32(0, b, 60));
+}
+
+/* Write the header with the tail (tv, ts), durably.  Log lock held. */
+static int write_hdr_locked(uint64_t tv, uint64_t ts)
+{
+	uint8_t b[64];
+	hdr_encode(b, L.ring, tv, ts);
+	if (io_pwrite(L.fd, b, sizeof(b), 0) < 0 || fdatasync(L.fd) < 0) {
+		int e = errno;
+		log_err("cache log '%s': cannot write its header: %s", L.path, strerror(e));
+		return -e;
+	}
+	L.tail_v = tv;
+	L.tail_seq = ts;
+	return 0;
+}
+
+/* ----------------------------------------------------------------- open */
+
+static bool rec_decode(const uint8_t *b, uint64_t v, uint64_t seq, struct rec *r)
+{
+	if (get_le32(b) != REC_MAGIC || get_le32(b + 60) != parity_crc32(0, b, 60))
+		return false;
+	r->kind = get_le32(b + 4);
+	r->seq = get_le64(b + 8);
+	uint64_t rv = get_le64(b + 16);
+	r->fid = get_le64(b + 24);
+	r->off = get_le64(b + 32);
+	r->len = get_le32(b + 40);
+	if (r->seq != seq || rv != v || (r->kind != REC_WRITE && r->kind != REC_TRUNCATE) ||
+	    (r->kind == REC_TRUNCATE && r->len) || rec_size(r->len) > L.ring)
+		return false;
+	return true;
+}
+
+/* Read the chain from the tail into L.recs. */
+static int scan(void)
+{
+	uint64_t v = L.tail_v, seq = L.tail_seq;
+	bool lapped = false;
+	uint8_t hb[REC_HDR];
+	uint8_t *data = NULL;
+	size_t cap = 0, dcap = 0;
+	while (v - L.tail_v < L.ring) {
+		struct rec r;
+		ssize_t n = io_pread(L.fd, hb, REC_HDR, phys(v));
+		bool ok = n == REC_HDR && rec_decode(hb, v, seq, &r);
+		if (ok && r.len) {
+			if (dcap < r.len) {
+				free(data);
+				dcap = r.len;
+				data = malloc(dcap);
+				if (!data)
+					return -ENOMEM;
+			}
+			n = io_pread(L.fd, data, r.len, phys(v) + REC_HDR);
+			ok = n == (ssize_t)r.len && parity_crc32(0, data, r.len) == get_le32(hb + 44);
+		}
+		if (!ok) {
+			/* the record may have started the next lap */
+			if (lapped || v % L.ring == 0)
+				break;
+			v += L.ring - v % L.ring;
+			lapped = true;
+			continue;
+		}
+		lapped = false;
+		if (L.nrecs == cap) {
+			cap = cap ? cap * 2 : 256;
+			struct rec *nr = realloc(L.recs, cap * sizeof(*nr));
+			if (!nr) {
+				free(data);
+				return -ENOMEM;
+			}
+			L.recs = nr;
+		}
+		r.pos = phys(v) + REC_HDR;
+		L.recs[L.nrecs++] = r;
+		L.replay_bytes += r.len;
+		v += rec_size(r.len);
+		seq++;
+	}
+	free(data);
+	L.head_v = v;
+	L.seq = seq;
+	return 0;
+}
+
+int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *err, size_t errlen)
+{
+	snprintf(L.path, sizeof(L.path), "%s", path);
+	memcpy(L.uuid, a->sb.uuid, 16);
+	L.ring = (ring_bytes + REC_ALIGN - 1) / REC_ALIGN * REC_ALIGN;
+	L.fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (L.fd < 0) {
+		snprintf(err, errlen, "cannot open the cache log '%s': %s (is its directory there and writable?)",
+			 path, strerror(errno));
+		return -errno;
+	}
+	struct stat st;
+	uint8_t b[64];
+	if (fstat(L.fd, &st) < 0 || st.st_size == 0) {
+		L.head_v = L.tail_v = 0;
+		L.seq = L.tail_seq = 1;
+		return write_hdr_locked(0, 1);
+	}
+	if (io_pread(L.fd, b, sizeof(b), 0) != sizeof(b) || memcmp(b, LOG_MAGIC, 8) ||
+	    get_le32(b + 60) != parity_crc32(0, b, 60) || get_le32(b + 8) != LOG_VERSION) {
+		snprintf(err, errlen, "'%s' is not a raidfs cache log (or its header is damaged); give another path, or remove it if it holds nothing you need",
+			 path);
+		close(L.fd);
+		L.fd = -1;
+		return -EINVAL;
+	}
+	if (memcmp(b + 16, a->sb.uuid, 16)) {
+		snprintf(err, errlen, "the cache log '%s' belongs to another array; give each array its own log",
+			 path);
+		close(L.fd);
+		L.fd = -1;
+		return -EINVAL;
+	}
+	uint64_t want_ring = L.ring;
+	L.ring = get_le64(b + 32);
+	L.tail_v = get_le64(b + 40);
+	L.tail_seq = get_le64(b + 48);
+	if (L.ring < REC_ALIGN || L.ring % REC_ALIGN) {
+		snprintf(err, errlen, "the cache log '%s' has a bad ring size", path);
+		return -EINVAL;
+	}
+	int r = scan();
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read the cache log '%s': %s", path, strerror(-r));
+		return r;
+	}
+	if (L.nrecs)
+		log_warn("array '%s': the cache log '%s' holds %zu record%s (%" PRIu64 " bytes) not known to be on the members: replaying them",
+			 a->sb.name, path, L.nrecs, L.nrecs == 1 ? "" : "s", L.replay_bytes);
+	/* a new ring size takes effect once nothing is needed from the old */
+	if (!L.nrecs && want_ring != L.ring) {
+		L.ring = want_ring;
+		return write_hdr_locked(L.head_v, L.seq);
+	}
+	L.synced_v = L.head_v;
+	return 0;
+}
+
+bool cachelog_replay_pending(void)
+{
+	return L.nrecs > 0;
+}
+
+uint64_t cachelog_replay_bytes(void)
+{
+	return L.replay_bytes;
+}
+
+bool cachelog_replay_has(uint64_t id)
+{
+	for (size_t i = 0; i < L.nrecs; i++)
+		if (L.recs[i].fid == id)
+			return true;
+	return false;
+}
+
+int cachelog_replay_file(struct rfile *rf)
+{
+	uint8_t *data = NULL;
+	size_t dcap = 0;
+	int ret = 0;
+	for (size_t i = 0; i < L.nrecs && ret == 0; i++) {
+		struct rec *r = &L.recs[i];
+		if (r->fid != rf->id)
+			continue;
+		if (r->kind == REC_TRUNCATE) {
+			ret = stripe_truncate_locked(rf, r->off);
+			continue;
+		}
+		if (dcap < r->len) {
+			free(data);
+			dcap = r->len;
+			data = malloc(dcap);
+			if (!data)
+				return -ENOMEM;
+		}
+		if (io_pread(L.fd, data, r->len, r->pos) != (ssize_t)r->len) {
+			ret = -EIO;
+			break;
+		}
+		ssize_t n = stripe_write_locked(rf, data, r->len, r->off);
+		ret = n < 0 ? (int)n : 0;
+	}
+	free(data);
+	if (ret < 0)
+		log_err("cache log: replay into file %016" PRIx64 " failed: %s", rf->id, strerror(-ret));
+	return ret;
+}
+
+void cachelog_replay_done(void)
+{
+	pthread_mutex_lock(&L.lock);
+	free(L.recs);
+	L.recs = NULL;
+	L.nrecs = 0;
+	L.replay_bytes = 0;
+	write_hdr_locked(L.head_v, L.seq);
+	L.synced_v = L.head_v;
+	pthread_mutex_unlock(&L.lock);
+}
+
+/* --------------------------------------------------------------- append */
+
+void cachelog_position(uint64_t *v, uint64_t *seq)
+{
+	pthread_mutex_lock(&L.lock);
+	*v = L.head_v;
+	*seq = L.seq;
+	pthread_mutex_unlock(&L.lock);
+}
+
+bool cachelog_live(void)
+{
+	pthread_mutex_lock(&L.lock);
+	bool live = L.fd >= 0 && L.tail_v != L.head_v;
+	pthread_mutex_unlock(&L.lock);
+	return live;
+}
+
+static void set_tail(uint64_t tv, uint64_t ts)
+{
+	pthread_mutex_lock(&L.lock);
+	if (tv > L.tail_v)
+		write_hdr_locked(tv, ts);
+	pthread_mutex_unlock(&L.lock);
+}
+
+void cachelog_advance(void)
+{
+	uint64_t tv, ts;
+	if (L.fd < 0)
+		return;
+	cache_log_tail(&tv, &ts);
+	pthread_mutex_lock(&L.lock);
+	/* lazily: a header write costs an fdatasync */
+	bool worth = tv == L.head_v ? tv != L.tail_v : tv - L.tail_v >= L.ring / 4;
+	pthread_mutex_unlock(&L.lock);
+	if (worth)
+		set_tail(tv, ts);
+}
+
+void cachelog_reset(void)
+{
+	pthread_mutex_lock(&L.lock);
+	if (L.fd >= 0 && L.tail_v != L.head_v)
+		write_hdr_locked(L.head_v, L.seq);
+	pthread_mutex_unlock(&L.lock);
+}
+
+static int append(uint32_t kind, uint64_t fid, uint64_t off, const void *buf, uint32_t len)
+{
+	uint64_t need = rec_size(len);
+	uint64_t v;
+	if (need > L.ring)
+		return -EFBIG;	/* cannot happen: the ring is twice the cache */
+	pthread_mutex_lock(&L.lock);
+	for (;;) {
+		v = L.head_v;
+		if (v % L.ring + need > L.ring)
+			v += L.ring - v % L.ring;
+		if (v + need - L.tail_v <= L.ring)
+			break;
+		/* full: move the tail up to what the cache still needs, or
+		 * wait for the destage threads to write old lines out */
+		pthread_mutex_unlock(&L.lock);
+		uint64_t tv, ts;
+		cache_log_tail(&tv, &ts);
+		pthread_mutex_lock(&L.lock);
+		if (tv > L.tail_v) {
+			write_hdr_locked(tv, ts);
+			continue;
+		}
+		pthread_mutex_unlock(&L.lock);
+		cache_log_wait();
+		pthread_mutex_lock(&L.lock);
+	}
+	uint8_t h[REC_HDR];
+	memset(h, 0, sizeof(h));
+	put_le32(h, REC_MAGIC);
+	put_le32(h + 4, kind);
+	put_le64(h + 8, L.seq);
+	put_le64(h + 16, v);
+	put_le64(h + 24, fid);
+	put_le64(h + 32, off);
+	put_le32(h + 40, len);
+	put_le32(h + 44, len ? parity_crc32(0, buf, len) : 0);
+	put_le32(h + 60, parity_crc32(0, h, 60));
+	static const uint8_t zero[REC_ALIGN];
+	struct iovec iov[3] = {
+		{ h, REC_HDR },
+		{ (void *)buf, len },
+		{ (void *)zero, need - REC_HDR - len },
+	};
+	int r = io_pwritev(L.fd, iov, 3, phys(v));
+	if (r < 0) {
+		pthread_mutex_unlock(&L.lock);
+		log_err("cache log '%s': write failed: %s", L.path, strerror(-r));
+		return r;
+	}
+	L.head_v = v + need;
+	L.seq++;
+	uint64_t mine = L.head_v;
+	pthread_mutex_unlock(&L.lock);
+
+	/* group commit: one fdatasync covers every record written before it */
+	pthread_mutex_lock(&L.sync_lock);
+	if (L.synced_v < mine) {
+		pthread_mutex_lock(&L.lock);
+		uint64_t target = L.head_v;
+		pthread_mutex_unlock(&L.lock);
+		if (fdatasync(L.fd) < 0) {
+			r = -errno;
+			pthread_mutex_unlock(&L.sync_lock);
+			log_err("cache log '%s': fdatasync failed: %s", L.path, strerror(-r));
+			return r;
+		}
+		L.synced_v = target;
+	}
+	pthread_mutex_unlock(&L.sync_lock);
+	return 0;
+}
+
+int cachelog_append_write(uint64_t fid, uint64_t off, const void *buf, size_t len)
+{
+	return append(REC_WRITE, fid, off, buf, len);
+}
+
+int cachelog_append_truncate(uint64_t fid, uint64_t size)
+{
+	return append(REC_TRUNCATE, fid, size, NULL, 0);
+}
+
+void cachelog_close_clean(void)
+{
+	cachelog_reset();
+	if (L.fd >= 0)
+		close(L.fd);
+	L.fd = -1;
+}

@@ -1,0 +1,53 @@
+/*
+ * cachelog.h - the persistent log behind -o bbu=file:PATH (a flash-backed
+ * cache module, emulated).  Format in docs/format.md ("Cache log").
+ *
+ * Every write-back write is appended as a record (file id, offset, bytes)
+ * and fdatasynced before the write is acknowledged; a truncate of a file
+ * with cached data is appended too.  The log is a ring: the tail is the
+ * oldest record a dirty cache line may still need (cache.c knows it), and
+ * the header, rewritten before the head may overwrite it, says where the
+ * tail is.  At mount the records from the tail on are replayed, in order,
+ * into each file (the dirty-log resync calls cachelog_replay_file).
+ *
+ * Locking: one log mutex, taken after the cache lock; appends are
+ * serialised, fdatasync is shared by concurrent appenders (group commit).
+ */
+#ifndef RAIDFS_CACHELOG_H
+#define RAIDFS_CACHELOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct array;
+struct rfile;
+
+/* Open or create the log (ring of ring_bytes); reads the records a
+ * previous daemon left for replay.  Refuses a log of another array. */
+int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *err, size_t errlen);
+bool cachelog_replay_pending(void);
+uint64_t cachelog_replay_bytes(void);
+bool cachelog_replay_has(uint64_t id);
+int cachelog_replay_file(struct rfile *rf);
+/* Everything replayed: the log starts empty. */
+void cachelog_replay_done(void);
+
+/* Where the next record goes (virtual offset, sequence number). */
+void cachelog_position(uint64_t *v, uint64_t *seq);
+int cachelog_append_write(uint64_t fid, uint64_t off, const void *buf, size_t len);
+int cachelog_append_truncate(uint64_t fid, uint64_t size);
+/* Records that may still be replayed exist. */
+bool cachelog_live(void);
+/* The cache is clean: no record is needed any more. */
+void cachelog_reset(void);
+/* Move the durable tail up to what the cache still needs. */
+void cachelog_advance(void);
+/* Clean unmount: empty, closed. */
+void cachelog_close_clean(void);
+
+/* From cache.c: the tail the dirty lines need; wait for destage. */
+void cache_log_tail(uint64_t *v, uint64_t *seq);
+void cache_log_wait(void);
+
+#endif

@@ -1,0 +1,129 @@
+#!/bin/bash
+# t_cache.sh - the write cache: every policy keeps the data right, full
+# stripes are written without reads, the battery switches the policy.
+#
+# 1. The random workload (workload.py run) against a reference directory,
+#    byte-identical, under writeback (bbu=shm), always-writeback (bbu=none)
+#    and writethrough, with a tiny cache (a few stripes: constant destage
+#    and eviction) and a large one; after unmount the offline check is
+#    clean and a fresh mount still matches the reference.
+# 2. Full-stripe coalescing: a sequential write in write-back causes no
+#    member read at all (member read counters of `status --json`).
+# 3. Battery: fail -> current policy writethrough and the dirty bytes go
+#    to zero (a long cache_age keeps them dirty until then); restore ->
+#    writeback; learn -> writethrough for the learn time, then writeback.
+#    always-writeback needs --force.
+#
+# Environment: SEED, OPS (workload operations per configuration, 600).
+. "$(dirname "$0")/lib.sh"
+need_fuse
+need_python
+
+OPS=${OPS:-600}
+
+json_field() {	# json_field MNT KEY: a scalar of the "cache" object
+	"$RAIDFS" status --json "$1" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["cache"][sys.argv[1]])' "$2"
+}
+member_reads() {
+	"$RAIDFS" status --json "$1" | "$PY" -c 'import json,sys; print(sum(m["reads"] for m in json.load(sys.stdin)["members"]))'
+}
+wait_field() {	# wait_field MNT KEY VALUE [TENTHS]
+	for _ in $(seq 1 "${4:-100}"); do
+		[ "$(json_field "$1" "$2")" = "$3" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# ---------------------------------------------------------------- 1. policies
+# level width chunk options
+CONFIGS=(
+	"raid5 4 16K write_policy=writeback,bbu=shm,cache_size=1M"
+	"raid5 4 16K write_policy=writeback,bbu=shm,cache_size=64M"
+	"raid6 5 16K write_policy=always-writeback,bbu=none,cache_size=1M"
+	"raid6 5 64K write_policy=always-writeback,cache_size=64M,cache_age=1000"
+	"raid1 2 16K write_policy=writeback,bbu=file:@LOG@,cache_size=1M"
+	"raid10 4 16K write_policy=writethrough,cache_size=1M"
+	"raid0 3 4K write_policy=always-writeback,cache_size=1M"
+)
+n=0
+for cfg in "${CONFIGS[@]}"; do
+	n=$((n + 1))
+	read -r level width chunk opts <<<"$cfg"
+	opts=${opts//@LOG@/$T/p$n.log}
+	mem=$(make_members "$width" "p$n/d")
+	members=$(join_members $mem)
+	mnt=$T/p$n/mnt ref=$T/p$n/ref
+	mkdir -p "$ref"
+	what="$level $chunk $opts"
+	expect_rc 0 "$RAIDFS" create --level "$level" --chunk "$chunk" $mem
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	want=${opts#write_policy=}; want=${want%%,*}
+	[ "$(json_field "$mnt" write_policy)" = "$want" ] || fail "$what: status shows write policy $(json_field "$mnt" write_policy)"
+	cb=$(size_bytes "$chunk")
+	if ! workload run --mnt "$mnt" --ref "$ref" --seed $((SEED + n)) --ops "$OPS" \
+		--chunk "$cb" --max-size $((40 * cb + 777)) --log "$T/p$n/ops.log" >"$T/p$n/wl.out" 2>&1; then
+		cat "$T/p$n/wl.out" >&2
+		fail "$what: the mount diverged from the reference (seed $((SEED + n)))"
+	fi
+	workload compare "$ref" "$mnt" >"$T/cmp.out" 2>&1 || { cat "$T/cmp.out" >&2; fail "$what: trees differ while mounted"; }
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	expect_rc 0 "$RAIDFS" check "$members"
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: second mount failed"
+	workload compare "$ref" "$mnt" >"$T/cmp.out" 2>&1 || { cat "$T/cmp.out" >&2; fail "$what: trees differ after a remount"; }
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	log "ok: $what"
+done
+
+# ---------------------------------------------------- 2. full-stripe coalescing
+mem=$(make_members 4 "s/d")
+members=$(join_members $mem)
+mnt=$T/s/mnt
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
+rfs_mount "$members" "$mnt" -o write_policy=writeback,bbu=shm,cache_size=64M || fail "coalescing: mount failed"
+# 640 stripes of 48 KiB in 1 MiB writes that do not line up with stripes
+head -c $((640 * 49152)) /dev/urandom >"$T/s/ref"
+r0=$(member_reads "$mnt")
+dd if="$T/s/ref" of="$mnt/seq" bs=1M 2>/dev/null || fail "coalescing: write failed"
+"$RAIDFS" cache "$mnt" flush >/dev/null || fail "coalescing: flush failed"
+r1=$(member_reads "$mnt")
+[ "$r1" -eq "$r0" ] || fail "coalescing: a sequential write-back write caused $((r1 - r0)) member reads (want 0)"
+cmp "$T/s/ref" "$mnt/seq" || fail "coalescing: data differs"
+rfs_unmount "$mnt" || fail "coalescing: unmount failed"
+expect_rc 0 "$RAIDFS" check "$members"
+log "ok: sequential write-back write: 0 member reads for $((640 * 48)) KiB"
+
+# ------------------------------------------------------------------ 3. battery
+mem=$(make_members 4 "b/d")
+members=$(join_members $mem)
+mnt=$T/b/mnt
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
+rfs_mount "$members" "$mnt" -o write_policy=writeback,bbu=shm,bbu_learn_time=3,cache_age=600000 || fail "battery: mount failed"
+[ "$(json_field "$mnt" current_write_policy)" = writeback ] || fail "battery: current policy is not writeback with a good battery"
+head -c 100000 /dev/urandom >"$T/b/ref"
+cp "$T/b/ref" "$mnt/f" || fail "battery: write failed"
+d=$(json_field "$mnt" dirty_bytes)
+[ "$d" -gt 0 ] || fail "battery: nothing dirty after a partial-stripe write with a 10-minute cache age"
+expect_rc 0 "$RAIDFS" bbu "$mnt" fail
+[ "$(json_field "$mnt" bbu_state)" = failed ] || fail "battery: state is not failed"
+[ "$(json_field "$mnt" current_write_policy)" = writethrough ] || fail "battery: failed battery but policy $(json_field "$mnt" current_write_policy)"
+wait_field "$mnt" dirty_bytes 0 || fail "battery: dirty bytes stay at $(json_field "$mnt" dirty_bytes) after the battery failed"
+"$RAIDFS" status "$mnt" | grep -q "action:  the battery has failed" || fail "battery: no action line for a failed battery"
+expect_rc 0 "$RAIDFS" bbu "$mnt" restore
+[ "$(json_field "$mnt" current_write_policy)" = writeback ] || fail "battery: restored but policy $(json_field "$mnt" current_write_policy)"
+expect_rc 0 "$RAIDFS" bbu "$mnt" learn
+[ "$(json_field "$mnt" current_write_policy)" = writethrough ] || fail "battery: learning but policy $(json_field "$mnt" current_write_policy)"
+[ "$(json_field "$mnt" bbu_state)" = learning ] || fail "battery: state is not learning"
+wait_field "$mnt" bbu_state optimal 80 || fail "battery: the 3 s learn cycle did not end"
+[ "$(json_field "$mnt" current_write_policy)" = writeback ] || fail "battery: after learning the policy is $(json_field "$mnt" current_write_policy)"
+expect_rc 1 "$RAIDFS" cache "$mnt" write_policy=always-writeback
+grep -q -- "--force" "$OUT" "$ERR" || fail "battery: always-writeback without --force does not say to add --force"
+expect_rc 0 "$RAIDFS" cache "$mnt" write_policy=always-writeback --force
+expect_rc 0 "$RAIDFS" bbu "$mnt" fail
+[ "$(json_field "$mnt" current_write_policy)" = writeback ] || fail "battery: always-writeback must stay write-back with a failed battery"
+cmp "$T/b/ref" "$mnt/f" || fail "battery: data differs"
+grep -q "battery: optimal -> failed" "$T/daemon.log" || fail "battery: the transition is not logged"
+rfs_unmount "$mnt" || fail "battery: unmount failed"
+expect_rc 0 "$RAIDFS" check "$members"
+log "ok: battery fail/restore/learn switch the policy; always-writeback needs --force"
+exit 0
