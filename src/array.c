@@ -506,18 +506,21 @@ int array_note_write(struct array *a)
 
 /* ------------------------------------------------------------ dirty log */
 
-static void dirty_name(uint64_t id, char *buf, size_t len)
+/* The dirty-log entry of file id: "<id>", or "<id>.c" for a file whose
+ * changes since it was marked all went through the file-backed cache log
+ * (a crash is repaired by replaying the log; no parity resync needed). */
+static void dirty_name(uint64_t id, char *buf, size_t len, const char *suffix)
 {
-	snprintf(buf, len, SB_DIRTY_DIR "/%016" PRIx64, id);
+	snprintf(buf, len, SB_DIRTY_DIR "/%016" PRIx64 "%s", id, suffix);
 }
 
 static void missed_mark(struct array *a, uint64_t id);
 
-int array_mark_dirty(struct array *a, uint64_t id, const int *fds)
+static int mark_links(struct array *a, uint64_t id, const int *fds, const char *suffix)
 {
 	char name[64], proc[64];
 	int ret = 0;
-	dirty_name(id, name, sizeof(name));
+	dirty_name(id, name, sizeof(name), suffix);
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (!member_writable(a, j) || fds[j] < 0)
 			continue;
@@ -540,6 +543,16 @@ int array_mark_dirty(struct array *a, uint64_t id, const int *fds)
 	if (array_state(a) != ARRAY_OPTIMAL)
 		missed_mark(a, id);
 	return ret;
+}
+
+int array_mark_dirty(struct array *a, uint64_t id, const int *fds)
+{
+	return mark_links(a, id, fds, "");
+}
+
+int array_mark_cached(struct array *a, uint64_t id, const int *fds)
+{
+	return mark_links(a, id, fds, CACHED_SUFFIX);
 }
 
 /*
@@ -632,8 +645,11 @@ static void missed_from_dirty(struct array *a, uint32_t away)
 		return;
 	struct dirent *e;
 	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			missed_mark_all(a, away, e->d_name);
+		if (e->d_name[0] != '.') {
+			char id[24];
+			snprintf(id, sizeof(id), "%.16s", e->d_name);	/* without ".c" */
+			missed_mark_all(a, away, id);
+		}
 	closedir(d);
 }
 
@@ -711,16 +727,19 @@ void array_dirty_prune(struct array *a, int fd)
 
 void array_clear_dirty(struct array *a, uint64_t id)
 {
-	char name[64];
-	dirty_name(id, name, sizeof(name));
+	char name[64], cname[64];
+	dirty_name(id, name, sizeof(name), "");
+	dirty_name(id, cname, sizeof(cname), CACHED_SUFFIX);
 	for (uint32_t j = 0; j < a->width; j++)
-		if (member_writable(a, j))
+		if (member_writable(a, j)) {
 			unlinkat(a->m[j].dirfd, name, 0);
+			unlinkat(a->m[j].dirfd, cname, 0);
+		}
 }
 
 /* Resync one file of the dirty log; its shards are reached through the
  * dirty links.  Returns 0 or -errno. */
-static int resync_one(struct array *a, const char *entry, bool *complete)
+static int resync_one(struct array *a, const char *entry, bool cache_only, bool *complete)
 {
 	int fds[LAYOUT_MAX_WIDTH];
 	struct file_meta fm;
@@ -812,7 +831,7 @@ static int resync_one(struct array *a, const char *entry, bool *complete)
 		rf.size = size;
 		/* what the cache of the last run held for it goes in first */
 		ret = cache_replay_file(&rf);
-		if (ret == 0)
+		if (ret == 0 && !cache_only)
 			ret = stripe_resync(&rf);
 		if (ret == 0)
 			ret = rfile_write_meta(&rf, 0);
@@ -883,9 +902,19 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 		log_warn("array '%s': resyncing %zu dirty file%s without the absent members (forced); they are out of date now",
 			 a->sb.name, nnames, nnames == 1 ? "" : "s");
 	}
+	int cache_only = 0;
 	for (size_t i = 0; i < nnames; i++) {
-		bool complete;
-		resync_one(a, names[i], &complete);
+		bool complete, co = strlen(names[i]) > 16 && !strcmp(names[i] + 16, CACHED_SUFFIX);
+		if (co) {
+			/* also marked for a resync: that one replays too */
+			bool both = false;
+			for (size_t k = 0; k < nnames && !both; k++)
+				both = k != i && !strncmp(names[k], names[i], 16) && !names[k][16];
+			if (both)
+				continue;
+			cache_only++;
+		}
+		resync_one(a, names[i], co, &complete);
 		if (complete)
 			array_clear_dirty(a, strtoull(names[i], NULL, 16));
 		(*count)++;
@@ -893,6 +922,9 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 	if (nnames)
 		log_info("array '%s': resynced %zu file%s left dirty by an unclean shutdown",
 			 a->sb.name, nnames, nnames == 1 ? "" : "s");
+	if (cache_only)
+		log_info("array '%s': %d of them changed only through the cache log: its replay made them consistent, no parity resync (the log closes the write hole)",
+			 a->sb.name, cache_only);
 out:
 	for (size_t i = 0; i < nnames; i++)
 		free(names[i]);

@@ -244,6 +244,11 @@ int array_note_write(struct array *a);
 
 /* Dirty-file log. fds[] are the shard descriptors (-1 for absent). */
 int array_mark_dirty(struct array *a, uint64_t id, const int *fds);
+/* The same for a file changed through the file-backed cache log only:
+ * after a crash the log's replay suffices (no parity resync).  Cleared
+ * by array_clear_dirty too. */
+#define CACHED_SUFFIX ".c"
+int array_mark_cached(struct array *a, uint64_t id, const int *fds);
 void array_clear_dirty(struct array *a, uint64_t id);
 /* A member directory (fd) comes back: drop its dirty-log entries that the
  * members in service cleared while it was away. */

@@ -589,7 +589,11 @@ static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int m
 	}
 	qsort(v, n, sizeof(v[0]), cmp_stripe);
 	pthread_mutex_unlock(&C.lock);
+	/* with a file log every dirty line's bytes are in the log until the
+	 * line is clean: a crash in the middle is repaired by the replay */
+	stripe_log_covered(cache_opts.bbu == BBU_FILE);
 	ret = destage_lines(rf, v, n);
+	stripe_log_covered(false);
 	pthread_mutex_lock(&C.lock);
 	uint64_t bytes = 0;
 	for (int i = 0; i < n; i++) {
@@ -921,7 +925,7 @@ static int put_range(struct rfile *rf, uint64_t s, uint64_t a, uint64_t b, const
 static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
 {
 	uint64_t lb = C.line_bytes, end = off + len;
-	int r = stripe_mark_dirty(rf);
+	int r = cache_opts.bbu == BBU_FILE ? stripe_mark_cached(rf) : stripe_mark_dirty(rf);
 	if (r < 0)
 		return r;
 	wait_room();

@@ -542,7 +542,25 @@ static void dispatch(struct array *a, int argc, char **argv, struct out *o)
 
 /* ---------------------------------------------------------------- server */
 
-static void serve(int fd)
+static void answer(int fd, char *req);
+
+struct slow_req {
+	int fd;
+	char req[256];
+};
+
+static void *slow_main(void *arg)
+{
+	struct slow_req *sr = arg;
+	answer(sr->fd, sr->req);
+	close(sr->fd);
+	free(sr);
+	return NULL;
+}
+
+/* Read one request from fd and answer it; true when a thread took it
+ * over (and closes fd). */
+static bool serve(int fd)
 {
 	char req[256];
 	size_t n = 0;
@@ -557,10 +575,32 @@ static void serve(int fd)
 	}
 	if (n == 0) {
 		log_warn("control socket: empty request");
-		return;
+		return false;
 	}
 	req[n] = '\0';
 	req[strcspn(req, "\r\n")] = '\0';
+	if (!strncmp(req, "cache\tflush", 11)) {
+		/* writing the cache out can take long (slow members): on its
+		 * own thread, so status and the other commands still answer */
+		struct slow_req *sr = malloc(sizeof(*sr));
+		pthread_t t;
+		if (sr) {
+			sr->fd = fd;
+			snprintf(sr->req, sizeof(sr->req), "%s", req);
+			if (pthread_create(&t, NULL, slow_main, sr) == 0) {
+				pthread_detach(t);
+				return true;
+			}
+			free(sr);
+		}
+	}
+	answer(fd, req);
+	return false;
+}
+
+/* Dispatch one request line and write the reply to fd. */
+static void answer(int fd, char *req)
+{
 	struct out o = { malloc(4096), 0, 4096 };
 	if (!o.buf)
 		return;
@@ -593,8 +633,8 @@ static void *ctl_thread(void *arg)
 				continue;
 			break;
 		}
-		serve(c);
-		close(c);
+		if (!serve(c))
+			close(c);
 	}
 	return NULL;
 }

@@ -165,14 +165,15 @@ bool rfile_any_without(uint32_t j)
 	return any;
 }
 
-int rfile_lookup_size(uint64_t key, uint64_t *size, bool *marked)
+int rfile_lookup_size(uint64_t key, uint64_t *size, int *marks)
 {
 	int found = 0;
 	pthread_mutex_lock(&table_lock);
 	struct rfile *rf = find_locked(key);
 	if (rf) {
 		*size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
-		*marked = __atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE);
+		*marks = __atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE) +
+			 __atomic_load_n(&rf->cmarked, __ATOMIC_ACQUIRE);
 		found = 1;
 	}
 	pthread_mutex_unlock(&table_lock);
@@ -602,11 +603,11 @@ int rfile_release(struct rfile *rf)
 	 * a fresh rfile from the metadata we are about to write, so write it
 	 * while still holding the table lock for this key's consistency. */
 	int ret = 0;
-	if (rf->meta_stale || rf->marked) {
+	if (rf->meta_stale || rf->marked || rf->cmarked) {
 		ret = rfile_write_meta(rf, 0);
-		if (ret == 0 && rf->marked) {
+		if (ret == 0 && (rf->marked || rf->cmarked)) {
 			array_clear_dirty(rf->a, rf->id);
-			rf->marked = false;
+			rf->marked = rf->cmarked = false;
 		}
 	}
 	struct rfile **pp = &table[bucket(rf->key)];

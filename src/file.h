@@ -46,6 +46,7 @@ struct rfile {
 	uint64_t meta_version;
 	bool meta_stale;		/* size changed since metadata written */
 	bool marked;			/* in the dirty log */
+	bool cmarked;			/* in it as changed through the cache log only */
 	int refs;			/* protected by the table lock */
 	uint32_t cache_dirty;		/* dirty cache lines (under the cache lock);
 					 * while > 0 the cache holds a reference */
@@ -90,9 +91,9 @@ int rfile_release(struct rfile *rf);
 void rfile_hold(struct rfile *rf);
 
 /* Logical size of an open file with the primary shard inode `key`, if the
- * file is open: 1 and *size set (and *marked: it is in the dirty log, so
- * its shards carry one more link than the user made); 0 otherwise. */
-int rfile_lookup_size(uint64_t key, uint64_t *size, bool *marked);
+ * file is open: 1 and *size set (and *marks: its dirty-log links, which
+ * its shards carry besides the user's); 0 otherwise. */
+int rfile_lookup_size(uint64_t key, uint64_t *size, int *marks);
 
 /* Build a private rfile over given shard fds (for resync and check; the
  * fds are owned by the caller, not closed by rfile_free_private). */
@@ -135,6 +136,13 @@ int stripe_write_stripes_locked(struct rfile *rf, uint64_t s0, uint32_t ns, cons
  * written.  rf->rw held exclusively. */
 int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const uint64_t *valid,
 			const uint64_t *dirty, uint32_t sector);
+
+/* The same with the cache-log mark (bbu=file: the change is in the log
+ * before it is acknowledged), unless the file is marked already. */
+int stripe_mark_cached(struct rfile *rf);
+/* This thread writes data that the cache log holds (destage in
+ * bbu=file): a file marked by stripe_mark_cached needs no other mark. */
+void stripe_log_covered(bool on);
 
 /* Put the file in the dirty log before its first change (idempotent,
  * any lock state). */

@@ -302,8 +302,10 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 		if (fstat(rf->fd[PRIMARY_IDX], st) < 0)
 			return -errno;
 		fix_file_stat(st, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE));
-		if (__atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE) && st->st_nlink > 1)
-			st->st_nlink--;	/* the dirty-log link is ours, not the user's */
+		int marks = __atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE) +
+			    __atomic_load_n(&rf->cmarked, __ATOMIC_ACQUIRE);
+		if ((int)st->st_nlink > marks)
+			st->st_nlink -= marks;	/* the dirty-log links are ours, not the user's */
 		return 0;
 	}
 	CHECK_HIDDEN(path);
@@ -315,10 +317,10 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	}
 	if (S_ISREG(st->st_mode)) {
 		uint64_t size;
-		bool marked = false;
-		if (rfile_lookup_size(st->st_ino, &size, &marked)) {
-			if (marked && st->st_nlink > 1)
-				st->st_nlink--;	/* the dirty-log link is ours */
+		int marks = 0;
+		if (rfile_lookup_size(st->st_ino, &size, &marks)) {
+			if ((int)st->st_nlink > marks)
+				st->st_nlink -= marks;	/* the dirty-log links are ours */
 		} else if (st->st_nlink > 1 && fstatat(PRIMARY, r, st, AT_SYMLINK_NOFOLLOW) < 0) {
 			/* the file was being closed (FUSE sends release without
 			 * waiting) while we looked: its dirty link was still

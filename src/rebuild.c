@@ -224,8 +224,8 @@ static bool readd_unchanged(struct walk *w, const char *rel)
 	    !bsearch(&pm.id, w->missed, w->nmissed, sizeof(uint64_t), cmp_u64) &&
 	    fstat(pf, &ps) == 0 && fstat(jf, &js) == 0) {
 		uint64_t size;
-		bool marked;
-		same = !rfile_lookup_size(ps.st_ino, &size, &marked);
+		int marks;
+		same = !rfile_lookup_size(ps.st_ino, &size, &marks);
 		if (same && (ps.st_uid != js.st_uid || ps.st_gid != js.st_gid))
 			fchownat(w->dst, rel, ps.st_uid, ps.st_gid, AT_SYMLINK_NOFOLLOW);
 		if (same && (ps.st_mode & 07777) != (js.st_mode & 07777))

@@ -519,13 +519,41 @@ static bool wrote_primary(const struct rfile *rf, uint64_t off, size_t len)
 
 /* ----------------------------------------------------------------- API */
 
+static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread bool log_covered;
+
+void stripe_log_covered(bool on)
+{
+	log_covered = on;
+}
+
 int stripe_mark_dirty(struct rfile *rf)
 {
-	static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
-	if (__atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE) ||
+	    (log_covered && __atomic_load_n(&rf->cmarked, __ATOMIC_ACQUIRE)))
 		return 0;
 	pthread_mutex_lock(&mark_lock);
 	int r = mark_dirty(rf);
+	pthread_mutex_unlock(&mark_lock);
+	return r;
+}
+
+int stripe_mark_cached(struct rfile *rf)
+{
+	if (__atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE) || __atomic_load_n(&rf->cmarked, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&mark_lock);
+	int r = 0;
+	if (!rf->marked && !rf->cmarked) {
+		r = array_note_write(rf->a);
+		if (r == 0) {
+			/* set first: getattr hides the dirty-log link */
+			__atomic_store_n(&rf->cmarked, true, __ATOMIC_RELEASE);
+			r = array_mark_cached(rf->a, rf->id, rf->fd);
+			if (r < 0)
+				__atomic_store_n(&rf->cmarked, false, __ATOMIC_RELEASE);
+		}
+	}
 	pthread_mutex_unlock(&mark_lock);
 	return r;
 }
