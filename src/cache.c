@@ -14,8 +14,11 @@
  * dirty bits are set.
  *
  * Threads: FUSE threads (cache_write / cache_read), two destage threads
- * (destage_main), and cache_close.  Lock order: rf->rw, then C.lock, then
- * the log lock (cachelog.c).
+ * (destage_main), the read-ahead thread, and cache_close.  Lock order:
+ * rf->rw, then C.lock, then the log lock (cachelog.c).  A destage thread
+ * holds rf->rw shared and marks the lines it writes busy: writers of those
+ * lines, and readers that would go to the members for their stripes, wait
+ * on C.idle until they are done; everything else of the file goes on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,7 +42,7 @@
 
 #define SECTOR 512u
 #define DESTAGE_THREADS 2
-#define DESTAGE_BATCH 64			/* lines per destage round */
+#define DESTAGE_BATCH 16			/* lines per destage round */
 #define STUCK_RETRY_NS (1000 * 1000000ull)
 
 struct cache_opts cache_opts = {
@@ -558,7 +561,8 @@ static void rate_note_locked(uint64_t bytes)
 
 /*
  * Destage rf's dirty lines whose stripes lie in [s0, s1) (all: 0, ~0),
- * at most `max` of them.  The caller holds rf->rw exclusively and C.lock;
+ * at most `max` of them.  The caller holds rf->rw (shared: destage threads;
+ * exclusively: flush, write-through) and C.lock;
  * the lock is dropped during the I/O.  Returns 0, or -errno when the
  * members could not take the data (the lines stay dirty and are retried
  * later).  *release: the file has no dirty line left; the caller drops
@@ -578,7 +582,7 @@ static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int m
 	if (max > DESTAGE_BATCH)
 		max = DESTAGE_BATCH;
 	for (struct line *ln = C.dirty.head; ln && n < max; ln = ln->next)
-		if (ln->rf == rf && !ln->busy && ln->h->stripe >= s0 && ln->h->stripe < s1 &&
+		if (ln->rf == rf && !ln->busy && !ln->pins && ln->h->stripe >= s0 && ln->h->stripe < s1 &&
 		    ready_locked(ln, t, pressure))
 			v[n++] = ln;
 	if (n == 0)
@@ -682,7 +686,7 @@ static struct line *pick_locked(void)
 	struct line *oldest = NULL;
 	int scanned = 0;
 	for (struct line *ln = C.dirty.head; ln && scanned < 256; ln = ln->next, scanned++) {
-		if (ln->busy || !ready_locked(ln, t, pressure))
+		if (ln->busy || ln->pins || !ready_locked(ln, t, pressure))
 			continue;
 		if (ln->nvalid == C.nsec && ln->ndirty == C.nsec)
 			return ln;
@@ -709,7 +713,9 @@ static void *destage_main(void *arg)
 		struct rfile *rf = ln->rf;
 		rfile_hold(rf);		/* it may get clean (and released) meanwhile */
 		pthread_mutex_unlock(&C.lock);
-		pthread_rwlock_wrlock(&rf->rw);
+		/* shared: writers and readers of the file's other stripes go
+		 * on; those of the lines being written wait for them (busy) */
+		pthread_rwlock_rdlock(&rf->rw);
 		pthread_mutex_lock(&C.lock);
 		bool release = false;
 		/* the picked line and what follows it in the file first */
@@ -860,7 +866,9 @@ static int put_range(struct rfile *rf, uint64_t s, uint64_t a, uint64_t b, const
 	bool have[2] = { false, false };
 
 	pthread_mutex_lock(&C.lock);
-	struct line *ln = get_line_locked(rf, s);
+	struct line *ln;
+	while ((ln = get_line_locked(rf, s)) && ln->busy)
+		pthread_cond_wait(&C.idle, &C.lock);	/* being written out */
 	if (!ln) {
 		pthread_mutex_unlock(&C.lock);
 		return 1;
@@ -930,8 +938,16 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 		return r;
 	wait_room();
 	pthread_rwlock_rdlock(&rf->rw);
-	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
-	uint64_t new_size = end > size ? end : size;
+	/* The size grows first: a destage running meanwhile (it holds rf->rw
+	 * shared too) must not cut the new bytes off at the old end.  Only
+	 * truncate, which holds rf->rw exclusively, makes it smaller. */
+	uint64_t cur = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	while (cur < end && !__atomic_compare_exchange_n(&rf->size, &cur, end, false,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+	if (cur < end)
+		rf->meta_stale = true;
+	uint64_t new_size = end > cur ? end : cur;
 	for (uint64_t pos = off; pos < end;) {
 		uint64_t s = pos / lb, sbeg = s * lb;
 		uint64_t y = end < sbeg + lb ? end : sbeg + lb;
@@ -947,13 +963,6 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 		pos = y;
 	}
 	if (r >= 0) {
-		/* the size only grows here; truncate holds rf->rw exclusively */
-		uint64_t cur = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
-		while (cur < end && !__atomic_compare_exchange_n(&rf->size, &cur, end, false,
-								 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			;
-		if (cur < end)
-			rf->meta_stale = true;
 		/* getattr reports the primary shard's mtime */
 		static const struct timespec now[2] = { { 0, UTIME_OMIT }, { 0, UTIME_NOW } };
 		futimens(rf->fd[rf->a->primary], now);
@@ -1108,17 +1117,31 @@ ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 			pos = y;
 			continue;
 		}
+		if (ln && ln->busy) {
+			/* its stripe is being written: the members are not
+			 * consistent until that is done */
+			pthread_cond_wait(&C.idle, &C.lock);
+			pthread_mutex_unlock(&C.lock);
+			continue;
+		}
 		C.misses++;
+		/* pinned, the line is neither written out nor evicted while we
+		 * read the members: its dirty sectors then still hold what the
+		 * members lack */
+		if (ln)
+			ln->pins++;
 		pthread_mutex_unlock(&C.lock);
 		ssize_t r = stripe_read_locked(rf, dst + (pos - off), y - pos, pos);
+		pthread_mutex_lock(&C.lock);
+		if (ln)
+			ln->pins--;
 		if (r < 0) {
+			pthread_mutex_unlock(&C.lock);
 			ret = r;
 			break;
 		}
 		if ((uint64_t)r < y - pos)
 			memset(dst + (pos - off) + r, 0, y - pos - r);	/* past the shards: cached */
-		pthread_mutex_lock(&C.lock);
-		ln = lookup_locked(rf->id, s);
 		if (ln) {
 			overlay_dirty(ln, a, b, dst + (pos - off));
 			keep_clean(ln, a, b, dst + (pos - off));
@@ -1195,7 +1218,7 @@ static void *ra_main(void *arg)
 			uint64_t want = size - sbeg < C.line_bytes ? size - sbeg : C.line_bytes;
 			pthread_mutex_lock(&C.lock);
 			struct line *ln = lookup_locked(rf->id, s);
-			if (ln && range_set(VALID(ln), 0, want / SECTOR * SECTOR)) {
+			if (ln && (ln->busy || range_set(VALID(ln), 0, want / SECTOR * SECTOR))) {
 				pthread_mutex_unlock(&C.lock);
 				continue;
 			}

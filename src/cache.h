@@ -54,10 +54,12 @@
  * data for each file (cache_replay_file) before it resyncs the parity.
  *
  * Locking: one cache mutex (C.lock) for the line table, taken after
- * rf->rw, never held across member I/O.  Destage takes rf->rw exclusively,
- * so a file's lines never change while they are written out; writers in
- * write-back hold rf->rw shared, so readers and writers of other files are
- * never blocked by a destage.
+ * rf->rw, never held across member I/O.  Writers in write-back and the
+ * destage threads hold rf->rw shared; a line being written out is busy,
+ * and only its own writers (and readers that need its stripe from the
+ * members) wait for it, so writers of one file's other stripes, and
+ * everything of other files, go on during a destage.  Truncate and
+ * write-through writes hold rf->rw exclusively.
  */
 #ifndef RAIDFS_CACHE_H
 #define RAIDFS_CACHE_H

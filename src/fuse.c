@@ -932,7 +932,11 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	 * the kernel sends fstat() of it without a file handle, which only a
 	 * path can answer in the high-level API. */
 	cfg->hard_remove = 0;
-	cfg->nullpath_ok = 0;
+	/* Operations on an open file (read, write, fsync, ftruncate, fchmod,
+	 * fstat ...) work from the file handle alone: libfuse need not build
+	 * their path (it takes its tree lock and allocates for that on every
+	 * request). */
+	cfg->nullpath_ok = 1;
 	cfg->entry_timeout = 1.0;
 	/* The high-level API gives every name of a hard-linked file its own
 	 * kernel inode, so a cached size could be stale under the other name

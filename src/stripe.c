@@ -715,7 +715,9 @@ static void xor_into(uint8_t *dst, const uint8_t *src, size_t n)
 		dst[i] ^= src[i];
 }
 
-static int destage_group(struct rfile *rf, uint64_t s, uint32_t g, const struct cline *c)
+/* Columns [rlo, rhi) of the chunk (in-chunk byte offsets) of group g. */
+static int destage_range(struct rfile *rf, uint64_t s, uint32_t g, const struct cline *c,
+			 uint32_t rlo, uint32_t rhi)
 {
 	const struct layout *l = &rf->lay;
 	const uint32_t chunk = l->chunk, k = l->k, m = l->m, n = k + m;
@@ -729,7 +731,7 @@ static int destage_group(struct rfile *rf, uint64_t s, uint32_t g, const struct 
 		cj[j] = (uint64_t)layout_data_index(l, g, j) * chunk;
 		a[j] = chunk;
 		b[j] = 0;
-		for (uint32_t x = 0; x < chunk; x += sec)
+		for (uint32_t x = rlo; x < rhi; x += sec)
 			if (cl_dirty(c, (cj[j] + x) / sec)) {
 				if (a[j] == chunk)
 					a[j] = x;
@@ -844,6 +846,40 @@ write:
 			ret = shard_write(rf, mj, blk[p], len, base + lo);
 	}
 	return ret ? ret : group_alive(rf, s, g);
+}
+
+/*
+ * Group g of stripe s: the columns (in-chunk sector offsets) where some
+ * data slot is dirty, in runs (gaps of up to 4 KiB bridged), each written
+ * with its own parity range, so scattered small writes do not turn into
+ * whole-chunk reads and writes.
+ */
+static int destage_group(struct rfile *rf, uint64_t s, uint32_t g, const struct cline *c)
+{
+	const struct layout *l = &rf->lay;
+	const uint32_t chunk = l->chunk, sec = c->sector, gap = 4096;
+	uint64_t cj[LAYOUT_MAX_WIDTH];
+	for (uint32_t j = 0; j < l->k; j++)
+		cj[j] = (uint64_t)layout_data_index(l, g, j) * chunk;
+	int ret = 0;
+	uint32_t run_lo = chunk, run_hi = 0;
+	for (uint32_t x = 0; x < chunk && ret == 0; x += sec) {
+		bool d = false;
+		for (uint32_t j = 0; j < l->k && !d; j++)
+			d = cl_dirty(c, (cj[j] + x) / sec);
+		if (!d)
+			continue;
+		if (run_lo < run_hi && x > run_hi + gap) {
+			ret = destage_range(rf, s, g, c, run_lo, run_hi);
+			run_lo = chunk;
+		}
+		if (run_lo == chunk)
+			run_lo = x;
+		run_hi = x + sec;
+	}
+	if (ret == 0 && run_lo < run_hi)
+		ret = destage_range(rf, s, g, c, run_lo, run_hi);
+	return ret;
 }
 
 int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const uint64_t *valid,

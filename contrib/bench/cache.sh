@@ -7,6 +7,12 @@
 #
 #   contrib/bench/cache.sh [--raidfs PATH] [--out FILE] [--secs N]
 #                          [--levels "raid5 raid6"] [--members "4 8"]
+#                          [--latency MS]
+#
+# --latency MS makes the members disk-like: every member operation of the
+# raidfs arrays waits MS milliseconds (fault injection), which is where a
+# write-back cache shows what it hides; passthrough_ll stays on plain tmpfs
+# (it is the software ceiling, not a disk).
 #
 # Everything lives on one fresh tmpfs; write-back runs with bbu=shm (the
 # battery that survives kill -9) and the default cache size (256M); the
@@ -25,6 +31,7 @@ SECS=10
 LEVELS="raid5 raid6"
 MEMBERS="4 8"
 CHUNK=64K
+LATENCY=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--raidfs) RAIDFS=$2; shift 2 ;;
@@ -32,6 +39,7 @@ while [ $# -gt 0 ]; do
 	--secs) SECS=$2; shift 2 ;;
 	--levels) LEVELS=$2; shift 2 ;;
 	--members) MEMBERS=$2; shift 2 ;;
+	--latency) LATENCY=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "cache.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 	esac
@@ -134,6 +142,11 @@ for n in $MEMBERS; do
 			opts="write_policy=$pol"
 			[ $pol = writeback ] && opts="$opts,bbu=shm"
 			"$RAIDFS" mount -o "$opts" "$(echo $mem | tr ' ' ':')" "$m"
+			if [ "$LATENCY" != 0 ]; then
+				for j in $(seq 0 $((n - 1))); do
+					"$RAIDFS" inject "$m" "$j" latency "$LATENCY" >/dev/null
+				done
+			fi
 			measure "$c" "$m" raidfs
 			"$RAIDFS" unmount "$m"
 			rm -rf "$d"
@@ -143,7 +156,7 @@ for n in $MEMBERS; do
 	pt_measure " ($n)"
 done
 
-python3 - "$RES" <<'EOF' | tee "${OUT:-/dev/null}"
+LATENCY=$LATENCY python3 - "$RES" <<'EOF' | tee "${OUT:-/dev/null}"
 import sys, collections
 v = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
@@ -151,6 +164,9 @@ for line in open(sys.argv[1]):
     v[c][k] = float(x)
 pts = [c for c in v if c.startswith("passthrough")]
 pt = {k: sorted(v[c][k] for c in pts)[len(pts) // 2] for k in ("randwrite_iops", "seqwrite_mbs")}
+import os
+if os.environ.get("LATENCY", "0") != "0":
+    print("raidfs members with %s ms injected per operation (disk-like); passthrough_ll on plain tmpfs.\n" % os.environ["LATENCY"])
 print("| configuration | 4 KiB random write IOPS | x passthrough | 1 MiB seq write MB/s | x passthrough | member reads / MiB written (seq) |")
 print("|---|---|---|---|---|---|")
 for c in pts:
