@@ -13,6 +13,8 @@
 #    to zero (a long cache_age keeps them dirty until then); restore ->
 #    writeback; learn -> writethrough for the learn time, then writeback.
 #    always-writeback needs --force.
+# Also: read-ahead serves a sequential reader from the cache (ra) or not
+# at all (nora).
 #
 # Environment: SEED, OPS (workload operations per configuration, 600).
 . "$(dirname "$0")/lib.sh"
@@ -92,6 +94,30 @@ cmp "$T/s/ref" "$mnt/seq" || fail "coalescing: data differs"
 rfs_unmount "$mnt" || fail "coalescing: unmount failed"
 expect_rc 0 "$RAIDFS" check "$members"
 log "ok: sequential write-back write: 0 member reads for $((640 * 48)) KiB"
+
+# ---------------------------------------------------------- 2b. read-ahead
+# A sequential reader is served from the cache with read_policy=ra (the
+# read-ahead thread fills lines ahead of it), never with nora; the data is
+# right either way.  member_sync=always is accepted and keeps data right.
+for rp in ra nora; do
+	mem=$(make_members 4 "ra-$rp/d")
+	members=$(join_members $mem)
+	mnt=$T/ra-$rp/mnt
+	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
+	rfs_mount "$members" "$mnt" -o write_policy=writethrough,read_policy=$rp,member_sync=always || fail "read-ahead: mount failed"
+	head -c 8000000 /dev/urandom >"$T/ra-$rp/ref"
+	cp "$T/ra-$rp/ref" "$mnt/f" || fail "read-ahead: write failed"
+	dd if="$mnt/f" of="$T/ra-$rp/back" bs=64K iflag=direct 2>/dev/null || fail "read-ahead: read failed"
+	cmp "$T/ra-$rp/ref" "$T/ra-$rp/back" || fail "read-ahead ($rp): data differs"
+	hits=$(json_field "$mnt" hits)
+	if [ $rp = ra ]; then
+		[ "$hits" -gt 0 ] || fail "read-ahead: a sequential reader got no cache hit with read_policy=ra"
+	else
+		[ "$hits" -eq 0 ] || fail "read-ahead: $hits cache hits with read_policy=nora"
+	fi
+	rfs_unmount "$mnt" || fail "read-ahead: unmount failed"
+	log "ok: read_policy=$rp: $hits read hits for a sequential reader"
+done
 
 # ------------------------------------------------------------------ 3. battery
 mem=$(make_members 4 "b/d")
