@@ -310,23 +310,22 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	}
 	CHECK_HIDDEN(path);
 	const char *r = rel(path);
-	{
-		int _e = ON_PRIMARY(fstatat(PRIMARY, r, st, AT_SYMLINK_NOFOLLOW));
-		if (_e < 0)
-			return _e;
-	}
+	int _e = ON_PRIMARY(fstatat(PRIMARY, r, st, AT_SYMLINK_NOFOLLOW));
+	if (_e < 0)
+		return _e;
 	if (S_ISREG(st->st_mode)) {
 		uint64_t size;
 		int marks = 0;
 		if (rfile_lookup_size(st->st_ino, &size, &marks)) {
 			if ((int)st->st_nlink > marks)
 				st->st_nlink -= marks;	/* the dirty-log links are ours */
-		} else if (st->st_nlink > 1 && fstatat(PRIMARY, r, st, AT_SYMLINK_NOFOLLOW) < 0) {
+		} else if (st->st_nlink > 1 &&
+			   (_e = ON_PRIMARY(fstatat(PRIMARY, r, st, AT_SYMLINK_NOFOLLOW))) < 0) {
 			/* the file was being closed (FUSE sends release without
 			 * waiting) while we looked: its dirty link was still
 			 * there at the first stat; the lookup waited for the
 			 * close to finish, so a second stat counts right */
-			return -errno;
+			return _e;
 		} else if (closed_file_size(r, &size) < 0) {
 			log_err("file '%s': no valid metadata on any member", r);
 			return -EIO;
