@@ -212,6 +212,9 @@ class Report:
             if key in m:
                 self.p("- %s: %s" % (label, m[key]))
         self.p()
+        if m.get("mode_note"):
+            self.p(m["mode_note"])
+            self.p()
         self.p("Numbers are medians where a pattern ran more than once. In parentheses: the value "
                "as a ratio of `passthrough_ll` in the same run (for times, above 1 means slower).")
         self.p()

@@ -74,17 +74,19 @@ rotated() {
 }
 
 # in_child ERRFILE COMMAND...: run COMMAND in a background subshell with
-# set -e and wait for it, its pid in $CHILD meanwhile.  In the background,
-# Ctrl-C and TERM reach the caller's traps at once (bash runs traps only
-# between foreground commands), and set -e holds inside (it would not in a
-# condition).  Its stderr goes to ERRFILE (/dev/stderr keeps it).
-# Returns COMMAND's exit status.
+# set -e and wait for it, its pid in $CHILD meanwhile; its exit status is
+# left in $CHILD_RC.  In the background, Ctrl-C and TERM reach the
+# caller's traps at once (bash runs traps only between foreground
+# commands).  Its stderr goes to ERRFILE (/dev/stderr keeps it).
+# Never call it in a condition (if, while, ||, &&): bash would then ignore
+# set -e in the child as well, and a failing step would carry on.
+# shellcheck disable=SC2034 # CHILD_RC is for the caller
 in_child() {
-	local err=$1 rc=0
+	local err=$1
 	shift
 	( set -e; "$@" ) </dev/null 2>"$err" &
 	CHILD=$!
-	wait "$CHILD" || rc=$?
+	CHILD_RC=0
+	wait "$CHILD" || CHILD_RC=$?
 	CHILD=""
-	return $rc
 }

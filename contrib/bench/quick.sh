@@ -365,8 +365,8 @@ step() {	# CFG FUNCTION ARGS...: one step; if it fails, CFG leaves the run
 	local cfg=$1 rc
 	shift
 	failed "$cfg" && return 0
-	rc=0
-	in_child /dev/stderr "$@" || rc=$?
+	in_child /dev/stderr "$@"
+	rc=$CHILD_RC
 	[ $rc -eq 0 ] || mark_failed "$cfg" "$* (exit $rc)"
 }
 
