@@ -118,7 +118,8 @@ fi
 TARGET=0.7	# issue 2: sequential write and read >= 0.7x passthrough_ll at 1 MiB
 CONFIGS="passthrough $LEVELS"
 
-log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+# shellcheck source=contrib/bench/lib.sh
+. "$here/lib.sh"
 
 # ------------------------------------------------------------ dependencies
 need_pkgs=()
@@ -148,39 +149,11 @@ STATE=$WORK/state		# CFG.pid (its daemon), CFG.failed (why)
 mkdir -p "$TMPFS" "$WORK/mnt" "$WORK/json" "$STATE"
 : > "$RES"
 : > "$PIDFILE"
+# shellcheck disable=SC2034 # used by lib.sh
 CHILD=""			# the subshell running the current step
 
 ours_mounted() {	# our mount points, deepest first
 	awk -v w="$WORK" 'index($2, w "/") == 1 { print $2 }' /proc/mounts | sort -r
-}
-started() { echo "$1" >> "$PIDFILE"; }
-descendants() {	# PID: children, grandchildren, ... (by parent pid)
-	local c
-	for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do
-		echo "$c"
-		descendants "$c"
-	done
-}
-stop_child() {	# end the running step and what it started (fio, python, ...)
-	[ -n "$CHILD" ] || return 0
-	local p procs sig
-	procs="$CHILD $(descendants "$CHILD")"
-	for sig in TERM KILL; do
-		for p in $procs; do
-			grep -qx "$p" "$PIDFILE" 2>/dev/null && continue	# daemons: below
-			kill -"$sig" "$p" 2>/dev/null
-		done
-		[ $sig = TERM ] && sleep 0.5
-	done
-	CHILD=""
-}
-end_process() {	# PID: wait a little for it to exit, then TERM, then KILL
-	local p=$1
-	for _ in $(seq 40); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.25; done
-	kill "$p" 2>/dev/null
-	sleep 0.5
-	kill -9 "$p" 2>/dev/null
-	return 0
 }
 release_all() {	# unmount every FUSE mount of ours, end every process we started
 	local m p
@@ -236,14 +209,6 @@ missing_members() {	# CFG: the members taken away for the degraded reads
 	case $1 in raid5) echo m1 ;; raid6) echo m1 m2 ;; esac
 }
 
-wait_mounted() {	# MOUNTPOINT PID
-	for _ in $(seq 150); do
-		mountpoint -q "$1" && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
 cfg_create() {	# CFG: fresh storage (and a new array)
 	case $1 in
 	passthrough) mkdir -p "$TMPFS/pt" ;;
@@ -338,8 +303,6 @@ perf_stop() {	# CFG TAG
 }
 
 # ---------------------------------------------------------------- patterns
-record() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$RES"; }
-
 run_fio() {	# CFG NAME FIELD(read|write) fio-args...: records NAME.mibs, NAME.iops
 	local cfg=$1 name=$2 field=$3
 	shift 3
@@ -388,34 +351,7 @@ p_randread() {	# CFG
 }
 p_files() {	# CFG: create (open, write 4 KiB, close) then unlink NFILES files
 	local out c u
-	out=$(timeout 900 python3 - "$(mnt "$1")/small" "$NFILES" <<'EOF'
-import os, sys, time
-d, n = sys.argv[1], int(sys.argv[2])
-os.mkdir(d)
-buf = b"\xa5" * 4096
-t0 = time.monotonic()
-for i in range(n):
-    fd = os.open("%s/f%06d" % (d, i), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    if os.write(fd, buf) != 4096:
-        sys.exit("short write")
-    os.close(fd)
-t1 = time.monotonic()
-names = os.listdir(d)
-if len(names) != n:
-    sys.exit("readdir shows %d files, expected %d" % (len(names), n))
-with open("%s/f%06d" % (d, n // 2), "rb") as f:
-    if f.read() != buf:
-        sys.exit("a small file reads back wrong")
-t2 = time.monotonic()
-for i in range(n):
-    os.unlink("%s/f%06d" % (d, i))
-t3 = time.monotonic()
-if os.listdir(d):
-    sys.exit("files left after unlink")
-os.rmdir(d)
-print("%.3f %.3f" % (t1 - t0, t3 - t2))
-EOF
-	)
+	out=$(timeout 900 python3 "$here/bench.py" files "$(mnt "$1")/small" "$NFILES")
 	read -r c u <<<"$out"
 	record "$1" create.s "$c"
 	record "$1" unlink.s "$u"
@@ -429,23 +365,9 @@ step() {	# CFG FUNCTION ARGS...: one step; if it fails, CFG leaves the run
 	local cfg=$1 rc
 	shift
 	failed "$cfg" && return 0
-	# In a background subshell that we wait for: Ctrl-C and TERM reach the
-	# trap at once (bash runs traps only between foreground commands), and
-	# set -e holds inside (it does not in a condition).
-	( set -e; "$@" ) </dev/null &
-	CHILD=$!
-	set +e
-	wait "$CHILD"
-	rc=$?
-	set -e
-	CHILD=""
+	in_child /dev/stderr "$@"
+	rc=$CHILD_RC
 	[ $rc -eq 0 ] || mark_failed "$cfg" "$* (exit $rc)"
-}
-rotated() {	# N WORDS...: the words, starting at the N-th (mod count)
-	local n=$1
-	shift
-	local a=("$@") i
-	for i in $(seq 0 $((${#a[@]} - 1))); do echo "${a[$(((i + n) % ${#a[@]}))]}"; done
 }
 
 # ---------------------------------------------------------------- the run
