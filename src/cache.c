@@ -115,7 +115,6 @@ static struct {
 	struct line **hash;
 	uint32_t hmask;
 	struct lru free, clean, dirty;
-	uint32_t busy_lines;
 	uint64_t dirty_sectors;
 	uint32_t high, low;		/* dirty-line water marks */
 	/* policy and battery */
@@ -141,7 +140,6 @@ static struct {
 	uint32_t ra_head, ra_tail;
 	pthread_t ra_thr;
 	bool ra_started;
-	uint64_t ra_lines;
 	bool offline;			/* preserved cache: mount not finished */
 	bool offline_told;
 } C = {
@@ -175,68 +173,35 @@ static struct timespec deadline_ms(unsigned ms)
 
 /* ---------------------------------------------------------- names, opts */
 
-const char *cache_wpolicy_name(enum cache_wpolicy p)
-{
-	switch (p) {
-	case WP_WRITEBACK: return "writeback";
-	case WP_ALWAYS_WRITEBACK: return "always-writeback";
-	case WP_WRITETHROUGH: return "writethrough";
-	}
-	return "?";
-}
+/* Names, indexed by the enums (the same spelling is parsed back). */
+static const char *const wpolicy_names[] = {
+	[WP_WRITEBACK] = "writeback",
+	[WP_ALWAYS_WRITEBACK] = "always-writeback",
+	[WP_WRITETHROUGH] = "writethrough",
+};
+static const char *const rpolicy_names[] = { [RP_ADAPTIVE] = "adaptive", [RP_RA] = "ra", [RP_NORA] = "nora" };
+static const char *const bbu_state_names[] = {
+	[BBU_OPTIMAL] = "optimal", [BBU_LEARNING] = "learning", [BBU_FAILED] = "failed", [BBU_MISSING] = "missing",
+};
+static const char *const bbu_kind_names[] = { [BBU_NONE] = "none", [BBU_SHM] = "shm", [BBU_FILE] = "file" };
 
-const char *cache_rpolicy_name(enum cache_rpolicy p)
-{
-	switch (p) {
-	case RP_ADAPTIVE: return "adaptive";
-	case RP_RA: return "ra";
-	case RP_NORA: return "nora";
-	}
-	return "?";
-}
+#define NAME_OF(table, v) ((unsigned)(v) < sizeof(table) / sizeof(table[0]) ? table[v] : "?")
 
-const char *bbu_state_name(enum bbu_state s)
-{
-	switch (s) {
-	case BBU_OPTIMAL: return "optimal";
-	case BBU_LEARNING: return "learning";
-	case BBU_FAILED: return "failed";
-	case BBU_MISSING: return "missing";
-	}
-	return "?";
-}
+const char *cache_wpolicy_name(enum cache_wpolicy p) { return NAME_OF(wpolicy_names, p); }
+const char *cache_rpolicy_name(enum cache_rpolicy p) { return NAME_OF(rpolicy_names, p); }
+const char *bbu_state_name(enum bbu_state s) { return NAME_OF(bbu_state_names, s); }
+const char *bbu_kind_name(enum bbu_kind k) { return NAME_OF(bbu_kind_names, k); }
 
-const char *bbu_kind_name(enum bbu_kind k)
+/* Index of `s` in a name table, or -1. */
+static int name_index(const char *const *table, size_t n, const char *s)
 {
-	switch (k) {
-	case BBU_NONE: return "none";
-	case BBU_SHM: return "shm";
-	case BBU_FILE: return "file";
-	}
-	return "?";
-}
-
-static int parse_wpolicy(const char *s)
-{
-	if (!strcmp(s, "writeback") || !strcmp(s, "wb"))
-		return WP_WRITEBACK;
-	if (!strcmp(s, "always-writeback") || !strcmp(s, "awb"))
-		return WP_ALWAYS_WRITEBACK;
-	if (!strcmp(s, "writethrough") || !strcmp(s, "wt"))
-		return WP_WRITETHROUGH;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(table[i], s))
+			return (int)i;
 	return -1;
 }
-
-static int parse_rpolicy(const char *s)
-{
-	if (!strcmp(s, "adaptive"))
-		return RP_ADAPTIVE;
-	if (!strcmp(s, "ra"))
-		return RP_RA;
-	if (!strcmp(s, "nora"))
-		return RP_NORA;
-	return -1;
-}
+#define parse_wpolicy(s) name_index(wpolicy_names, sizeof(wpolicy_names) / sizeof(wpolicy_names[0]), (s))
+#define parse_rpolicy(s) name_index(rpolicy_names, sizeof(rpolicy_names) / sizeof(rpolicy_names[0]), (s))
 
 int cache_parse_option(const char *opt)
 {
@@ -343,17 +308,12 @@ static enum cache_wpolicy effective_locked(const char **why)
 	return e;
 }
 
-static bool writeback_now(void)
+bool cache_writeback_now(void)
 {
 	pthread_mutex_lock(&C.lock);
 	bool wb = C.up && effective_locked(NULL) == WP_WRITEBACK;
 	pthread_mutex_unlock(&C.lock);
 	return wb;
-}
-
-bool cache_writeback_now(void)
-{
-	return writeback_now();
 }
 
 /* ------------------------------------------------------------ the lines */
@@ -587,10 +547,8 @@ static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int m
 			v[n++] = ln;
 	if (n == 0)
 		return 0;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++)
 		v[i]->busy = true;
-		C.busy_lines++;
-	}
 	qsort(v, n, sizeof(v[0]), cmp_stripe);
 	pthread_mutex_unlock(&C.lock);
 	/* with a file log every dirty line's bytes are in the log until the
@@ -602,7 +560,6 @@ static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int m
 	uint64_t bytes = 0;
 	for (int i = 0; i < n; i++) {
 		v[i]->busy = false;
-		C.busy_lines--;
 		if (ret == 0) {
 			bytes += (uint64_t)v[i]->ndirty * SECTOR;
 			if (note_clean_locked(v[i]))
@@ -804,15 +761,11 @@ void cache_log_tail(uint64_t *v, uint64_t *seq)
 }
 
 /* The log is full: write the oldest lines out (called without locks). */
+static void wait_destage(bool for_line);
+
 void cache_log_wait(void)
 {
-	pthread_mutex_lock(&C.lock);
-	C.draining++;
-	kick_locked();
-	struct timespec ts = deadline_ms(20);
-	pthread_cond_timedwait(&C.idle, &C.lock, &ts);
-	C.draining--;
-	pthread_mutex_unlock(&C.lock);
+	wait_destage(false);
 }
 
 /* ----------------------------------------------------------- write path */
@@ -828,14 +781,15 @@ static void wait_room(void)
 	pthread_mutex_unlock(&C.lock);
 }
 
-/* Wait for a clean or free line; rf->rw is not held. */
-static void wait_line(void)
+/* Make the destage threads write everything out and wait up to 50 ms
+ * for a batch (for_line: unless a line is free already).  No lock held. */
+static void wait_destage(bool for_line)
 {
 	pthread_mutex_lock(&C.lock);
 	C.draining++;
 	kick_locked();
 	struct timespec ts = deadline_ms(50);
-	if (!C.free.head && !C.clean.head)
+	if (!for_line || (!C.free.head && !C.clean.head))
 		pthread_cond_timedwait(&C.space, &C.lock, &ts);
 	C.draining--;
 	pthread_mutex_unlock(&C.lock);
@@ -956,7 +910,7 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 			break;
 		if (r == 1) {
 			pthread_rwlock_unlock(&rf->rw);
-			wait_line();
+			wait_destage(true);
 			pthread_rwlock_rdlock(&rf->rw);
 			continue;
 		}
@@ -1040,7 +994,7 @@ ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
 		return 0;
 	if (cache_offline())
 		return -EIO;
-	if (!writeback_now())
+	if (!cache_writeback_now())
 		return C.up ? write_through(rf, buf, len, off) : stripe_write(rf, buf, len, off);
 	if (!array_writable(rf->a))
 		return rf->a->readonly ? -EROFS : -EIO;
@@ -1233,7 +1187,6 @@ static void *ra_main(void *arg)
 			ln->pins--;
 			if (r > 0) {
 				keep_clean(ln, 0, r, tmp);
-				C.ra_lines++;
 			}
 			pthread_mutex_unlock(&C.lock);
 			if (r <= 0)
@@ -1278,14 +1231,8 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 			continue;
 		uint64_t s = ln->h->stripe, sbeg = s * lb;
 		if (sbeg >= size) {
-			if (ln->ndirty) {
-				C.dirty_sectors -= ln->ndirty;
-				ln->ndirty = 0;
-				ln->rf = NULL;
-				memset(DIRTY(ln), 0, C.bmw * sizeof(uint64_t));
-				move_to(ln, L_CLEAN);
-				release |= --rf->cache_dirty == 0;
-			}
+			if (ln->ndirty)
+				release |= note_clean_locked(ln);	/* cut off: dropped */
 			if (!ln->pins)
 				drop_clean_locked(ln);
 			continue;
@@ -1306,11 +1253,8 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 					ln->nvalid--;
 				}
 			}
-			if (ln->list == L_DIRTY && ln->ndirty == 0) {
-				ln->rf = NULL;
-				move_to(ln, L_CLEAN);
-				release |= --rf->cache_dirty == 0;
-			}
+			if (ln->list == L_DIRTY && ln->ndirty == 0)
+				release |= note_clean_locked(ln);
 		}
 		ln->h->size_hint = size;
 	}
@@ -1327,7 +1271,7 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 int cache_fsync(struct rfile *rf, bool datasync)
 {
 	if (C.up) {
-		if (cache_opts.bbu == BBU_FILE && writeback_now()) {
+		if (cache_opts.bbu == BBU_FILE && cache_writeback_now()) {
 			/* durable in the log already (every write-back write is
 			 * fdatasynced there before it is acknowledged) */
 			return 0;
@@ -1457,15 +1401,6 @@ int cache_open(struct array *a, char *err, size_t errlen)
 		C.old_has_log = cachelog_replay_pending();
 	}
 	return 0;
-}
-
-bool cache_replay_has(uint64_t id)
-{
-	if (C.old)
-		for (uint32_t i = 0; i < C.old->nlines; i++)
-			if (OLD_LHDR(i)->fid == id)
-				return true;
-	return C.old_has_log && cachelog_replay_has(id);
 }
 
 int cache_replay_file(struct rfile *rf)
@@ -1740,7 +1675,8 @@ int cache_ctl(int argc, char **argv, char *buf, size_t len)
 			return 1;
 		}
 		if (!C.up) {
-			snprintf(buf, len, "raidfs: cache: the cache is not running on this mount\n");
+			snprintf(buf, len, "raidfs: cache: the cache is not running yet: the mount is offline (see 'raidfs status %s'); set the policy once it is online\n",
+				 C.a ? C.a->mountpoint : "MOUNTPOINT");
 			return 1;
 		}
 		pthread_mutex_lock(&C.lock);

@@ -111,7 +111,6 @@ const char *bbu_kind_name(enum bbu_kind k);
  */
 int cache_open(struct array *a, char *err, size_t errlen);
 int cache_replay_file(struct rfile *rf);
-bool cache_replay_has(uint64_t id);
 int cache_replay_finish(struct array *a, char *err, size_t errlen);
 int cache_start(void);
 void cache_close(void);

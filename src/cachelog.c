@@ -242,14 +242,6 @@ uint64_t cachelog_replay_bytes(void)
 	return L.replay_bytes;
 }
 
-bool cachelog_replay_has(uint64_t id)
-{
-	for (size_t i = 0; i < L.nrecs; i++)
-		if (L.recs[i].fid == id)
-			return true;
-	return false;
-}
-
 int cachelog_replay_file(struct rfile *rf)
 {
 	uint8_t *data = NULL;

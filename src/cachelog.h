@@ -28,7 +28,6 @@ struct rfile;
 int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *err, size_t errlen);
 bool cachelog_replay_pending(void);
 uint64_t cachelog_replay_bytes(void);
-bool cachelog_replay_has(uint64_t id);
 int cachelog_replay_file(struct rfile *rf);
 /* Everything replayed: the log starts empty. */
 void cachelog_replay_done(void);

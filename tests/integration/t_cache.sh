@@ -37,6 +37,16 @@ wait_field() {	# wait_field MNT KEY VALUE [TENTHS]
 	return 1
 }
 
+# raid5_mount NAME OPTIONS: a new 4-member raid5 (16K chunk) under $T/NAME,
+# mounted on $mnt; sets mem, members, mnt
+raid5_mount() {
+	mem=$(make_members 4 "$1/d")
+	members=$(join_members $mem)
+	mnt=$T/$1/mnt
+	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
+	rfs_mount "$members" "$mnt" -o "$2" || fail "$1: mount failed"
+}
+
 # ---------------------------------------------------------------- 1. policies
 # level width chunk options
 CONFIGS=(
@@ -77,12 +87,17 @@ for cfg in "${CONFIGS[@]}"; do
 	log "ok: $what"
 done
 
+# a cache log is never taken over by another array
+mem=$(make_members 3 "other/d")
+expect_rc 0 "$RAIDFS" create --level raid5 $mem
+mkdir -p "$T/other/mnt"
+expect_rc 1 "$RAIDFS" mount -o "bbu=file:$T/p5.log" "$(join_members $mem)" "$T/other/mnt"
+grep -q "belongs to another array; give each array its own log" "$ERR" || fail "foreign cache log: $(cat "$ERR")"
+is_mounted "$T/other/mnt" && fail "foreign cache log: mounted anyway"
+log "ok: another array's cache log is refused"
+
 # ---------------------------------------------------- 2. full-stripe coalescing
-mem=$(make_members 4 "s/d")
-members=$(join_members $mem)
-mnt=$T/s/mnt
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
-rfs_mount "$members" "$mnt" -o write_policy=writeback,bbu=shm,cache_size=64M || fail "coalescing: mount failed"
+raid5_mount s write_policy=writeback,bbu=shm,cache_size=64M
 # 640 stripes of 48 KiB in 1 MiB writes that do not line up with stripes
 head -c $((640 * 49152)) /dev/urandom >"$T/s/ref"
 r0=$(member_reads "$mnt")
@@ -100,11 +115,7 @@ log "ok: sequential write-back write: 0 member reads for $((640 * 48)) KiB"
 # read-ahead thread fills lines ahead of it), never with nora; the data is
 # right either way.  member_sync=always is accepted and keeps data right.
 for rp in ra nora; do
-	mem=$(make_members 4 "ra-$rp/d")
-	members=$(join_members $mem)
-	mnt=$T/ra-$rp/mnt
-	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
-	rfs_mount "$members" "$mnt" -o write_policy=writethrough,read_policy=$rp,member_sync=always || fail "read-ahead: mount failed"
+	raid5_mount "ra-$rp" "write_policy=writethrough,read_policy=$rp,member_sync=always"
 	head -c 8000000 /dev/urandom >"$T/ra-$rp/ref"
 	cp "$T/ra-$rp/ref" "$mnt/f" || fail "read-ahead: write failed"
 	dd if="$mnt/f" of="$T/ra-$rp/back" bs=64K iflag=direct 2>/dev/null || fail "read-ahead: read failed"
@@ -120,11 +131,7 @@ for rp in ra nora; do
 done
 
 # ------------------------------------------------------------------ 3. battery
-mem=$(make_members 4 "b/d")
-members=$(join_members $mem)
-mnt=$T/b/mnt
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
-rfs_mount "$members" "$mnt" -o write_policy=writeback,bbu=shm,bbu_learn_time=3,cache_age=600000 || fail "battery: mount failed"
+raid5_mount b write_policy=writeback,bbu=shm,bbu_learn_time=3,cache_age=600000
 [ "$(json_field "$mnt" current_write_policy)" = writeback ] || fail "battery: current policy is not writeback with a good battery"
 head -c 100000 /dev/urandom >"$T/b/ref"
 cp "$T/b/ref" "$mnt/f" || fail "battery: write failed"
