@@ -56,8 +56,10 @@ static bool hidden(const char *path)
 /* path is NULL for an unlinked or renamed-away object reached by handle */
 #define CHECK_HIDDEN(p) do { if (!(p) || hidden(p)) return -ENOENT; } while (0)
 
-/* File handles: an rfile pointer for regular files, a dir handle with the
- * low bit set for directories (both are at least 8-byte aligned). */
+/* File handles: an rfile pointer for regular files, with bit 1 set for a
+ * direct-I/O handle (see direct_io_for()), a dir handle with the low bit
+ * set for directories (both are at least 8-byte aligned). */
+#define FH_DIRECT 2
 struct dirh {
 	DIR *d;
 	bool root;
@@ -67,7 +69,7 @@ static struct rfile *RF(const struct fuse_file_info *fi)
 {
 	if (!fi || !fi->fh || (fi->fh & 1))
 		return NULL;
-	return (struct rfile *)(uintptr_t)fi->fh;
+	return (struct rfile *)(uintptr_t)(fi->fh & ~(uint64_t)FH_DIRECT);
 }
 
 static struct dirh *DH(const struct fuse_file_info *fi)
@@ -611,6 +613,24 @@ static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	return r ? r : r2;
 }
 
+/*
+ * An open with O_DIRECT gets a direct-I/O handle: the kernel then sends
+ * its reads and writes straight to us.  Through the page-cache path every
+ * read of an O_DIRECT descriptor costs one more request (GETATTR, because
+ * attributes are not cached, see fs_init) and every write one more
+ * (GETXATTR of security.capability, from the kernel's set-id clearing), so
+ * the direct handle halves the requests of databases and of fio direct=1.
+ * The kernel still keeps other descriptors' page cache coherent with it
+ * (posix_check "direct_and_buffered"); the set-id clearing it skips is
+ * done by kill_setid_on_write().  Shared writable mmap of such a
+ * descriptor is refused by the kernel (ENODEV), as for any direct-I/O
+ * FUSE file.
+ */
+static bool direct_io_for(const struct fuse_file_info *fi)
+{
+	return (fi->flags & O_DIRECT) != 0;
+}
+
 static int fs_open(const char *path, struct fuse_file_info *fi)
 {
 	CHECK_HIDDEN(path);
@@ -628,7 +648,8 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 			return r;
 		}
 	}
-	fi->fh = (uintptr_t)rf;
+	fi->direct_io = direct_io_for(fi);
+	fi->fh = (uintptr_t)rf | (fi->direct_io ? FH_DIRECT : 0);
 	return 0;
 }
 
@@ -643,7 +664,8 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	int r = ON_PRIMARY_ERR(rfile_create(A, rel(path), mode & 07777, uid, gid, &rf));
 	if (r < 0)
 		return r;
-	fi->fh = (uintptr_t)rf;
+	fi->direct_io = direct_io_for(fi);
+	fi->fh = (uintptr_t)rf | (fi->direct_io ? FH_DIRECT : 0);
 	return 0;
 }
 
@@ -667,6 +689,24 @@ static int fs_write(const char *path, const char *buf, size_t size, off_t off,
  * would cost the parity path one more copy).  Levels without parity use
  * an in-memory payload as it is.
  */
+/* A write by someone without CAP_FSETID (approximated as: not root)
+ * clears set-user-ID, and set-group-ID when group execute is set, as the
+ * kernel does for the page-cache path. */
+static void kill_setid_on_write(struct fuse_file_info *fi)
+{
+	struct stat st;
+	if (fuse_get_context()->uid == 0 || fstat(RF(fi)->fd[PRIMARY_IDX], &st) < 0)
+		return;
+	mode_t kill = st.st_mode & S_ISUID;
+	if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		kill |= S_ISGID;
+	if (kill) {
+		pthread_rwlock_rdlock(&A->ns_lock);
+		fs_chmod(NULL, st.st_mode & 07777 & ~kill, fi);
+		pthread_rwlock_unlock(&A->ns_lock);
+	}
+}
+
 static int fs_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
 			struct fuse_file_info *fi)
 {
@@ -675,6 +715,9 @@ static int fs_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
 	struct rfile *rf = RF(fi);
 	size_t len = fuse_buf_size(buf);
 	const struct fuse_buf *b0 = &buf->buf[buf->idx];
+
+	if (fi->fh & FH_DIRECT)
+		kill_setid_on_write(fi);
 
 	if (buf->count == 1 && !(b0->flags & FUSE_BUF_IS_FD) &&
 	    (rf->lay.red != RED_PARITY || ((uintptr_t)b0->mem & 63) == 0 || cache_writeback_now()))

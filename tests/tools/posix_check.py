@@ -1211,6 +1211,44 @@ def mmap_io(c, d):
 
 
 @check
+def direct_and_buffered(c, d):
+    """O_DIRECT and buffered descriptors of one file see each other's
+    writes at once, in both directions (raidfs gives O_DIRECT opens a
+    direct-I/O handle, which bypasses the kernel page cache)."""
+    f = os.path.join(d, "f")
+    size = 256 * 4096
+    ref = bytearray(rbytes(23, size))
+    write_file(f, bytes(ref))
+    dfd = os.open(f, os.O_RDWR | os.O_DIRECT)
+    bfd = os.open(f, os.O_RDWR)
+    buf = mmap.mmap(-1, 4096)       # O_DIRECT needs an aligned buffer
+    rnd = random.Random(5)
+    stale = 0
+    try:
+        for i in range(1500):
+            off = rnd.randrange(256) * 4096
+            pread_all(bfd, 4096, off)   # get the page into the page cache
+            pat = bytes([rnd.randrange(256)]) * 4096
+            if i % 2:
+                buf.seek(0)
+                buf.write(pat)
+                c.eq(os.pwritev(dfd, [buf], off), 4096, "O_DIRECT write")
+                got = pread_all(bfd, 4096, off)
+            else:
+                pwrite_all(bfd, pat, off)
+                got = os.preadv(dfd, [buf], off) and bytes(buf[:4096])
+            ref[off:off + 4096] = pat
+            if got != pat:
+                stale += 1
+    finally:
+        os.close(dfd)
+        os.close(bfd)
+        buf.close()
+    c.eq(stale, 0, "reads that missed the other descriptor's write (of 1500)")
+    same_bytes(c, read_file(f), bytes(ref), "file after mixed O_DIRECT and buffered writes")
+
+
+@check
 def errors(c, d):
     f = os.path.join(d, "f")
     write_file(f, b"exists")
@@ -1410,6 +1448,36 @@ def uid_permissions(c, d):
         return cc.problems
 
     c.problems += as_user(member, groups=(OTHER_GID,))
+
+
+@check
+def uid_setid_cleared_by_write(c, d):
+    """A write by a user without CAP_FSETID clears set-user-ID (and
+    set-group-ID with group execute), through the page cache and through
+    O_DIRECT alike."""
+    if not UID_TESTS:
+        return "skipped (needs --uid-tests)"
+    files = {}
+    for name, flags in (("buffered", 0), ("direct", os.O_DIRECT)):
+        f = os.path.join(d, name)
+        write_file(f, b"\0" * 8192)
+        os.chmod(f, 0o6777)
+        files[name] = (f, flags)
+
+    def child():
+        cc = Ctx("child")
+        buf = mmap.mmap(-1, 4096)
+        buf.write(b"u" * 4096)
+        for name, (f, flags) in files.items():
+            fd = os.open(f, os.O_WRONLY | flags)
+            os.pwritev(fd, [buf], 4096)
+            os.close(fd)
+        return cc.problems
+
+    c.problems += as_user(child)
+    for name, (f, flags) in files.items():
+        c.eq(stat.S_IMODE(os.stat(f).st_mode), 0o777, "mode after a %s write by uid %d" % (name, TEST_UID))
+        c.eq(read_file(f)[4096:], b"u" * 4096, "data of the %s write by uid %d" % (name, TEST_UID))
 
 
 # --------------------------------------------------------------------------
