@@ -684,10 +684,11 @@ static int fs_write(const char *path, const char *buf, size_t size, off_t off,
 /*
  * Writes arrive here rather than in fs_write: with splice the payload is
  * still in a pipe and is copied once, into a 64-byte aligned per-thread
- * buffer, so the parity code can use it in place (ISA-L wants aligned
- * blocks; the FUSE header leaves an in-memory payload misaligned, which
- * would cost the parity path one more copy).  Levels without parity use
- * an in-memory payload as it is.
+ * buffer.  A payload in memory is used as it is, although the FUSE header
+ * leaves it misaligned for ISA-L: the parity code copies the blocks it
+ * needs aligned into per-thread scratch as it goes, on both threads of a
+ * full-stripe write (stripe.c), which is cheaper than one more copy of the
+ * whole payload up front here.
  */
 /* A write by someone without CAP_FSETID (approximated as: not root)
  * clears set-user-ID, and set-group-ID when group execute is set, as the
@@ -719,8 +720,7 @@ static int fs_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
 	if (fi->fh & FH_DIRECT)
 		kill_setid_on_write(fi);
 
-	if (buf->count == 1 && !(b0->flags & FUSE_BUF_IS_FD) &&
-	    (rf->lay.red != RED_PARITY || ((uintptr_t)b0->mem & 63) == 0 || cache_writeback_now()))
+	if (buf->count == 1 && !(b0->flags & FUSE_BUF_IS_FD))
 		return cache_write(rf, (const char *)b0->mem + buf->off, len, off);
 	if (abuf_len < len) {
 		void *p;

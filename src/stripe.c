@@ -344,93 +344,40 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
  * A write that covers whole stripes of a parity level needs no reads:
  * the parity of every stripe is computed straight from the request, then
  * each member gets one pwritev() of its chunks (data from the request,
- * parity from scratch), consecutive in its shard.  The members are split
- * between the calling thread and one helper thread, so both cores copy
- * into the members (the copies are the cost of a write, not the parity).
+ * parity from scratch), consecutive in its shard.  The stripes of a batch
+ * are split between the calling thread and one helper thread, each doing
+ * the parity and the member writes of its half, so both cores work on
+ * one request (the kernel hands us the writes to one file one at a time,
+ * so a request's own latency is what sequential throughput is made of).
  */
 #define BATCH_STRIPES 16
 
-struct member_job {
+/* One thread's share of a batch: stripes [s0, s0+ns), whole, sd[i]
+ * holding the data of stripe s0+i.  Members are visited from `first` on,
+ * so two shares running at once rarely write the same shard together (the
+ * member filesystem serializes the writers of one file). */
+struct full_share {
 	struct rfile *rf;
-	uint32_t j;
-	struct iovec iov[BATCH_STRIPES];
-	int n;
-	uint64_t off;
-	int ret;
+	uint64_t s0;
+	uint32_t ns, first;
+	const uint8_t *const *sd;
+	int ret;				/* 0 or a parity error */
+	int mret[LAYOUT_MAX_WIDTH];		/* each member's write: 0 or -errno */
 };
 
-static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t helper_go = PTHREAD_COND_INITIALIZER, helper_done = PTHREAD_COND_INITIALIZER;
-static struct member_job *helper_jobs;
-static int helper_njobs;
-static bool helper_busy, helper_has_work, helper_started;
-
-static void run_job(struct member_job *mj)
+static void write_share(void *arg)
 {
-	mj->ret = put_member(mj->rf, mj->j, mj->iov, mj->n, mj->off);
-}
-
-static void *helper_main(void *arg)
-{
-	(void)arg;
-	pthread_mutex_lock(&helper_lock);
-	for (;;) {
-		while (!helper_has_work)
-			pthread_cond_wait(&helper_go, &helper_lock);
-		struct member_job *jobs = helper_jobs;
-		int n = helper_njobs;
-		pthread_mutex_unlock(&helper_lock);
-		for (int i = 0; i < n; i++)
-			run_job(&jobs[i]);
-		pthread_mutex_lock(&helper_lock);
-		helper_has_work = false;
-		pthread_cond_signal(&helper_done);
-	}
-	return NULL;
-}
-
-/* Run jobs[0..n): part on the helper (when it is free), the rest here. */
-static void run_jobs(struct member_job *jobs, int n)
-{
-	int mine = n;
-	pthread_mutex_lock(&helper_lock);
-	if (!helper_started) {
-		pthread_t t;
-		helper_started = pthread_create(&t, NULL, helper_main, NULL) == 0;
-		if (helper_started)
-			pthread_detach(t);
-	}
-	bool use = helper_started && !helper_busy && n > 1;
-	if (use) {
-		helper_busy = true;
-		helper_jobs = jobs + n / 2;
-		helper_njobs = n - n / 2;
-		helper_has_work = true;
-		mine = n / 2;
-		pthread_cond_signal(&helper_go);
-	}
-	pthread_mutex_unlock(&helper_lock);
-	for (int i = 0; i < mine; i++)
-		run_job(&jobs[i]);
-	if (use) {
-		pthread_mutex_lock(&helper_lock);
-		while (helper_has_work)
-			pthread_cond_wait(&helper_done, &helper_lock);
-		helper_busy = false;
-		pthread_mutex_unlock(&helper_lock);
-	}
-}
-
-/* Stripes [s0, s0+ns), whole: sd[i] holds the data bytes of stripe s0+i
- * (from a request, or from cache lines). */
-static int write_full_stripes(struct rfile *rf, uint64_t s0, uint32_t ns, const uint8_t *const *sd)
-{
+	struct full_share *sh = arg;
+	struct rfile *rf = sh->rf;
 	const struct layout *l = &rf->lay;
-	uint32_t chunk = l->chunk, k = l->k, m = l->m;
+	uint32_t chunk = l->chunk, k = l->k, m = l->m, ns = sh->ns;
+	uint64_t s0 = sh->s0;
 	uint8_t *par = scratch((size_t)ns * l->groups * m * chunk);
+	sh->ret = par ? 0 : -ENOMEM;
+	memset(sh->mret, 0, sizeof(sh->mret));
 	if (!par)
-		return -ENOMEM;
-#define DATA(s, g, i) (sd[(s) - s0] + (uint64_t)layout_data_index(l, (g), (i)) * chunk)
+		return;
+#define DATA(s, g, i) (sh->sd[(s) - s0] + (uint64_t)layout_data_index(l, (g), (i)) * chunk)
 #define PAR(s, g, i) (par + ((((size_t)((s) - s0) * l->groups + (g)) * m + (i)) * chunk))
 	for (uint64_t s = s0; s < s0 + ns; s++) {
 		for (uint32_t g = 0; g < l->groups; g++) {
@@ -440,34 +387,110 @@ static int write_full_stripes(struct rfile *rf, uint64_t s0, uint32_t ns, const 
 			for (uint32_t i = 0; i < m; i++)
 				blk[k + i] = PAR(s, g, i);
 			int r = parity_encode(k, m, chunk, blk);
-			if (r < 0)
-				return r;
+			if (r < 0) {
+				sh->ret = r;
+				return;
+			}
 		}
 	}
-	struct member_job jobs[LAYOUT_MAX_WIDTH];
-	int n = 0;
-	for (uint32_t j = 0; j < rf->a->width; j++) {
+	uint32_t width = rf->a->width;
+	for (uint32_t x = 0; x < width; x++) {
+		uint32_t j = (sh->first + x) % width;
 		if (!writable(rf, j))
 			continue;
-		struct member_job *mj = &jobs[n++];
-		mj->rf = rf;
-		mj->j = j;
-		mj->n = ns;
-		mj->off = s0 * chunk;
+		struct iovec iov[BATCH_STRIPES];
 		for (uint64_t s = s0; s < s0 + ns; s++) {
 			uint32_t g, slot;
 			layout_member_slot(l, s, j, &g, &slot);
-			mj->iov[s - s0].iov_base = (void *)(slot < k ? DATA(s, g, slot) : PAR(s, g, slot - k));
-			mj->iov[s - s0].iov_len = chunk;
+			iov[s - s0].iov_base = (void *)(slot < k ? DATA(s, g, slot) : PAR(s, g, slot - k));
+			iov[s - s0].iov_len = chunk;
 		}
+		sh->mret[j] = put_member(rf, j, iov, ns, s0 * chunk);
 	}
 #undef DATA
 #undef PAR
-	run_jobs(jobs, n);
-	for (int i = 0; i < n; i++) {
-		int r = jobs[i].ret < 0 ? write_failed(rf, jobs[i].j, jobs[i].off, jobs[i].ret) : 0;
-		if (r < 0)
-			return r;
+}
+
+/* The helper thread: runs one function at a time for whoever finds it
+ * free (otherwise the caller does all the work itself). */
+static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t helper_go = PTHREAD_COND_INITIALIZER, helper_done = PTHREAD_COND_INITIALIZER;
+static void (*helper_fn)(void *);
+static void *helper_arg;
+static bool helper_busy, helper_has_work, helper_started;
+
+static void *helper_main(void *unused)
+{
+	(void)unused;
+	pthread_mutex_lock(&helper_lock);
+	for (;;) {
+		while (!helper_has_work)
+			pthread_cond_wait(&helper_go, &helper_lock);
+		pthread_mutex_unlock(&helper_lock);
+		helper_fn(helper_arg);
+		pthread_mutex_lock(&helper_lock);
+		helper_has_work = false;
+		pthread_cond_signal(&helper_done);
+	}
+	return NULL;
+}
+
+/* Run fn(b) on the helper and fn(a) here, both at once when the helper is
+ * free; both here, one after the other, when it is not. */
+static void run_pair(void (*fn)(void *), void *a, void *b)
+{
+	pthread_mutex_lock(&helper_lock);
+	if (!helper_started) {
+		pthread_t t;
+		helper_started = pthread_create(&t, NULL, helper_main, NULL) == 0;
+		if (helper_started)
+			pthread_detach(t);
+	}
+	bool use = helper_started && !helper_busy;
+	if (use) {
+		helper_busy = true;
+		helper_fn = fn;
+		helper_arg = b;
+		helper_has_work = true;
+		pthread_cond_signal(&helper_go);
+	}
+	pthread_mutex_unlock(&helper_lock);
+	fn(a);
+	if (!use) {
+		fn(b);
+		return;
+	}
+	pthread_mutex_lock(&helper_lock);
+	while (helper_has_work)
+		pthread_cond_wait(&helper_done, &helper_lock);
+	helper_busy = false;
+	pthread_mutex_unlock(&helper_lock);
+}
+
+/* Stripes [s0, s0+ns), whole: sd[i] holds the data bytes of stripe s0+i
+ * (from a request, or from cache lines). */
+static int write_full_stripes(struct rfile *rf, uint64_t s0, uint32_t ns, const uint8_t *const *sd)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t width = rf->a->width, half = ns / 2;
+	struct full_share sh[2] = {
+		{ .rf = rf, .s0 = s0, .ns = half, .first = 0, .sd = sd },
+		{ .rf = rf, .s0 = s0 + half, .ns = ns - half, .first = width / 2, .sd = sd + half },
+	};
+	if (half == 0)
+		write_share(&sh[1]);
+	else
+		run_pair(write_share, &sh[0], &sh[1]);
+	for (int i = 0; i < 2; i++) {
+		if (sh[i].ns == 0)
+			continue;
+		if (sh[i].ret < 0)
+			return sh[i].ret;
+		for (uint32_t j = 0; j < width; j++) {
+			int r = sh[i].mret[j] < 0 ? write_failed(rf, j, sh[i].s0 * l->chunk, sh[i].mret[j]) : 0;
+			if (r < 0)
+				return r;
+		}
 	}
 	for (uint32_t g = 0; g < l->groups; g++)
 		if (group_alive(rf, s0, g) < 0)
