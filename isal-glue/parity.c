@@ -20,7 +20,12 @@
  *   pq_gen wants len % 32 == 0.  Callers hand us whatever they have, so
  *   run_job() splits the length into a body (a multiple of 64) and a tail
  *   (< 64 bytes).  In the body, a block whose address is 64-byte aligned is
- *   used in place; others go through per-thread aligned scratch.  The tail
+ *   used in place; others go through per-thread aligned scratch.  Input
+ *   blocks are used in place whatever their alignment when
+ *   parity_probe_unaligned() found that the kernels ISA-L picked for this
+ *   CPU read misaligned input right (its AVX-512 ones load unaligned): a
+ *   FUSE write payload is never 64-byte aligned, so that saves a copy of
+ *   every data block written.  The tail
  *   always goes through scratch, zero-padded to 64 bytes, because reading
  *   past the caller's buffer is not ours to do.  The body is cut in pieces
  *   so that scratch stays under SCRATCH_BUDGET and ISA-L's int lengths
@@ -53,8 +58,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <isa-l/crc.h>
 #include <isa-l/erasure_code.h>
@@ -198,7 +206,17 @@ static inline bool aligned(const void *p)
 	return ((uintptr_t)p & (ALIGN - 1)) == 0;
 }
 
-/* Run the kernel on n bytes (n % 64 == 0, all pointers 64-byte aligned). */
+/* set once by parity_probe_unaligned(), before other threads run */
+static bool any_input_alignment;
+
+/* May ISA-L read input block p in place? */
+static inline bool input_in_place(const void *p)
+{
+	return any_input_alignment || aligned(p);
+}
+
+/* Run the kernel on n bytes (n % 64 == 0, outputs 64-byte aligned, inputs
+ * as input_in_place() allows). */
 static void kernel(const struct job *j, size_t n, uint8_t **src, uint8_t **dst)
 {
 	void *v[NBLK_MAX + 1];
@@ -240,7 +258,7 @@ static int run_job(const struct job *j, size_t len)
 	uint8_t *src[NBLK_MAX], *dst[PARITY_MAX_M], *scr = NULL;
 
 	for (i = 0; i < j->nin; i++)
-		nscr += !aligned(j->in[i]);
+		nscr += !input_in_place(j->in[i]);
 	for (i = 0; i < j->nout; i++)
 		nscr += j->compare || !aligned(j->out[i]);
 	if (body && nscr) {
@@ -264,7 +282,7 @@ static int run_job(const struct job *j, size_t len)
 			n = slot;
 		for (i = 0; i < j->nin; i++) {
 			src[i] = j->in[i] + off;
-			if (!aligned(src[i])) {
+			if (!input_in_place(src[i])) {
 				memcpy(s, src[i], n);
 				src[i] = s;
 				s += slot;
@@ -931,4 +949,77 @@ int parity_ref_reconstruct(int k, int m, size_t len, uint8_t *const *blocks,
 			ref_parity_row(k, r, len, blocks);
 	}
 	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Misaligned input                                                       */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Which kernel runs (SSE, AVX, AVX2, AVX-512) is ISA-L's choice, made at
+ * run time from the CPU, and only some of them load unaligned.  Rather than
+ * guess it from CPU flags, ask the kernels themselves: a child process
+ * encodes with m = 1 (xor_gen), 2 (pq_gen) and 3 (ec_encode_data) from
+ * input blocks at every kind of misalignment and compares with what the
+ * same kernels computed here from aligned copies.  A kernel that faults
+ * kills only the child.
+ */
+bool parity_probe_unaligned(void)
+{
+	enum { K = 4, LEN = 8192, STEP = LEN + ALIGN };
+	static const int offs[] = { 1, 8, 16, 32, 48 };
+	const int nm = 3, no = (int)(sizeof(offs) / sizeof(offs[0]));
+	uint8_t *mem;
+
+	/* data at [0, K), expected parity per m, parity per try, misaligned data */
+	if (posix_memalign((void **)&mem, ALIGN, (size_t)STEP * (K + 2 * nm * 3 + K + 1)))
+		return false;
+	uint8_t *data = mem, *expect = mem + (size_t)K * STEP;
+	uint8_t *got = expect + (size_t)nm * 3 * STEP, *mis = got + (size_t)nm * 3 * STEP;
+	uint32_t x = 2463534242u;
+
+	for (size_t i = 0; i < (size_t)K * STEP; i++) {
+		x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+		data[i] = (uint8_t)x;
+	}
+	for (int m = 1; m <= nm; m++) {
+		uint8_t *b[K + 3];
+
+		for (int i = 0; i < K; i++)
+			b[i] = data + (size_t)i * STEP;
+		for (int i = 0; i < m; i++)
+			b[K + i] = expect + (size_t)((m - 1) * 3 + i) * STEP;
+		if (parity_encode(K, m, LEN, b)) {
+			free(mem);
+			return false;
+		}
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		any_input_alignment = true;
+		for (int o = 0; o < no; o++)
+			for (int m = 1; m <= nm; m++) {
+				uint8_t *b[K + 3];
+
+				for (int i = 0; i < K; i++) {
+					b[i] = mis + (size_t)i * STEP + offs[o];
+					memcpy(b[i], data + (size_t)i * STEP, LEN);
+				}
+				for (int i = 0; i < m; i++)
+					b[K + i] = got + (size_t)((m - 1) * 3 + i) * STEP;
+				if (parity_encode(K, m, LEN, b))
+					_exit(1);
+				for (int i = 0; i < m; i++)
+					if (memcmp(b[K + i], expect + (size_t)((m - 1) * 3 + i) * STEP, LEN))
+						_exit(1);
+			}
+		_exit(0);
+	}
+	int status = 0;
+	bool ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		  WEXITSTATUS(status) == 0;
+	free(mem);
+	any_input_alignment = ok;
+	return ok;
 }

@@ -50,6 +50,7 @@
 #ifndef RAIDFS_PARITY_H
 #define RAIDFS_PARITY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,6 +71,14 @@ int parity_verify(int k, int m, size_t len, uint8_t *const *blocks);
  * blocks are read only, never written, not even with their own value. */
 int parity_reconstruct(int k, int m, size_t len, uint8_t *const *blocks,
 		       const int *erased, int nerased);
+
+/* Once at start-up, before other threads run (it forks): find out whether
+ * the ISA-L kernels chosen for this CPU read misaligned input blocks
+ * correctly.  If they do, input blocks are used in place whatever their
+ * alignment; otherwise (and without this call) every input block that is
+ * not 64-byte aligned is copied to aligned scratch first.  Returns the
+ * answer. */
+bool parity_probe_unaligned(void);
 
 /* Plain-C reference implementations with the same contract, used by the
  * tests to check the ISA-L paths (and usable as a fallback). */

@@ -19,6 +19,7 @@
 #include "cache.h"
 #include "file.h"
 #include "fsops.h"
+#include "parity.h"
 #include "rebuild.h"
 #include "util.h"
 
@@ -55,6 +56,8 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 		fprintf(stderr, "raidfs: cannot open log file '%s': %s\n", o->log, strerror(errno));
 		return 1;
 	}
+	/* before any thread: it forks (see isal-glue/parity.c) */
+	parity_probe_unaligned();
 	a->keep_failed = true;
 	int r = array_assemble(a, paths, n, o->allow_degraded, err, sizeof(err));
 	if (r < 0) {
