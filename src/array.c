@@ -213,6 +213,67 @@ out:
 
 /* -------------------------------------------------------------- assemble */
 
+/*
+ * A replacement in place was recorded (a->sb.replacing) when the array
+ * stopped: its directory goes back into the shadow slot, and the copy
+ * resumes after mount (rebuild_resume()).  Only a directory whose own
+ * superblock is the replacement's, of this array, for the same member,
+ * with the same event counter as the array: it then received every write
+ * member repl_of did until the stop (the verify pass settles the last
+ * ones).  Returns 0 when fd (path) was taken; fd stays the caller's
+ * otherwise.
+ */
+static int attach_shadow(struct array *a, int fd, const struct superblock *sb, const char *path)
+{
+	const char *why = NULL;
+	if (!a->sb.replacing)
+		why = "the array no longer records a replacement";
+	else if (memcmp(sb->uuid, a->sb.uuid, 16) != 0 || !sb_is_replacement(sb))
+		why = "it is not this array's replacement";
+	else if (sb->repl_of != a->sb.repl_of)
+		why = "it replaces another member";
+	else if (sb->events != a->sb.events)
+		why = "its superblock is behind the members' (it missed a state change)";
+	else if (a->m[SHADOW].dirfd >= 0)
+		why = "given twice";
+	if (why) {
+		log_warn("'%s' holds a partial copy of member %u from an in-place replacement, and is not used: %s (empty it to use it again)",
+			 path, sb->repl_of, why);
+		return -EINVAL;
+	}
+	struct member *s = &a->m[SHADOW];
+	s->dirfd = fd;
+	abs_path(path, s->path, sizeof(s->path));
+	s->state = MS_REBUILDING;
+	a->shadow_of = (int)a->sb.repl_of;
+	return 0;
+}
+
+/* The recorded replacement was not on the command line: look for it at
+ * its recorded path; if it is not there, the record is dropped (member
+ * repl_of simply stays in service). */
+static void find_shadow(struct array *a)
+{
+	struct superblock sb;
+	const char *why = "no such directory";
+	int fd = open(a->sb.repl_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && sb_read(fd, &sb, &why) == 0) {
+		if (attach_shadow(a, fd, &sb, a->sb.repl_path) == 0)
+			return;
+		why = "its superblock does not match";
+	}
+	if (fd >= 0)
+		close(fd);
+	if (a->m[SHADOW].dirfd >= 0)
+		return;
+	log_warn("array '%s': the replacement of member %u by '%s' cannot be resumed (%s): the member stays in service",
+		 a->sb.name, a->sb.repl_of, a->sb.repl_path, why);
+	a->sb.replacing = false;
+	memset(a->sb.repl_path, 0, sizeof(a->sb.repl_path));
+	a->sb.events++;
+	array_write_superblocks_locked(a);
+}
+
 int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		   char *err, size_t errlen)
 {
@@ -313,6 +374,12 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		if (!ok[i])
 			continue;
 		uint32_t idx = sbs[i].index;
+		if (sb_is_replacement(&sbs[i])) {
+			/* given on the command line: the replacement in place */
+			if (attach_shadow(a, fds[i], &sbs[i], paths[i]) == 0)
+				fds[i] = -1;
+			continue;
+		}
 		if (idx >= a->width && idx < a->width + a->sb.nspares &&
 		    a->sb.members[idx].state == MS_SPARE) {
 			/* a hot spare */
@@ -364,6 +431,8 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	for (uint32_t j = 0; j < a->width; j++)
 		if (member_online(a, j) && a->primary < 0)
 			a->primary = j;	/* never a member still being rebuilt */
+	if (a->sb.replacing && a->m[SHADOW].dirfd < 0)
+		find_shadow(a);
 
 	/* Too many members away for the array to run, but some came back:
 	 * a stale member for which the others logged no change at all since
@@ -470,6 +539,16 @@ int array_write_superblocks_locked(struct array *a)
 			if (!ret)
 				ret = r;
 		}
+	}
+	if (a->sb.replacing && a->m[SHADOW].dirfd >= 0) {
+		/* the replacement in place, last: a mount finds it through the
+		 * members' record only once they all name it */
+		struct superblock sb = a->sb;
+		sb.index = a->width + a->sb.nspares;
+		int r = sb_write(a->m[SHADOW].dirfd, &sb);
+		if (r < 0)
+			log_err("cannot update the superblock of the replacement '%s' of member %u: %s",
+				a->m[SHADOW].path, a->sb.repl_of, strerror(-r));
 	}
 	return ret;
 }
@@ -978,7 +1057,7 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 		pick_primary_locked(a);
 	pthread_mutex_unlock(&a->lock);
 	if ((int)j == shadow_of(a))
-		rebuild_abandon_replace();	/* its copy can no longer follow it */
+		rebuild_replaced_member_failed();	/* its copy becomes its rebuild */
 	missed_from_dirty(a, j);
 	array_event(a, "Fail", j);
 	if (st == ARRAY_FAILED) {
@@ -1204,6 +1283,26 @@ int array_member_back(struct array *a, uint32_t j, int fd, const char *path)
 	return r;
 }
 
+/* A path (PATH_MAX) into a superblock's path field, cut and NUL padded */
+static void sb_path_set(char dst[SB_PATH_MAX], const char *src)
+{
+	size_t l = strnlen(src, SB_PATH_MAX - 1);
+	memcpy(dst, src, l);
+	memset(dst + l, 0, SB_PATH_MAX - l);
+}
+
+/* Record member j's replacement in place in the superblocks (j >= 0:
+ * the shadow's path; -1: none any more); events bumped, superblocks
+ * written.  Caller holds a->lock. */
+static void record_replacement_locked(struct array *a, int j)
+{
+	a->sb.replacing = j >= 0;
+	a->sb.repl_of = j >= 0 ? (uint32_t)j : 0;
+	sb_path_set(a->sb.repl_path, j >= 0 ? a->m[SHADOW].path : "");
+	a->sb.events++;
+	array_write_superblocks_locked(a);
+}
+
 int array_shadow_begin(struct array *a, uint32_t j, int fd, const char *path)
 {
 	pthread_mutex_lock(&a->lock);
@@ -1220,6 +1319,8 @@ int array_shadow_begin(struct array *a, uint32_t j, int fd, const char *path)
 	mkdirat(fd, SB_DIR, 0700);
 	mkdirat(fd, SB_DIRTY_DIR, 0700);
 	__atomic_store_n(&a->shadow_of, (int)j, __ATOMIC_RELEASE);
+	/* recorded, so that a mount after an unmount or a crash resumes it */
+	record_replacement_locked(a, (int)j);
 	pthread_mutex_unlock(&a->lock);
 	log_warn("array '%s': member %u '%s' is being replaced by '%s'; it serves until the copy is complete",
 		 a->sb.name, j, a->m[j].path, path);
@@ -1234,47 +1335,89 @@ void array_shadow_drop(struct array *a)
 	int fd = a->m[SHADOW].dirfd;
 	a->m[SHADOW].dirfd = -1;
 	a->m[SHADOW].state = MS_REMOVED;
+	if (a->sb.replacing)
+		record_replacement_locked(a, -1);
 	pthread_mutex_unlock(&a->lock);
 	rfile_forget_member(SHADOW);
-	if (fd >= 0)
+	if (fd >= 0) {
+		/* no longer anything of the array's: a mount must not take it */
+		unlinkat(fd, SB_FILE, 0);
 		close(fd);
+	}
 	if (j >= 0)
 		log_warn("array '%s': the replacement of member %d was abandoned; '%s' holds a partial copy (empty it before trying again)",
 			 a->sb.name, j, a->m[SHADOW].path);
 }
 
-int array_shadow_commit(struct array *a)
+/*
+ * The shadow takes member j's slot: its shards become rf->fd[j] in every
+ * open file (a write meanwhile reaches whichever shard its file has at
+ * that moment, and the shadow's also gets it), then, under a->lock, the
+ * slot's directory.  If
+ * the copy is complete and j still online, the slot stays ONLINE (the
+ * replacement is done) and the old directory loses its superblock;
+ * otherwise j failed meanwhile and the slot becomes REBUILDING (promote).
+ * Returns 1 (done), 0 (promoted) or a negative errno.
+ */
+static int shadow_take_slot(struct array *a, int j, bool complete)
 {
-	int j = shadow_of(a);
-	if (j < 0)
-		return -EINVAL;
 	rfile_shadow_commit(j);
 	pthread_mutex_lock(&a->lock);
-	int old = a->m[j].dirfd;
+	bool done = complete && member_online(a, j);
+	struct member *m = &a->m[j];
+	int old = m->dirfd;
 	char oldpath[PATH_MAX];
-	snprintf(oldpath, sizeof(oldpath), "%s", a->m[j].path);
-	a->m[j].dirfd = a->m[SHADOW].dirfd;
-	memcpy(a->m[j].path, a->m[SHADOW].path, sizeof(a->m[j].path));
-	a->m[j].errors = a->m[j].corrected = a->m[j].reads = a->m[j].writes = 0;
-	memset(&a->m[j].fault, 0, sizeof(a->m[j].fault));
-	memcpy(a->sb.members[j].path, a->m[j].path, SB_PATH_MAX - 1);
-	a->sb.members[j].path[SB_PATH_MAX - 1] = '\0';
+	snprintf(oldpath, sizeof(oldpath), "%s", m->path);
+	m->dirfd = a->m[SHADOW].dirfd;
+	memcpy(m->path, a->m[SHADOW].path, sizeof(m->path));
+	m->errors = m->corrected = m->reads = m->writes = 0;
+	memset(&m->fault, 0, sizeof(m->fault));
+	if (!done) {
+		m->stale = m->went_away = m->readd_told = false;
+		m->fail_reason[0] = '\0';
+		__atomic_store_n(&m->state, MS_REBUILDING, __ATOMIC_RELEASE);
+		a->sb.members[j].state = MS_REBUILDING;
+	}
+	sb_path_set(a->sb.members[j].path, m->path);
 	a->m[SHADOW].dirfd = -1;
 	a->m[SHADOW].state = MS_REMOVED;
 	__atomic_store_n(&a->shadow_of, -1, __ATOMIC_RELEASE);
+	a->sb.replacing = false;
+	sb_path_set(a->sb.repl_path, "");
 	a->sb.events++;
 	int r = array_write_superblocks_locked(a);
-	if (j == a->primary)
+	if (done && j == a->primary)
 		rfile_rekey(a);	/* inode numbers come from the new directory now */
 	pthread_mutex_unlock(&a->lock);
 	/* the old directory is no longer a member: a later mount must not
-	 * take it for one */
-	unlinkat(old, SB_FILE, 0);
-	close(old);
-	log_info("array '%s': member %d is now '%s' (replaced '%s', which can be removed)", a->sb.name, j,
-		 a->m[j].path, oldpath);
-	array_event(a, "RebuildFinished", j);
-	return r;
+	 * take it for one (a failed one is stale by its event counter) */
+	if (done)
+		unlinkat(old, SB_FILE, 0);
+	if (old >= 0)
+		close(old);
+	if (done) {
+		log_info("array '%s': member %d is now '%s' (replaced '%s', which can be removed)", a->sb.name, j,
+			 m->path, oldpath);
+		array_event(a, "RebuildFinished", j);
+	} else {
+		log_warn("array '%s': member %d failed during its replacement: '%s' becomes its rebuild target and keeps what was copied",
+			 a->sb.name, j, m->path);
+	}
+	return r < 0 ? r : done;
+}
+
+int array_shadow_commit(struct array *a)
+{
+	int j = shadow_of(a);
+	return j < 0 ? -EINVAL : shadow_take_slot(a, j, true);
+}
+
+int array_shadow_promote(struct array *a)
+{
+	int j = shadow_of(a);
+	if (j < 0 || member_online(a, j) || a->lay.red == RED_NONE || array_state(a) == ARRAY_FAILED)
+		return -EBUSY;
+	return shadow_take_slot(a, j, false);
 }
 
 int array_member_rebuilt(struct array *a, uint32_t j)

@@ -85,7 +85,18 @@ enum array_state { ARRAY_OPTIMAL, ARRAY_DEGRADED, ARRAY_FAILED };
  * Member j keeps serving; every write to j, every namespace change and
  * every metadata update also reaches the shadow (rf->fd[SHADOW]); when the
  * copy is complete the shadow takes j's place.  Loops over the members
- * (j < width, j < width + spares) never reach it.
+ * (j < width, j < width + spares) never reach it.  The replacement is
+ * recorded in the superblocks (sb.replacing; the shadow gets its own
+ * superblock) so that a mount puts it back and the copy resumes.  When
+ * j fails during the copy the shadow becomes j, REBUILDING
+ * (array_shadow_promote()):
+ *
+ *   ONLINE j + SHADOW --copy complete--> ONLINE j (the shadow's directory)
+ *          |                              array_shadow_commit()
+ *          +--j fails--> REBUILDING j (the shadow's directory, what was
+ *          |             copied kept)       array_shadow_promote()
+ *          +--the shadow cannot follow--> ONLINE j, no shadow
+ *                                           array_shadow_drop()
  */
 #define SHADOW (LAYOUT_MAX_WIDTH + SB_MAX_SPARES)
 #define MEMBER_SLOTS (SHADOW + 1)
@@ -265,13 +276,18 @@ bool array_missed_empty(int dirfd, uint32_t away);
  * online: how a failed array recovers when its members return. */
 int array_member_back(struct array *a, uint32_t j, int fd, const char *path);
 
-/* Replace in place: put fd (path) in the shadow slot for member j, or
- * take it out again (abandoned), or make it member j (complete: the old
- * directory loses its superblock).  Callers hold a->ns_lock exclusively
- * for the last two. */
+/* Replace in place: put fd (path) in the shadow slot for member j (the
+ * replacement is recorded in the superblocks), or take it out again
+ * (abandoned), or make it member j (complete: the old directory loses
+ * its superblock; returns 1, or 0 when j failed meanwhile and the shadow
+ * became its rebuild target as with array_shadow_promote()).  Callers
+ * hold a->ns_lock exclusively for the last two. */
 int array_shadow_begin(struct array *a, uint32_t j, int fd, const char *path);
 void array_shadow_drop(struct array *a);
 int array_shadow_commit(struct array *a);
+/* The member being replaced failed: the shadow becomes its rebuild target
+ * (see array.c); -EBUSY when that cannot be (the copy is then dropped). */
+int array_shadow_promote(struct array *a);
 void array_missed_clear(struct array *a, uint32_t away);
 
 /*

@@ -304,6 +304,12 @@ static void status_json(struct array *a, struct out *o)
 		     __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED),
 		     __atomic_load_n(&a->m[j].corrected, __ATOMIC_RELAXED));
 		json_str(o, a->m[j].fail_reason);
+		/* the directory it is being copied onto (replace in place) */
+		outf(o, ", \"replacement\": ");
+		if ((int)j == shadow_of(a))
+			json_str(o, a->m[SHADOW].path);
+		else
+			outf(o, "null");
 		outf(o, "}");
 	}
 	outf(o, "], \"spares\": [");
@@ -314,10 +320,12 @@ static void status_json(struct array *a, struct out *o)
 	struct rebuild_info ri;
 	rebuild_get(&ri);
 	outf(o, "], \"rebuild\": {\"active\": %s, \"readd\": %s, \"replace\": %s, \"paused\": %s, \"member\": %d, \"done\": %" PRIu64
-		", \"total\": %" PRIu64 ", \"rate\": %.0f, \"elapsed\": %.1f, \"min_rate\": %u, \"max_rate\": %u, \"last_result\": ",
+		", \"total\": %" PRIu64 ", \"rate\": %.0f, \"elapsed\": %.1f, \"min_rate\": %u, \"max_rate\": %u, \"target\": ",
 	     ri.active ? "true" : "false", ri.readd ? "true" : "false", ri.active && ri.replace ? "true" : "false",
 	     ri.paused ? "true" : "false", ri.member, ri.done, ri.total,
 	     ri.rate, ri.elapsed, ri.min_rate, ri.max_rate);
+	json_str(o, ri.target);
+	outf(o, ", \"last_result\": ");
 	json_str(o, ri.last_result);
 	struct cache_stats cs;
 	cache_get_stats(&cs);

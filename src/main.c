@@ -22,6 +22,7 @@
 
 #include "array.h"
 #include "cache.h"
+#include "rebuild.h"
 #include "check.h"
 #include "fsops.h"
 #include "layout.h"
@@ -38,7 +39,8 @@ static void usage(FILE *f)
 "  mount [-f] [-o OPTIONS] DIR[:DIR...] MOUNTPOINT\n"
 "        assemble the array from its members and mount it (-f: foreground)\n"
 "        options: nodegraded, force, ro, log=FILE, event_program=PATH,\n"
-"        read_error_threshold=N, allow_other and other FUSE options; the cache:\n"
+"        read_error_threshold=N, rebuild_min_rate=MB/s, rebuild_max_rate=MB/s,\n"
+"        allow_other and other FUSE options; the cache:\n"
 "        cache_size=SIZE (256M), write_policy=writeback|writethrough|always-writeback,\n"
 "        read_policy=ra|nora|adaptive, bbu=none|shm|file:PATH (the battery that\n"
 "        keeps the cache: none loses it in a crash, shm survives kill -9, a file\n"
@@ -203,7 +205,17 @@ static int parse_mount_opts(char *s, struct mount_opts *o)
 			array_event_program = strdup(opt + 14);
 		else if (!strncmp(opt, "read_error_threshold=", 21))
 			array_read_error_threshold = strtoul(opt + 21, NULL, 10);
-		else {
+		else if (!strncmp(opt, "rebuild_min_rate=", 17) || !strncmp(opt, "rebuild_max_rate=", 17)) {
+			/* as 'raidfs rebuild --min-rate/--max-rate', from the start
+			 * (a rebuild or replacement resumed at mount) */
+			struct rebuild_info ri;
+			uint32_t v = strtoul(opt + 17, NULL, 10);
+			rebuild_get(&ri);
+			if (!strncmp(opt, "rebuild_min", 11))
+				rebuild_set_rates(v, ri.max_rate);
+			else
+				rebuild_set_rates(ri.min_rate, v);
+		} else {
 			size_t l = strlen(o->fuse_opts);
 			snprintf(o->fuse_opts + l, sizeof(o->fuse_opts) - l, "%s%s", l ? "," : "", opt);
 		}

@@ -29,6 +29,7 @@ static pthread_cond_t rb_cond = PTHREAD_COND_INITIALIZER;
 static struct rebuild_info info = { .member = -1, .min_rate = 100, .max_rate = 0 };
 static pthread_t rb_thread;
 static bool rb_thread_live, rb_stop, rb_abandon;
+static bool rb_promote;	/* the member being replaced in place failed */
 static struct array *RA;
 static uint64_t last_user_io_ms;
 
@@ -59,6 +60,11 @@ void rebuild_get(struct rebuild_info *out)
 void rebuild_abandon_replace(void)
 {
 	__atomic_store_n(&rb_abandon, true, __ATOMIC_RELEASE);
+}
+
+void rebuild_replaced_member_failed(void)
+{
+	__atomic_store_n(&rb_promote, true, __ATOMIC_RELEASE);
 }
 
 void rebuild_pause(bool pause)
@@ -150,6 +156,8 @@ struct walk {
 	const char *resume_after;	/* skip files up to this path (walk order) */
 	uint64_t skipped;
 	uint64_t last_save_ms;
+	int promoted;		/* pass during which the replacement in place
+				 * became a rebuild of lj (-1: it did not) */
 	bool verify;		/* second pass: compare and repair */
 	uint64_t fixed;		/* chunks the verify pass had to rewrite */
 	uint64_t total;
@@ -425,15 +433,13 @@ static void redo_sync(void);
  * rebuild interrupted by unmount or kill -9 resumes after this file. */
 static void save_position(struct walk *w, const char *path)
 {
-	if (w->j == SHADOW)
-		return;	/* a replace in place is not resumed */
 	uint64_t t = now_ms();
 	if (w->last_save_ms && t - w->last_save_ms < 1000)
 		return;
 	w->last_save_ms = t;
 	char buf[PATH_MAX + 128];
 	int n = snprintf(buf, sizeof(buf), "raidfs-rebuild 1\nmember %u\ndone %" PRIu64 "\nmode %s\nafter %s\n",
-			 w->j, info.done, w->readd ? "readd" : "rebuild", path);
+			 w->lj, info.done, w->readd ? "readd" : w->j == SHADOW ? "replace" : "rebuild", path);
 	if (n < 0 || (size_t)n >= sizeof(buf) - 16)
 		return;
 	n += snprintf(buf + n, sizeof(buf) - n, "crc %08x\n", parity_crc32(0, buf, n));
@@ -482,6 +488,33 @@ static bool load_position(int dirfd, uint32_t j, char *path, size_t len, uint64_
 static int walk_dir(struct walk *w, const char *rel);
 
 static void remove_tree(int dirfd, const char *path);
+
+/*
+ * The member being replaced in place failed (rebuild_replaced_member_failed()):
+ * between two files, the shadow becomes the member's rebuild target
+ * (array_shadow_promote()) and the walk goes on as an ordinary rebuild
+ * of it, keeping what was copied.  Writes to the member between its
+ * failure and this point did not reach the copy: the verify pass, run
+ * (again) after the promotion, compares every chunk.  When the array
+ * cannot rebuild the member (no redundancy left), the copy is dropped.
+ */
+static void maybe_promote(struct walk *w)
+{
+	if (w->j != SHADOW || !__atomic_load_n(&rb_promote, __ATOMIC_ACQUIRE) || member_online(w->a, w->lj))
+		return;
+	int r = array_shadow_promote(w->a);
+	if (r < 0) {
+		rebuild_abandon_replace();
+		return;
+	}
+	w->j = w->lj;
+	w->promoted = w->pass;
+	pthread_mutex_lock(&rb_lock);
+	info.replace = false;
+	pthread_mutex_unlock(&rb_lock);
+	log_warn("rebuild of member %u continues onto '%s' from the copy's position (%" PRIu64 " files copied before the member failed are kept and verified)",
+		 w->lj, w->a->m[w->lj].path, w->resynced + w->skipped);
+}
 
 /* The new member holds something else at child (another kind of object,
  * or a symlink to another target: a re-added member that missed changes,
@@ -552,6 +585,7 @@ static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 		if (mknodat(w->dst, child, st->st_mode, 0) == 0 || errno == EEXIST)
 			copy_owner_times(w, child, st);
 	} else if (S_ISREG(st->st_mode)) {
+		maybe_promote(w);
 		if (w->pass == 1 && w->resume_after && path_cmp(child, w->resume_after) <= 0) {
 			w->skipped++;	/* rebuilt before the interruption */
 			return 0;
@@ -859,7 +893,8 @@ static void *rebuild_thread(void *arg)
 	struct array *a = RA;
 	uint32_t j = (uint32_t)(uintptr_t)arg;
 	bool shadow = j == SHADOW;
-	struct walk w = { .a = a, .j = j, .lj = shadow ? (uint32_t)shadow_of(a) : j, .dst = a->m[j].dirfd };
+	struct walk w = { .a = a, .j = j, .lj = shadow ? (uint32_t)shadow_of(a) : j, .dst = a->m[j].dirfd,
+			  .promoted = -1 };
 	if (resume_set)
 		w.resume_after = resume_path;
 	w.readd = readd_mode;
@@ -885,51 +920,86 @@ static void *rebuild_thread(void *arg)
 	int r = walk_dir(&w, ".");
 	if (w.resume_after)
 		log_info("rebuild of member %u resumed after '%s': %" PRIu64 " files already rebuilt were skipped",
-			 j, w.resume_after, w.skipped);
-	if (r == 0 && w.errors == 0) {
-		/* verify: every chunk again, compared with the new member; also
-		 * catches files renamed into an already rebuilt directory */
-		pthread_mutex_lock(&rb_lock);
-		snprintf(info.current, sizeof(info.current), "(verifying)");
-		pthread_mutex_unlock(&rb_lock);
-		w.verify = true;
-		w.pass = 2;
-		r = walk_dir(&w, ".");
-		if (w.fixed)
-			log_warn("rebuild of member %u: the verify pass rewrote %" PRIu64 " chunk%s changed during the rebuild",
-				 w.lj, w.fixed, w.fixed == 1 ? "" : "s");
-	}
-	bool locked = false;
-	if (r == 0 && w.errors == 0) {
-		/* paths the namespace changed under the walk; returns with the
-		 * namespace lock held, so nothing changes before the member is
-		 * online */
-		w.verify = false;
-		w.pass = 0;
-		r = redo_drain(&w);
-		locked = r == 0;
+			 w.lj, w.resume_after, w.skipped);
+	bool locked = false, committed = false;
+	for (;;) {
+		if (r == 0 && w.errors == 0) {
+			/* verify: every chunk again, compared with the new member;
+			 * also catches files renamed into an already rebuilt
+			 * directory */
+			pthread_mutex_lock(&rb_lock);
+			snprintf(info.current, sizeof(info.current), "(verifying)");
+			pthread_mutex_unlock(&rb_lock);
+			w.verify = true;
+			w.pass = 2;
+			w.promoted = -1;
+			r = walk_dir(&w, ".");
+			if (w.fixed)
+				log_warn("rebuild of member %u: the verify pass rewrote %" PRIu64 " chunk%s changed during the rebuild",
+					 w.lj, w.fixed, w.fixed == 1 ? "" : "s");
+			if (r == 0 && w.errors == 0 && w.promoted >= 0)
+				continue;	/* promoted under this pass: verify it all again */
+		}
+		if (r == 0 && w.errors == 0) {
+			/* paths the namespace changed under the walk; returns with
+			 * the namespace lock held, so nothing changes before the
+			 * member is online */
+			w.verify = false;
+			w.pass = 0;
+			r = redo_drain(&w);
+			locked = r == 0;
+		}
+		if (locked && w.j == SHADOW) {
+			/* the copy is complete; its member failed meanwhile? */
+			maybe_promote(&w);
+			if (w.j == SHADOW && !__atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE)) {
+				if (array_shadow_commit(a) == 0) {
+					w.j = w.lj;	/* it failed just now: promoted */
+					w.promoted = 0;
+				} else {
+					committed = true;
+				}
+			}
+		}
+		if (locked && w.promoted == 0) {
+			/* promoted while the queue was worked off */
+			pthread_rwlock_unlock(&a->ns_lock);
+			locked = false;
+			continue;
+		}
+		break;
 	}
 
 	char msg[256];
-	if (shadow && locked && (__atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE) || !member_online(a, w.lj))) {
+	bool abandoned = __atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE);
+	if (w.j == SHADOW && locked && !committed) {
 		pthread_rwlock_unlock(&a->ns_lock);
 		locked = false;
-		r = -EIO;	/* the member failed or its replacement could not keep up */
+		r = -EIO;	/* the copy could not follow the member, or the
+				 * member failed with nothing to rebuild it from */
 	}
-	if (shadow) {
+	if (w.j != SHADOW)
+		j = w.j;	/* the member's own slot, also after a promotion */
+	if (shadow && w.j == SHADOW) {
 		uint32_t lj = w.lj;
-		if (locked) {
+		if (committed) {
+			/* committed above: the shadow is member lj now */
+			unlinkat(w.dst, POS_FILE, 0);
 			redo_close(w.dst, true);
-			array_shadow_commit(a);
 			pthread_rwlock_unlock(&a->ns_lock);
 			snprintf(msg, sizeof(msg), "member %u replaced by '%.120s' and verified (%.2f s)", lj,
 				 a->m[lj].path, (now_ms() - t_start_ms) / 1000.0);
 			log_info("%s", msg);
+		} else if (r == -EINTR && !abandoned) {
+			/* unmount: the replacement stays recorded and resumes */
+			redo_close(w.dst, false);
+			snprintf(msg, sizeof(msg), "replacement of member %u stopped at %.200s", lj, info.current);
+			log_warn("%s", msg);
 		} else {
 			redo_close(w.dst, false);
 			array_shadow_drop(a);
 			snprintf(msg, sizeof(msg), "the replacement of member %u was abandoned (%s); it stays in service",
-				 lj, r == -EINTR ? "stopped" : w.errors ? "file errors, see the log" : "the member or the copy failed");
+				 lj, w.errors ? "file errors, see the log" : "the member or the copy failed");
 			log_warn("%s", msg);
 		}
 	} else if (locked) {
@@ -1037,11 +1107,16 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
 }
 
 /* Start the thread that fills `slot` (the member's own, or SHADOW) with
- * member's contents. */
-static int launch(struct array *a, int member, uint32_t slot, bool readd, const char *target,
-		  char *err, size_t errlen)
+ * member's contents.  resume: at mount, from the position saved on the
+ * slot's directory (if any; its mode decides re-add or not). */
+static int launch(struct array *a, int member, uint32_t slot, bool readd, bool resume,
+		  const char *target, char *err, size_t errlen)
 {
-	rfile_forget_member(slot);
+	uint64_t done = 0;
+	if (resume)
+		resume_set = load_position(a->m[slot].dirfd, member, resume_path, sizeof(resume_path), &done, &readd);
+	else
+		rfile_forget_member(slot);
 	pthread_mutex_lock(&rb_lock);
 	if (rb_thread_live) {
 		pthread_mutex_unlock(&rb_lock);
@@ -1049,7 +1124,7 @@ static int launch(struct array *a, int member, uint32_t slot, bool readd, const 
 		pthread_mutex_lock(&rb_lock);
 	}
 	RA = a;
-	resume_set = false;
+	resume_set = resume && resume_set;
 	readd_mode = readd;
 	info.readd = readd;
 	info.replace = slot == SHADOW;
@@ -1057,14 +1132,22 @@ static int launch(struct array *a, int member, uint32_t slot, bool readd, const 
 	info.active = true;
 	info.paused = false;
 	info.member = member;
-	info.done = info.files_done = 0;
+	info.done = done;
+	info.files_done = 0;
 	info.total = 0;
 	info.rate = info.elapsed = 0;
 	info.current[0] = '\0';
 	rb_stop = false;
 	__atomic_store_n(&rb_abandon, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&rb_promote, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&rb_lock);
-	if (readd)
+	if (resume && resume_set)
+		log_warn("array '%s': resuming the %s of member %d onto '%s' after '%s'", a->sb.name,
+			 slot == SHADOW ? "replacement" : "rebuild", member, target, resume_path);
+	else if (resume)
+		log_warn("array '%s': restarting the %s of member %d onto '%s' (no saved position)", a->sb.name,
+			 slot == SHADOW ? "replacement" : "rebuild", member, target);
+	if (readd && !resume)
 		array_event(a, "MemberReturned", member);
 	array_event(a, "RebuildStarted", member);
 	if (pthread_create(&rb_thread, NULL, rebuild_thread, (void *)(uintptr_t)slot) != 0) {
@@ -1085,7 +1168,7 @@ static int start_on(struct array *a, int member, int fd, const char *path, bool 
 		snprintf(err, errlen, "member %d is not faulty or missing", member);
 		return r;
 	}
-	return launch(a, member, member, readd, path, err, errlen);
+	return launch(a, member, member, readd, false, path, err, errlen);
 }
 
 /* Replace a healthy member in place: fd (path) fills up in the shadow
@@ -1097,7 +1180,7 @@ static int start_replace(struct array *a, int member, int fd, const char *path, 
 		close(fd);
 		return -EBUSY;
 	}
-	return launch(a, member, SHADOW, false, path, err, errlen);
+	return launch(a, member, SHADOW, false, false, path, err, errlen);
 }
 
 void rebuild_stop(void)
@@ -1235,41 +1318,22 @@ int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen
 
 int rebuild_resume(struct array *a)
 {
+	char err[256];
+	int sj = shadow_of(a);
+	if (sj >= 0 && !member_online(a, sj) && array_shadow_promote(a) < 0)
+		array_shadow_drop(a);	/* nothing to rebuild it from */
+	sj = shadow_of(a);
+	if (sj >= 0) {
+		/* a replacement in place: the member serves, the copy goes on */
+		int r = launch(a, sj, SHADOW, false, true, a->m[SHADOW].path, err, sizeof(err));
+		return r < 0 ? r : 1;
+	}
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (!member_rebuilding(a, j))
 			continue;
-		uint64_t done = 0;
-		pthread_mutex_lock(&rb_lock);
-		if (info.active) {
-			pthread_mutex_unlock(&rb_lock);
-			return 0;
-		}
-		bool readd = false;
-		resume_set = load_position(a->m[j].dirfd, j, resume_path, sizeof(resume_path), &done, &readd);
-		readd_mode = info.readd = resume_set && readd;
-		RA = a;
-		info.active = true;
-		info.paused = false;
-		info.member = j;
-		info.done = resume_set ? done : 0;
-		info.files_done = 0;
-		info.total = 0;
-		info.rate = info.elapsed = 0;
-		rb_stop = false;
-		pthread_mutex_unlock(&rb_lock);
-		if (resume_set)
-			log_warn("array '%s': resuming the rebuild of member %u onto '%s' after '%s'",
-				 a->sb.name, j, a->m[j].path, resume_path);
-		else
-			log_warn("array '%s': restarting the rebuild of member %u onto '%s' (no saved position)",
-				 a->sb.name, j, a->m[j].path);
-		array_event(a, "RebuildStarted", j);
-		if (pthread_create(&rb_thread, NULL, rebuild_thread, (void *)(uintptr_t)j) != 0) {
-			info.active = false;
-			return -EAGAIN;
-		}
-		rb_thread_live = true;
-		return 1;
+		/* also a replacement whose member failed (its mode "replace") */
+		int r = launch(a, j, j, false, true, a->m[j].path, err, sizeof(err));
+		return r < 0 ? r : 1;
 	}
 	return 0;
 }

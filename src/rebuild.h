@@ -53,8 +53,16 @@
  * j keeps serving and every change to it also reaches the shadow; the walk
  * copies j's chunks (reconstructing only what j cannot read) and, under
  * the exclusive namespace lock with the redo queue empty, the shadow
- * becomes member j.  It is not resumed after an unmount: the member just
- * stays in service.
+ * becomes member j.  The replacement is recorded in the superblocks
+ * (format version 2, docs/format.md) and its position saved on the
+ * shadow like a rebuild's (mode "replace"): a mount puts the shadow back
+ * and rebuild_resume() continues the copy after that position.  If
+ * member j fails during the copy (rebuild_replaced_member_failed()), the
+ * shadow becomes j's rebuild target between two files of the walk
+ * (array_shadow_promote()): what was copied is kept, the rest is
+ * reconstructed, and the verify pass (run again if the promotion came
+ * during it) checks every chunk, also those written to j after it failed
+ * and before the promotion, which the copy missed.
  */
 #ifndef RAIDFS_REBUILD_H
 #define RAIDFS_REBUILD_H
@@ -91,8 +99,10 @@ int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen
  * versions).  -ENOENT when DIR holds no superblock of this array. */
 int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen);
 int rebuild_take_spare(struct array *a);
-/* At mount: continue the rebuild of a member recorded as rebuilding, from
- * its saved position (.raidfs/rebuild on that member). */
+/* At mount: continue the rebuild of a member recorded as rebuilding, or
+ * the replacement in place recorded in the superblocks, from its saved
+ * position (.raidfs/rebuild on the new directory).  A replacement whose
+ * member is not online any more becomes that member's rebuild. */
 int rebuild_resume(struct array *a);
 void rebuild_pause(bool pause);
 void rebuild_set_rates(uint32_t min_mb, uint32_t max_mb);
@@ -103,9 +113,12 @@ void rebuild_stop(void);
  * (relative to the mount) in line with the primary before the rebuild
  * ends.  Called with the namespace lock held shared. */
 void rebuild_redo(const char *path);
-/* The replacement of a healthy member cannot go on (a write to it failed,
- * or the member failed): the copy stops and is dropped.  Any thread. */
+/* The replacement of a healthy member cannot go on (a write to it
+ * failed): the copy stops and is dropped.  Any thread. */
 void rebuild_abandon_replace(void);
+/* The member being replaced in place failed: the copy becomes its
+ * rebuild target, between two files of the walk.  Any thread. */
+void rebuild_replaced_member_failed(void);
 /* Called on every user I/O, to slow the rebuild down (cheap). */
 void rebuild_note_user_io(void);
 

@@ -11,6 +11,8 @@
  *   116 spares u32 (hot spares; their entries follow the members)
  *   120 events u64, ctime u64, utime u64
  *   144 member entries, (width + spares) x 264: state u8, 7 reserved, path[256]
+ *   ... version 2 only: the replacement entry, 264: state u8 (5), the index
+ *       of the member it replaces u8, 6 reserved, path[256]
  *   ... crc32 u32 of all previous bytes
  */
 #include "superblock.h"
@@ -37,6 +39,7 @@ const char *member_state_name(enum member_state s)
 	case MS_REMOVED: return "removed";
 	case MS_REBUILDING: return "rebuilding";
 	case MS_SPARE: return "spare";
+	case MS_REPLACEMENT: return "replacement";
 	}
 	return "unknown";
 }
@@ -49,10 +52,10 @@ size_t sb_encoded_size(uint32_t entries)
 size_t sb_encode(const struct superblock *sb, uint8_t *buf)
 {
 	uint32_t entries = sb->width + sb->nspares;
-	size_t len = sb_encoded_size(entries);
+	size_t len = sb_encoded_size(entries + sb->replacing);
 	memset(buf, 0, len);
 	memcpy(buf, SB_MAGIC, 8);
-	put_le32(buf + 8, SB_VERSION);
+	put_le32(buf + 8, sb->replacing ? SB_VERSION_REPL : SB_VERSION);
 	put_le32(buf + 12, len);
 	memcpy(buf + 16, sb->uuid, 16);
 	memcpy(buf + 32, sb->name, strnlen(sb->name, SB_NAME_MAX - 1));
@@ -69,6 +72,12 @@ size_t sb_encode(const struct superblock *sb, uint8_t *buf)
 		uint8_t *e = buf + HDR + i * ENT;
 		e[0] = sb->members[i].state;
 		memcpy(e + 8, sb->members[i].path, strnlen(sb->members[i].path, SB_PATH_MAX - 1));
+	}
+	if (sb->replacing) {
+		uint8_t *e = buf + HDR + entries * ENT;
+		e[0] = MS_REPLACEMENT;
+		e[1] = sb->repl_of;
+		memcpy(e + 8, sb->repl_path, strnlen(sb->repl_path, SB_PATH_MAX - 1));
 	}
 	put_le32(buf + len - 4, parity_crc32(0, buf, len - 4));
 	return len;
@@ -94,7 +103,7 @@ int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
 		*why = "superblock checksum mismatch (corrupt)";
 		return -EBADMSG;
 	}
-	if (ver != SB_VERSION) {
+	if (ver != SB_VERSION && ver != SB_VERSION_REPL) {
 		*why = "superblock format version not supported by this raidfs";
 		return -EPROTO;
 	}
@@ -110,11 +119,22 @@ int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
 	sb->events = get_le64(buf + 120);
 	sb->ctime = get_le64(buf + 128);
 	sb->utime = get_le64(buf + 136);
+	bool repl = ver == SB_VERSION_REPL;
 	if (sb->width == 0 || sb->width > LAYOUT_MAX_WIDTH || sb->nspares > SB_MAX_SPARES ||
-	    rlen != sb_encoded_size(sb->width + sb->nspares) ||
-	    sb->index >= sb->width + sb->nspares || sb->level >= LEVEL_COUNT) {
+	    rlen != sb_encoded_size(sb->width + sb->nspares + repl) ||
+	    sb->index >= sb->width + sb->nspares + repl || sb->level >= LEVEL_COUNT) {
 		*why = "superblock fields out of range (corrupt)";
 		return -EBADMSG;
+	}
+	if (repl) {
+		const uint8_t *e = buf + HDR + (sb->width + sb->nspares) * ENT;
+		if (e[0] != MS_REPLACEMENT || e[1] >= sb->width) {
+			*why = "superblock replacement entry out of range (corrupt)";
+			return -EBADMSG;
+		}
+		sb->replacing = true;
+		sb->repl_of = e[1];
+		memcpy(sb->repl_path, e + 8, SB_PATH_MAX - 1);
 	}
 	for (uint32_t i = 0; i < sb->width + sb->nspares; i++) {
 		const uint8_t *e = buf + HDR + i * ENT;
@@ -126,7 +146,7 @@ int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
 
 int sb_read(int dirfd, struct superblock *sb, const char **why)
 {
-	uint8_t buf[HDR + (LAYOUT_MAX_WIDTH + SB_MAX_SPARES) * ENT + 4];
+	uint8_t buf[SB_MAX_BYTES];
 	const char *dummy;
 	if (!why)
 		why = &dummy;
@@ -148,7 +168,7 @@ int sb_read(int dirfd, struct superblock *sb, const char **why)
 
 int sb_write(int dirfd, const struct superblock *sb)
 {
-	uint8_t buf[HDR + (LAYOUT_MAX_WIDTH + SB_MAX_SPARES) * ENT + 4];
+	uint8_t buf[SB_MAX_BYTES];
 	size_t len = sb_encode(sb, buf);
 	int ret;
 

@@ -21,6 +21,7 @@
 #ifndef RAIDFS_SUPERBLOCK_H
 #define RAIDFS_SUPERBLOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,7 +32,8 @@
 #define SB_DIRTY_DIR ".raidfs/dirty"
 #define SB_MISSED_DIR ".raidfs/missed"
 #define SB_MAGIC "RAIDFSSB"
-#define SB_VERSION 1
+#define SB_VERSION 1		/* no replacement recorded */
+#define SB_VERSION_REPL 2	/* version 1 + a replacement entry (below) */
 #define SB_NAME_MAX 64
 #define SB_PATH_MAX 256
 #define SB_MAX_SPARES 8
@@ -43,6 +45,7 @@ enum member_state {
 	MS_REMOVED = 2,	/* taken out of the array */
 	MS_REBUILDING = 3,
 	MS_SPARE = 4,
+	MS_REPLACEMENT = 5,	/* the entry of a replacement in place (below) */
 };
 
 struct sb_member {
@@ -63,13 +66,33 @@ struct superblock {
 	uint64_t utime;			/* last update */
 	uint32_t nspares;		/* hot spares, entries width .. width+nspares-1 */
 	struct sb_member members[LAYOUT_MAX_WIDTH + SB_MAX_SPARES];
+	/*
+	 * A healthy member being replaced in place (`raidfs replace` of an
+	 * online member): member repl_of is copied onto the directory
+	 * repl_path.  Encoded as one more entry after the spares (state
+	 * MS_REPLACEMENT, byte 1 = repl_of), in format version 2; without a
+	 * replacement the record is format version 1, byte for byte, so an
+	 * older raidfs reads it.  The replacement's own superblock has index
+	 * width + nspares (sb_is_replacement()).
+	 */
+	bool replacing;
+	uint32_t repl_of;
+	char repl_path[SB_PATH_MAX];
 };
+
+/* This superblock is the one of a replacement in place (not a member). */
+static inline bool sb_is_replacement(const struct superblock *sb)
+{
+	return sb->replacing && sb->index == sb->width + sb->nspares;
+}
 
 const char *member_state_name(enum member_state s);
 
-/* Encoded size for a number of entries (width + spares). */
+/* Encoded size for a number of entries (width + spares, + 1 for a
+ * replacement). */
 size_t sb_encoded_size(uint32_t entries);
-/* Encode into buf (at least sb_encoded_size(sb->width) bytes). */
+#define SB_MAX_BYTES (144 + (LAYOUT_MAX_WIDTH + SB_MAX_SPARES + 1) * 264 + 4)
+/* Encode into buf (at least SB_MAX_BYTES bytes). */
 size_t sb_encode(const struct superblock *sb, uint8_t *buf);
 int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
 	      const char **why);

@@ -213,3 +213,21 @@ rfs_kill() {
 	fusermount3 -uz "$1" 2>/dev/null
 	return 0
 }
+
+# write_file_set SEED DIR...: 120 files of 256 KiB in 6 directories
+# (dirD/fNN), the same random bytes in every DIR (a mount and its
+# reference copy)
+write_file_set() {
+	"$PY" - "$@" <<'PYEOF'
+import os, sys, random
+r = random.Random(int(sys.argv[1]))
+for d in range(6):
+    for root in sys.argv[2:]:
+        os.makedirs(os.path.join(root, "dir%d" % d), exist_ok=True)
+    for f in range(20):
+        data = r.randbytes(262144)
+        for root in sys.argv[2:]:
+            with open(os.path.join(root, "dir%d" % d, "f%02d" % f), "wb") as fh:
+                fh.write(data)
+PYEOF
+}

@@ -6,8 +6,8 @@
 # lost.  When the copy is done the new directory is member 1, the old one
 # no longer carries a superblock, and with yet another member failed the
 # tree is still byte-identical (the copy holds the right bytes).  A member
-# that fails during its own replacement abandons the copy (the array goes
-# on degraded) and a normal replace then rebuilds it.
+# that fails during its own replacement makes the copy its rebuild target:
+# what was copied is kept (and verified), the rest reconstructed.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
@@ -61,29 +61,56 @@ for cfg in "${CONFIGS[@]}"; do
 	rm -rf "$C"
 done
 
-# the member fails during its own replacement: the copy is abandoned
+# the member fails during its own replacement, under a workload: the copy
+# becomes its rebuild target (as md does) and keeps what was copied
 C=$T/ab
-mkdir -p "$C/ref" "$C/new1" "$C/new1b"
+mkdir -p "$C/ref" "$C/new1"
 mem=$(make_members 4 ab/d)
 mnt=$C/mnt
 expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name ab $mem
-rfs_mount "$(join_members $mem)" "$mnt" || fail "abandon: mount"
+rfs_mount "$(join_members $mem)" "$mnt" || fail "promote: mount"
 workload run --mnt "$mnt" --ref "$C/ref" --seed "$SEED" --ops 200 --chunk 4096 \
-	--max-size 300000 >"$C/w0.out" 2>&1 || fail "abandon: workload"
+	--max-size 300000 >"$C/w0.out" 2>&1 || fail "promote: workload"
 head -c 6000000 /dev/urandom > "$C/ref/big"
 cp "$C/ref/big" "$mnt/big"
 "$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+workload run --mnt "$mnt" --ref "$C/ref" --seed $((SEED + 7)) --ops 800 --chunk 4096 \
+	--max-size 300000 --name-prefix w >"$C/w1.out" 2>&1 &
+wpid=$!
 expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
-sleep 0.5
+sleep 3
+"$RAIDFS" status --json "$mnt" | grep -q '"replace": true' || fail "promote: the copy is not running at the failure"
 "$RAIDFS" fail "$mnt" 1 >/dev/null
-for i in $(seq 1 100); do grep -q "replacement of member 1 was abandoned" "$T/daemon.log" && break; sleep 0.1; done
-grep -q "replacement of member 1 was abandoned" "$T/daemon.log" || fail "abandon: no log line"
-expect_rc 1 "$RAIDFS" status "$mnt"
+for i in $(seq 1 100); do grep -q "rebuild of member 1 continues onto" "$T/daemon.log" && break; sleep 0.1; done
+grep -q "member 1 failed during its replacement: '$C/new1' becomes its rebuild target" "$T/daemon.log" ||
+	fail "promote: the replacement did not become the rebuild target: $(grep -i "replace\|rebuild" "$T/daemon.log" | tail -5)"
+kept=$(grep -o "rebuild of member 1 continues onto '[^']*' from the copy's position ([0-9]* files" "$T/daemon.log" |
+	grep -o "([0-9]*" | tr -d '(')
+[ -n "$kept" ] && [ "$kept" -gt 0 ] || fail "promote: nothing copied was kept: the rebuild started from zero"
+"$RAIDFS" status --json "$mnt" >"$C/status.json"
+"$PY" - "$C/status.json" "$C/new1" <<'PYEOF' || fail "promote: status after the failure: $(cat "$C/status.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = j["members"][1]
+assert m["path"] == sys.argv[2] and m["replacement"] is None, m
+if j["rebuild"]["active"]:
+    assert m["state"] == "rebuilding" and j["state"] == "rebuilding", j
+    assert not j["rebuild"]["replace"] and j["rebuild"]["member"] == 1, j["rebuild"]
+    assert j["rebuild"]["done"] > 0, j["rebuild"]
+PYEOF
 "$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
-expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1b"
-wait_member "$mnt" 1 online "$C/new1b" || fail "abandon: the rebuild after the abandoned copy did not finish"
-"$RAIDFS" fail "$mnt" 2 >/dev/null
-workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "abandon: tree differs"; }
-rfs_unmount_wait "$mnt" || fail "abandon: unmount"
-log "ok: a member failing during its replacement abandons the copy; a rebuild follows"
+wait_member "$mnt" 1 online "$C/new1" || fail "promote: the rebuild onto the replacement did not finish: $("$RAIDFS" status "$mnt")"
+wait $wpid || { cat "$C/w1.out" >&2; fail "promote: the workload saw an error"; }
+grep -q "member 1 rebuilt onto '$C/new1' and verified" "$T/daemon.log" || fail "promote: no rebuild result"
+workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "promote: tree differs"; }
+rfs_unmount_wait "$mnt" || fail "promote: unmount"
+newmem=$(echo " $mem " | sed "s| $C/d2 | $C/new1 |")
+expect_rc 0 "$RAIDFS" check "$(join_members $newmem)"
+# the rebuilt member holds the right bytes: without member 2 it is read
+mv "$C/d3" "$C/d3.away"
+rfs_mount "$(join_members $newmem)" "$mnt" || fail "promote: degraded mount without member 2"
+workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
+	{ cat "$C/cmp.out" >&2; fail "promote: tree differs without member 2: the rebuilt member is wrong"; }
+rfs_unmount_wait "$mnt" || fail "promote: unmount"
+log "ok: a member failing during its replacement: the copy became its rebuild target and kept $kept files"
 exit 0

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "meta.h"
+#include "parity.h"
 #include "superblock.h"
 #include "util.h"
 
@@ -38,6 +39,43 @@ static void test_spares(void)
 	sb.index = 0;
 	len = sb_encode(&sb, buf);
 	CHECK(sb_decode(buf, len, &out, NULL) == -EBADMSG, "too many spares accepted");
+}
+
+/* A replacement in place: version 2 with one more entry; without it the
+ * record stays version 1 (older readers); the replacement's own index. */
+static void test_replacement(void)
+{
+	struct superblock sb, out;
+	uint8_t buf[SB_MAX_BYTES];
+	memset(&sb, 0, sizeof(sb));
+	sb.level = LEVEL_RAID6;
+	sb.chunk = 4096;
+	sb.width = 5;
+	sb.nspares = 1;
+	for (uint32_t i = 0; i < 6; i++)
+		sb.members[i].state = i < 5 ? MS_ONLINE : MS_SPARE;
+	size_t len = sb_encode(&sb, buf);
+	CHECK(get_le32(buf + 8) == SB_VERSION && len == sb_encoded_size(6), "no replacement: not version 1");
+	sb.replacing = true;
+	sb.repl_of = 3;
+	snprintf(sb.repl_path, SB_PATH_MAX, "/srv/new3");
+	sb.index = 6;	/* the replacement's own superblock */
+	len = sb_encode(&sb, buf);
+	CHECK(get_le32(buf + 8) == SB_VERSION_REPL && len == sb_encoded_size(7), "replacement: version or size");
+	CHECK(sb_decode(buf, len, &out, NULL) == 0 && out.replacing && out.repl_of == 3 &&
+	      !strcmp(out.repl_path, "/srv/new3") && sb_is_replacement(&out) && out.nspares == 1 &&
+	      out.members[5].state == MS_SPARE, "replacement round trip");
+	sb.index = 2;
+	len = sb_encode(&sb, buf);
+	CHECK(sb_decode(buf, len, &out, NULL) == 0 && out.replacing && !sb_is_replacement(&out),
+	      "a member's superblock with a replacement recorded");
+	buf[144 + 6 * 264 + 1] = 5;	/* replaces member 5 of 5: corrupt (crc fixed) */
+	put_le32(buf + len - 4, parity_crc32(0, buf, len - 4));
+	CHECK(sb_decode(buf, len, &out, NULL) == -EBADMSG, "replacement of a member out of range accepted");
+	sb.replacing = false;
+	sb.index = 6;
+	len = sb_encode(&sb, buf);
+	CHECK(sb_decode(buf, len, &out, NULL) == -EBADMSG, "index past the table accepted without a replacement");
 }
 
 static void test_superblock(uint32_t width)
@@ -119,6 +157,7 @@ int main(void)
 		test_superblock(w);
 	test_meta();
 	test_spares();
+	test_replacement();
 	if (failures) {
 		fprintf(stderr, "test_format: %d failure(s)\n", failures);
 		return 1;
