@@ -1025,6 +1025,14 @@ static int ns_utimens(const char *p, const struct timespec tv[2], struct fuse_fi
 static int ns_setxattr(const char *p, const char *n, const char *v, size_t s, int f) { return NS(fs_setxattr(p, n, v, s, f)); }
 static int ns_removexattr(const char *p, const char *n) { return NS(fs_removexattr(p, n)); }
 static int ns_create(const char *p, mode_t m, struct fuse_file_info *fi) { return NS(fs_create(p, m, fi)); }
+/* An open (or a truncate by name) finds the shards by path on every
+ * member: under the lock, so it never catches a member's slot in the
+ * middle of a rebuild or replacement switching it over. */
+static int ns_open(const char *p, struct fuse_file_info *fi) { return NS(fs_open(p, fi)); }
+static int ns_truncate(const char *p, off_t s, struct fuse_file_info *fi)
+{
+	return RF(fi) ? fs_truncate(p, s, fi) : NS(fs_truncate(p, s, fi));
+}
 
 static const struct fuse_operations ops = {
 	.init = fs_init,
@@ -1040,8 +1048,8 @@ static const struct fuse_operations ops = {
 	.link = ns_link,
 	.chmod = ns_chmod,
 	.chown = ns_chown,
-	.truncate = fs_truncate,
-	.open = fs_open,
+	.truncate = ns_truncate,
+	.open = ns_open,
 	.read = fs_read,
 	.write = fs_write,
 	.write_buf = fs_write_buf,
