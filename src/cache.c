@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +45,8 @@
 #define DESTAGE_THREADS 2
 #define DESTAGE_BATCH 16			/* lines per destage round */
 #define STUCK_RETRY_NS (1000 * 1000000ull)
+#define SPACE_MARGIN (8ull << 20)		/* see room_for() */
+#define SPACE_PERIOD_NS (100 * 1000000ull)
 
 struct cache_opts cache_opts = {
 	.size = CACHE_DEFAULT_SIZE,
@@ -122,6 +125,9 @@ static struct {
 	enum bbu_state bbu;
 	uint64_t learn_end;		/* ns, while LEARNING */
 	int draining;			/* flush everything (count of requesters) */
+	/* members' free space (room_for()) */
+	uint64_t space_free, space_used, space_t;
+	bool space_low;
 	bool stop;
 	pthread_t thr[DESTAGE_THREADS];
 	int nthr;
@@ -287,7 +293,8 @@ int cache_parse_option(const char *opt)
 
 /* ------------------------------------------------------ policy, battery */
 
-static enum cache_wpolicy effective_locked(const char **why)
+/* The policy as configured and as the battery allows. */
+static enum cache_wpolicy policy_locked(const char **why)
 {
 	const char *w = NULL;
 	enum cache_wpolicy e = C.configured;
@@ -308,12 +315,80 @@ static enum cache_wpolicy effective_locked(const char **why)
 	return e;
 }
 
+/* The policy in force: also write-through while the members are nearly
+ * full (room_for()). */
+static enum cache_wpolicy effective_locked(const char **why)
+{
+	enum cache_wpolicy e = policy_locked(why);
+	if (e == WP_WRITEBACK && C.space_low) {
+		if (why)
+			*why = "members nearly full";
+		e = WP_WRITETHROUGH;
+	}
+	return e;
+}
+
 bool cache_writeback_now(void)
 {
 	pthread_mutex_lock(&C.lock);
 	bool wb = C.up && effective_locked(NULL) == WP_WRITEBACK;
 	pthread_mutex_unlock(&C.lock);
 	return wb;
+}
+
+/* Free bytes of the fullest member that takes writes. */
+static uint64_t members_min_free(const struct array *a)
+{
+	uint64_t min = UINT64_MAX;
+	for (uint32_t j = 0; j < a->width; j++) {
+		struct statvfs sv;
+		if (member_writable(a, j) && fstatvfs(a->m[j].dirfd, &sv) == 0 &&
+		    (uint64_t)sv.f_bavail * sv.f_frsize < min)
+			min = (uint64_t)sv.f_bavail * sv.f_frsize;
+	}
+	return min;
+}
+
+/*
+ * A controller's disks never fill up; the members' filesystems do.
+ * Write-back acknowledges a write before the members hold it, so it is
+ * used only while every member has room for all that the cache may still
+ * have to write there (every dirty byte and this write, as if one member
+ * had to take them all, plus SPACE_MARGIN).  Closer to full, writes go
+ * through, and a write the members cannot take gets their ENOSPC: no
+ * acknowledged byte is left without a place.  The free space is read at
+ * most every SPACE_PERIOD_NS and counted down in between by what was
+ * accepted.
+ */
+static bool room_for(size_t len)
+{
+	uint64_t t = now_ns();
+	pthread_mutex_lock(&C.lock);
+	uint64_t need = C.dirty_sectors * SECTOR + len + SPACE_MARGIN;
+	if (t - C.space_t < SPACE_PERIOD_NS && C.space_free >= C.space_used + need) {
+		C.space_used += len;
+		pthread_mutex_unlock(&C.lock);
+		return true;
+	}
+	pthread_mutex_unlock(&C.lock);
+	uint64_t free_now = members_min_free(C.a);
+	pthread_mutex_lock(&C.lock);
+	C.space_free = free_now;
+	C.space_t = t;
+	C.space_used = 0;
+	bool ok = free_now >= need;
+	if (ok)
+		C.space_used = len;
+	if (ok == C.space_low) {
+		C.space_low = !ok;
+		if (ok)
+			log_info("array '%s': the members have room again: write-back resumes", C.a->sb.name);
+		else
+			log_warn("array '%s': a member has %llu MiB free, less than the cache may have to write: writes go through until there is room",
+				 C.a->sb.name, (unsigned long long)(free_now >> 20));
+	}
+	pthread_mutex_unlock(&C.lock);
+	return ok;
 }
 
 /* ------------------------------------------------------------ the lines */
@@ -994,7 +1069,10 @@ ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
 		return 0;
 	if (cache_offline())
 		return -EIO;
-	if (!cache_writeback_now())
+	pthread_mutex_lock(&C.lock);
+	bool wb = C.up && policy_locked(NULL) == WP_WRITEBACK;
+	pthread_mutex_unlock(&C.lock);
+	if (!wb || !room_for(len))
 		return C.up ? write_through(rf, buf, len, off) : stripe_write(rf, buf, len, off);
 	if (!array_writable(rf->a))
 		return rf->a->readonly ? -EROFS : -EIO;

@@ -329,10 +329,15 @@ static void status_json(struct array *a, struct out *o)
 	json_str(o, ri.last_result);
 	struct cache_stats cs;
 	cache_get_stats(&cs);
-	outf(o, "}, \"cache\": {\"size\": %" PRIu64 ", \"line_bytes\": %" PRIu64 ", \"write_policy\": \"%s\", \"current_write_policy\": \"%s\", \"read_policy\": \"%s\", \"dirty_bytes\": %" PRIu64
+	outf(o, "}, \"cache\": {\"size\": %" PRIu64 ", \"line_bytes\": %" PRIu64 ", \"write_policy\": \"%s\", \"current_write_policy\": \"%s\", \"current_reason\": ",
+	     cs.size, cs.line_bytes, cache_wpolicy_name(cs.configured), cache_wpolicy_name(cs.effective));
+	if (cs.why_wt)
+		json_str(o, cs.why_wt);
+	else
+		outf(o, "null");
+	outf(o, ", \"read_policy\": \"%s\", \"dirty_bytes\": %" PRIu64
 		", \"dirty_lines\": %u, \"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"destage_mbps\": %.1f, \"destaged_bytes\": %" PRIu64
 		", \"preserved_bytes\": %" PRIu64 ", \"bbu\": \"%s\", \"bbu_state\": \"%s\", \"learn_left\": %u}}\n",
-	     cs.size, cs.line_bytes, cache_wpolicy_name(cs.configured), cache_wpolicy_name(cs.effective),
 	     cache_rpolicy_name(cs.rpolicy), cs.dirty_bytes, cs.dirty_lines, cs.hits, cs.misses, cs.destage_mbps,
 	     cs.destaged_bytes, cs.preserved_bytes, bbu_kind_name(cs.bbu), bbu_state_name(cs.bbu_state), cs.learn_left);
 }

@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -137,10 +138,23 @@ static int put_member(struct rfile *rf, uint32_t j, const struct iovec *iov, int
  * -ENOSPC is the caller's error. */
 static int write_failed(struct rfile *rf, uint32_t j, uint64_t off, int r)
 {
+	if (r == -ENOSPC) {
+		/* said once every 10 s, not for every chunk refused */
+		static time_t last;
+		static unsigned long more;
+		time_t now = time(NULL);
+		if (now - __atomic_load_n(&last, __ATOMIC_RELAXED) >= 10) {
+			__atomic_store_n(&last, now, __ATOMIC_RELAXED);
+			log_err("member %u '%s' is full: writes to it fail with ENOSPC (file %016" PRIx64
+				", offset %" PRIu64 ")%s", j, rf->a->m[j].path, rf->id, off,
+				__atomic_exchange_n(&more, 0, __ATOMIC_RELAXED) ? "; more since the last message" : "");
+		} else {
+			__atomic_add_fetch(&more, 1, __ATOMIC_RELAXED);
+		}
+		return r;
+	}
 	log_err("write error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
 		j, rf->a->m[j].path, rf->id, off, strerror(-r));
-	if (r == -ENOSPC)
-		return r;
 	array_member_io_error(rf->a, j, r, true);
 	return 0;
 }

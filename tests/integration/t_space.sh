@@ -1,0 +1,61 @@
+#!/bin/bash
+# t_space.sh - members that fill up: no acknowledged write without a place.
+#
+# A controller's disks never fill up; raidfs's members do.  Four raid5
+# members, each on its own 24 MiB tmpfs, a write-back cache (bbu=shm) ten
+# times larger than the array:
+# 1. One sequential write of 160 MiB from a reference file.  It must fail
+#    with ENOSPC (not be acknowledged into the cache beyond what the members
+#    can take), the cache must hold nothing dirty afterwards, status must
+#    say why write-back stopped (text and JSON), and every byte the writer
+#    was told is written must read back identical, also after a remount.
+# 2. After the file is removed, write-back resumes (status), a smaller file
+#    written then reads back identical, and the offline check is clean.
+. "$(dirname "$0")/lib.sh"
+need_fuse
+need_python
+
+json_cache() {	# json_cache MNT KEY
+	"$RAIDFS" status --json "$1" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["cache"][sys.argv[1]])' "$2"
+}
+
+members=$(make_members 4)
+for d in $members; do
+	mount -t tmpfs -o size=24m tmpfs "$d" || skip "cannot mount a tmpfs (needs root)"
+	MOUNTS+=("$d")
+done
+mcolon=$(join_members $members)
+"$RAIDFS" create --level raid5 --chunk 16K $members >/dev/null || fail "create"
+mnt=$T/mnt
+# the FUSE mount goes first in the cleanup, before the tmpfs under it
+MOUNTS=("$mnt" "${MOUNTS[@]}")
+rfs_mount "$mcolon" "$mnt" -o bbu=shm,cache_size=256M || fail "mount"
+[ "$(json_cache "$mnt" current_write_policy)" = writeback ] || fail "not in write-back at the start"
+
+head -c $((160 << 20)) /dev/urandom >"$T/ref"
+dd if="$T/ref" of="$mnt/big" bs=1M 2>"$T/dd.err" &&
+	fail "a 160 MiB write to a 72 MiB array was acknowledged in full (write-back beyond the members' space)"
+grep -q "No space left on device" "$T/dd.err" || fail "the write failed, but not with ENOSPC: $(cat "$T/dd.err")"
+size=$(stat -c %s "$mnt/big")
+[ "$size" -gt $((40 << 20)) ] || fail "only $size bytes written before ENOSPC"
+log "write stopped with ENOSPC after $((size >> 20)) MiB"
+[ "$(json_cache "$mnt" dirty_bytes)" = 0 ] || fail "the cache holds $(json_cache "$mnt" dirty_bytes) dirty bytes the members cannot take"
+[ "$(json_cache "$mnt" current_write_policy)" = writethrough ] || fail "write policy still write-back with full members"
+[ "$(json_cache "$mnt" current_reason)" = "members nearly full" ] ||
+	fail "status JSON gives no reason: '$(json_cache "$mnt" current_reason)'"
+"$RAIDFS" status "$mnt" | grep -q "current: writethrough, members nearly full" || fail "status text gives no reason"
+cmp -n "$size" "$T/ref" "$mnt/big" || fail "the bytes written before ENOSPC do not read back"
+
+rfs_unmount "$mnt" || fail "unmount"
+rfs_mount "$mcolon" "$mnt" -o bbu=shm,cache_size=256M || fail "remount"
+[ "$(stat -c %s "$mnt/big")" = "$size" ] || fail "size after remount $(stat -c %s "$mnt/big"), was $size"
+cmp -n "$size" "$T/ref" "$mnt/big" || fail "the bytes written before ENOSPC differ after a remount"
+
+rm "$mnt/big"
+dd if="$T/ref" of="$mnt/small" bs=1M count=16 2>/dev/null || fail "16 MiB write after freeing the space"
+[ "$(json_cache "$mnt" current_write_policy)" = writeback ] ||
+	fail "write-back did not resume with room on the members ($(json_cache "$mnt" current_reason))"
+cmp -n $((16 << 20)) "$T/ref" "$mnt/small" || fail "the file written after freeing space differs"
+rfs_unmount "$mnt" || fail "unmount"
+expect_rc 0 "$RAIDFS" check "$mcolon"
+log "ok"
