@@ -71,14 +71,21 @@ expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name ab $mem
 rfs_mount "$(join_members $mem)" "$mnt" || fail "promote: mount"
 workload run --mnt "$mnt" --ref "$C/ref" --seed "$SEED" --ops 200 --chunk 4096 \
 	--max-size 300000 >"$C/w0.out" 2>&1 || fail "promote: workload"
-head -c 6000000 /dev/urandom > "$C/ref/big"
+head -c 24000000 /dev/urandom > "$C/ref/big"
 cp "$C/ref/big" "$mnt/big"
 "$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
 workload run --mnt "$mnt" --ref "$C/ref" --seed $((SEED + 7)) --ops 800 --chunk 4096 \
 	--max-size 300000 --name-prefix w >"$C/w1.out" 2>&1 &
 wpid=$!
 expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
-sleep 3
+# fail the member once the copy has done more than big's share of the
+# member (8 MB), so at least one file is complete whatever the walk's
+# order, and well before its end (about 18 MB at 1 MB/s)
+for i in $(seq 1 400); do
+	done_b=$("$RAIDFS" status --json "$mnt" | "$PY" -c 'import json,sys; r=json.load(sys.stdin)["rebuild"]; print(r["done"] if r["active"] else -1)')
+	[ "$done_b" -ge 10000000 ] || [ "$done_b" -lt 0 ] && break
+	sleep 0.1
+done
 "$RAIDFS" status --json "$mnt" | grep -q '"replace": true' || fail "promote: the copy is not running at the failure"
 "$RAIDFS" fail "$mnt" 1 >/dev/null
 for i in $(seq 1 100); do grep -q "rebuild of member 1 continues onto" "$T/daemon.log" && break; sleep 0.1; done

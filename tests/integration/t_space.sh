@@ -11,6 +11,10 @@
 #    was told is written must read back identical, also after a remount.
 # 2. After the file is removed, write-back resumes (status), a smaller file
 #    written then reads back identical, and the offline check is clean.
+# 3. Random writes and appends to six files until the members are full
+#    (raid5 and raid6, write-through and write-back): every stripe keeps
+#    its parity in step with its data (offline check clean), because a
+#    write that does not fit is refused before any member is written.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
@@ -58,4 +62,33 @@ dd if="$T/ref" of="$mnt/small" bs=1M count=16 2>/dev/null || fail "16 MiB write 
 cmp -n $((16 << 20)) "$T/ref" "$mnt/small" || fail "the file written after freeing space differs"
 rfs_unmount "$mnt" || fail "unmount"
 expect_rc 0 "$RAIDFS" check "$mcolon"
+
+for level in raid5 raid6; do
+	for opts in write_policy=writethrough bbu=shm; do
+		for d in $members; do rm -rf "$d"/* "$d"/.raidfs; done
+		"$RAIDFS" create --level $level --chunk 16K $members >/dev/null || fail "create $level"
+		rfs_mount "$mcolon" "$mnt" -o "$opts" || fail "mount $level $opts"
+		"$PY" - "$mnt" "$SEED" <<'PYEOF' || fail "random writes on $level ($opts) stopped by something else than ENOSPC"
+import errno, os, random, sys
+d, rnd = sys.argv[1], random.Random(int(sys.argv[2]))
+fds = [os.open(os.path.join(d, "f%d" % i), os.O_CREAT | os.O_RDWR, 0o644) for i in range(6)]
+n = full = 0
+while full < 100 and n < 50000:
+    fd = rnd.choice(fds)
+    size = os.fstat(fd).st_size
+    off = rnd.randrange(size + 1) if rnd.random() < 0.5 else size
+    try:
+        os.pwrite(fd, os.urandom(rnd.choice([1, 100, 4096, 5000, 65536, 200000])), off)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        full += 1
+    n += 1
+assert full == 100, "the members never filled up"
+PYEOF
+		rfs_unmount "$mnt" || fail "unmount $level $opts"
+		"$RAIDFS" check "$mcolon" >"$T/check.out" 2>&1 ||
+			fail "$level ($opts): parity out of step after writes refused with ENOSPC: $(head -5 "$T/check.out")"
+	done
+done
 log "ok"
