@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,8 +22,6 @@
 #include "meta.h"
 #include "parity.h"
 #include "util.h"
-
-#define WINDOW_STRIPES 16
 
 static pthread_mutex_t rb_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rb_cond = PTHREAD_COND_INITIALIZER;
@@ -123,6 +122,165 @@ static bool throttle(uint64_t bytes)
 	return !stop;
 }
 
+/* ------------------------------------------------------------- windows
+ *
+ * A file is rebuilt window by window: up to WINDOW_BYTES of the shard of
+ * member lj (WINDOW_BYTES / chunk stripes) under the file's write lock.
+ *
+ *   1. which chunks are needed: per stripe, for a data chunk the other
+ *      data chunks and P (P is the XOR of the data in every parity code,
+ *      parity.h); for a parity chunk the data chunks; with another member
+ *      of the group absent, everything that is there; a replace in place
+ *      copies lj's own chunks, a mirror one other copy;
+ *   2. each member's needed chunks are read with one call per run of
+ *      consecutive chunks (cut in pieces of READ_PIECE), the pieces shared
+ *      by this thread and one helper thread, so both cores copy from the
+ *      members (the copies are the cost of a rebuild, not the parity);
+ *   3. each stripe's chunk is computed in place from those buffers;
+ *   4. the new member's window is read only where that decides something
+ *      (an all-zero chunk: a hole stays a hole unless the new shard holds
+ *      something else there; the verify pass: compare) and the chunks to
+ *      write go out with one pwritev per run.
+ * Anything out of the ordinary (a read error, more members absent than
+ * the code can do without) leaves the window to stripe_rebuild_chunk(),
+ * stripe by stripe, which repairs read errors and fails members the way
+ * every read does.
+ */
+#define WINDOW_BYTES (1u << 20)
+#define READ_PIECE (256u << 10)
+_Static_assert(LAYOUT_MAX_CHUNK <= WINDOW_BYTES, "a window holds at least one chunk");
+
+struct read_job {
+	uint32_t mj;
+	int fd;
+	uint8_t *buf;
+	size_t len;
+	uint64_t off;
+	ssize_t ret;
+};
+
+/* The helper thread: takes pieces of the current batch of reads. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t go, done;
+	pthread_t thread;
+	bool live, quit;
+	uint64_t gen, gen_done;		/* batches posted, finished by the helper */
+	struct array *a;
+	struct read_job *jobs;
+	int njobs, next;
+} rd = { .lock = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER,
+	 .done = PTHREAD_COND_INITIALIZER };
+
+static void take_reads(void)
+{
+	for (;;) {
+		int i = __atomic_fetch_add(&rd.next, 1, __ATOMIC_RELAXED);
+		if (i >= rd.njobs)
+			return;
+		struct read_job *j = &rd.jobs[i];
+		j->ret = member_pread(rd.a, j->mj, j->fd, j->buf, j->len, j->off);
+	}
+}
+
+static void *read_helper(void *arg)
+{
+	(void)arg;
+	uint64_t seen = 0;
+	pthread_mutex_lock(&rd.lock);
+	for (;;) {
+		while (!rd.quit && rd.gen == seen)
+			pthread_cond_wait(&rd.go, &rd.lock);
+		if (rd.quit)
+			break;
+		seen = rd.gen;
+		pthread_mutex_unlock(&rd.lock);
+		take_reads();
+		pthread_mutex_lock(&rd.lock);
+		rd.gen_done = seen;
+		pthread_cond_signal(&rd.done);
+	}
+	pthread_mutex_unlock(&rd.lock);
+	return NULL;
+}
+
+static void read_helper_start(struct array *a)
+{
+	rd.a = a;
+	rd.quit = false;
+	rd.gen = rd.gen_done = 0;
+	rd.live = pthread_create(&rd.thread, NULL, read_helper, NULL) == 0;
+}
+
+static void read_helper_stop(void)
+{
+	if (!rd.live)
+		return;
+	pthread_mutex_lock(&rd.lock);
+	rd.quit = true;
+	pthread_cond_signal(&rd.go);
+	pthread_mutex_unlock(&rd.lock);
+	pthread_join(rd.thread, NULL);
+	rd.live = false;
+}
+
+/* Run jobs[0..n) on this thread and the helper; returns when all are done. */
+static void read_all(struct read_job *jobs, int n)
+{
+	pthread_mutex_lock(&rd.lock);
+	rd.jobs = jobs;
+	rd.njobs = n;
+	rd.next = 0;
+	bool helped = rd.live && n > 1;
+	if (helped) {
+		rd.gen++;
+		pthread_cond_signal(&rd.go);
+	}
+	pthread_mutex_unlock(&rd.lock);
+	take_reads();
+	if (helped) {
+		pthread_mutex_lock(&rd.lock);
+		while (rd.gen_done != rd.gen)
+			pthread_cond_wait(&rd.done, &rd.lock);
+		pthread_mutex_unlock(&rd.lock);
+	}
+}
+
+/* One window's memory, kept for the whole rebuild: a buffer per member
+ * (its chunks of the window at (s - s0) * chunk), the rebuilt chunks, the
+ * new member's chunks, and scratch for parity nobody wants. */
+struct window_bufs {
+	uint8_t *src[LAYOUT_MAX_WIDTH], *out, *have, *junk;
+	struct read_job *jobs;
+};
+
+static uint8_t *window_buf(uint8_t **b, size_t len)
+{
+	if (!*b && posix_memalign((void **)b, 64, len))
+		*b = NULL;
+	return *b;
+}
+
+/* room for the reads of a window: at most one per member and stripe */
+static struct read_job *window_jobs(struct window_bufs *wb)
+{
+	if (!wb->jobs)
+		wb->jobs = malloc(sizeof(*wb->jobs) * LAYOUT_MAX_WIDTH * 64);
+	return wb->jobs;
+}
+
+static void window_bufs_free(struct window_bufs *wb)
+{
+	for (int i = 0; i < LAYOUT_MAX_WIDTH; i++)
+		free(wb->src[i]);
+	free(wb->out);
+	free(wb->have);
+	free(wb->junk);
+	free(wb->jobs);
+	memset(wb, 0, sizeof(*wb));
+}
+
+
 /* ---------------------------------------------------------------- walk */
 
 struct walk {
@@ -153,6 +311,15 @@ struct walk {
 	bool verify;		/* second pass: compare and repair */
 	uint64_t fixed;		/* chunks the verify pass had to rewrite */
 	uint64_t total;
+	struct window_bufs bufs;
+	/* the first pass's crc of each new shard it wrote, so the verify pass
+	 * can read a file back instead of rebuilding it again (reads_back()) */
+	uint32_t crc;		/* of the file being rebuilt, so far */
+	uint64_t crc_len;
+	bool crc_ok;
+	struct rebuilt { uint64_t id, version, len; uint32_t crc; } *rebuilt;
+	size_t nrebuilt, caprebuilt;
+	uint64_t read_back;	/* files the verify pass read back */
 };
 
 /* The source is the current primary: it may change during the walk
@@ -202,27 +369,253 @@ static bool same_inode(int dirfd, const char *path, int fd)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+static inline bool usable(const struct rfile *rf, uint32_t j)
+{
+	return rf->fd[j] >= 0 && member_online(rf->a, j);
+}
+
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i += 8)
+		if (*(const uint64_t *)(p + i))
+			return false;
+	return true;
+}
+
+/* Which of a stripe's chunks rebuild lj's (slot) from the members that
+ * are there (ok): bit i for slot i. */
+static uint64_t sources(const struct layout *l, uint32_t slot, uint64_t ok)
+{
+	uint32_t n = l->k + l->m;
+	uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1, lost = all & ~ok & ~(1ull << slot);
+	if (lost)
+		return all & ok;			/* another erasure: all there is */
+	if (slot < l->k)
+		return ((1ull << (l->k + 1)) - 1) & ~(1ull << slot);	/* data and P */
+	return (1ull << l->k) - 1;			/* data */
+}
+
+/* lj's chunk of stripe s (slot of group g; ok: bit i when slot i's
+ * member is there) from the buffers (chunk at `at` of each), into out.
+ * 0, -EIO when the group lacks more than it can do without, or a parity
+ * error. */
+static int compute_chunk(const struct layout *l, uint64_t s, uint32_t g, uint32_t slot, uint64_t ok,
+			 uint8_t *const *src, size_t at, uint8_t *out, uint8_t *junk)
+{
+	uint32_t k = l->k, n = k + l->m, nj = 0;
+	uint8_t *blk[LAYOUT_MAX_WIDTH];
+	int erased[LAYOUT_MAX_WIDTH], ne = 0;
+	uint64_t use = sources(l, slot, ok);
+	for (uint32_t i = 0; i < n; i++) {
+		if (i == slot) {
+			blk[i] = out;
+		} else if (use >> i & 1) {
+			blk[i] = src[layout_slot_member(l, s, g, i)] + at;
+		} else {
+			if (!(ok >> i & 1))
+				erased[ne++] = i;
+			if (nj == PARITY_MAX_M || ne >= (int)l->m)
+				return -EIO;
+			blk[i] = junk + (size_t)nj++ * l->chunk;
+		}
+	}
+	if (ne) {				/* another member is absent too */
+		erased[ne++] = slot;
+		return parity_reconstruct(k, l->m, l->chunk, blk, erased, ne);
+	}
+	if (slot < k)				/* XOR of the other data and P */
+		return parity_reconstruct(k, 1, l->chunk, blk, (int[]){ (int)slot }, 1);
+	return parity_encode(k, slot - k + 1, l->chunk, blk);	/* P (and Q...) */
+}
+
+/* How many stripes a window of this layout holds (at most 64: bit masks). */
+static uint32_t window_stripes(const struct layout *l)
+{
+	uint32_t ws = WINDOW_BYTES / l->chunk;
+	return ws < 1 ? 1 : ws > 64 ? 64 : ws;
+}
+
+/*
+ * Stripes [s0, s0 + ns) of member lj's shard onto the new member (slot
+ * w->j), as above; with w->verify, compared with what the new member holds
+ * and rewritten where they differ (w->fixed counts those).  The first pass
+ * also chains the crc of the new shard (w->crc) for the verify pass.
+ * Returns 0 with *bytes written, 1 when the window must go stripe by
+ * stripe, or -errno.  Caller holds rf->rw exclusively.
+ */
+static int window_fast(struct walk *w, struct rfile *rf, uint64_t s0, uint32_t ns, long *bytes)
+{
+	const struct layout *l = &rf->lay;
+	struct array *a = w->a;
+	struct window_bufs *wb = &w->bufs;
+	uint32_t chunk = l->chunk, n = l->k + l->m, lj = w->lj, g, slot;
+	size_t cap = WINDOW_BYTES;
+	int tfd = rf->fd[w->j];
+	bool there[LAYOUT_MAX_WIDTH];
+	uint64_t need[LAYOUT_MAX_WIDTH] = { 0 };	/* per member: bit x for stripe s0 + x */
+	uint64_t ok[64];		/* per stripe: bit i when slot i's member is there */
+	uint32_t from[64];		/* per stripe: member whose chunk is lj's as it is */
+	uint8_t *res[64];		/* per stripe: lj's chunk, rebuilt */
+
+	for (uint32_t i = 0; i < l->width; i++)
+		there[i] = usable(rf, i);
+	/* 1. what to read */
+	for (uint32_t x = 0; x < ns; x++) {
+		uint64_t s = s0 + x;
+		layout_member_slot(l, s, lj, &g, &slot);
+		ok[x] = 0;
+		for (uint32_t i = 0; i < n; i++)
+			ok[x] |= (uint64_t)there[layout_slot_member(l, s, g, i)] << i;
+		from[x] = UINT32_MAX;
+		if (w->j != lj && there[lj])
+			from[x] = lj;		/* replace in place: a copy */
+		for (uint32_t i = 0; l->red == RED_MIRROR && i < n && from[x] == UINT32_MAX; i++)
+			if (i != slot && (ok[x] >> i & 1))
+				from[x] = layout_slot_member(l, s, g, i);
+		if (from[x] != UINT32_MAX) {
+			need[from[x]] |= 1ull << x;
+			continue;
+		}
+		if (l->red != RED_PARITY)
+			return 1;
+		uint64_t use = sources(l, slot, ok[x]);
+		for (uint32_t i = 0; i < n; i++)
+			if (use >> i & 1)
+				need[layout_slot_member(l, s, g, i)] |= 1ull << x;
+	}
+	/* 2. read it: runs of consecutive chunks, in pieces, on two threads */
+	if (!window_jobs(wb))
+		return -ENOMEM;
+	int nj = 0;
+	for (uint32_t mj = 0; mj < l->width; mj++) {
+		if (!need[mj])
+			continue;
+		uint8_t *buf = window_buf(&wb->src[mj], cap);
+		if (!buf)
+			return -ENOMEM;
+		for (uint32_t x = 0, e; x < ns; x = e) {
+			for (e = x + 1; e < ns && (need[mj] >> x & 1) && (need[mj] >> e & 1) &&
+					(e - x) * (size_t)chunk < READ_PIECE; e++)
+				;
+			if (need[mj] >> x & 1)
+				wb->jobs[nj++] = (struct read_job){ .mj = mj, .fd = rf->fd[mj], .buf = buf + (size_t)x * chunk,
+								   .len = (size_t)(e - x) * chunk, .off = (s0 + x) * chunk };
+		}
+	}
+	read_all(wb->jobs, nj);
+	for (int i = 0; i < nj; i++) {
+		struct read_job *j = &wb->jobs[i];
+		if (j->ret < 0) {
+			log_err("read error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
+				j->mj, a->m[j->mj].path, rf->id, j->off, strerror((int)-j->ret));
+			array_member_io_error(a, j->mj, (int)j->ret, false);
+			return 1;
+		}
+	}
+	/* 3. compute */
+	uint8_t *out = window_buf(&wb->out, cap), *junk = window_buf(&wb->junk, (size_t)PARITY_MAX_M * cap);
+	if (!out || !junk)
+		return -ENOMEM;
+	for (uint32_t x = 0; x < ns; x++) {
+		if (from[x] != UINT32_MAX) {
+			res[x] = wb->src[from[x]] + (size_t)x * chunk;
+			continue;
+		}
+		res[x] = out + (size_t)x * chunk;
+		layout_member_slot(l, s0 + x, lj, &g, &slot);
+		int r = compute_chunk(l, s0 + x, g, slot, ok[x], wb->src, (size_t)x * chunk, res[x], junk);
+		if (r < 0)
+			return r == -EIO ? 1 : r;
+	}
+	/* 4. what the new member holds, where it decides; write the rest */
+	bool zero[64], look = w->verify;
+	for (uint32_t x = 0; x < ns; x++) {
+		zero[x] = !w->verify && all_zero(res[x], chunk);
+		look |= zero[x];
+	}
+	bool have_ok = false;
+	if (look) {
+		if (!window_buf(&wb->have, cap))
+			return -ENOMEM;
+		have_ok = member_pread(a, w->j, tfd, wb->have, (size_t)ns * chunk, s0 * chunk) >= 0;
+	}
+	struct iovec iov[64];
+	int niov = 0;
+	long written = 0;
+	for (uint32_t x = 0; x <= ns; x++) {
+		bool put = false;
+		if (x < ns && w->verify)
+			put = !have_ok || memcmp(wb->have + (size_t)x * chunk, res[x], chunk) != 0;
+		else if (x < ns)
+			put = !zero[x] || !have_ok || !all_zero(wb->have + (size_t)x * chunk, chunk);
+		w->fixed += w->verify && put;
+		if (put) {
+			iov[niov++] = (struct iovec){ res[x], chunk };
+			continue;
+		}
+		if (niov) {
+			int r = member_pwritev(a, w->j, tfd, iov, niov, (s0 + x - niov) * chunk);
+			if (r < 0)
+				return r;
+			written += (long)niov * chunk;
+			niov = 0;
+		}
+	}
+	/* the crc of the new shard as the first pass leaves it */
+	uint64_t ssize = layout_shard_size(l, lj, rf->size);
+	for (uint32_t x = 0; x < ns && !w->verify; x++) {
+		uint64_t off = (s0 + x) * chunk;
+		if (off >= ssize)
+			break;
+		size_t len = ssize - off < chunk ? ssize - off : chunk;
+		w->crc_ok &= off == w->crc_len;
+		w->crc = parity_crc32(w->crc, res[x], len);
+		w->crc_len = off + len;
+	}
+	*bytes = written;
+	return 0;
+}
+
+/* One window: the fast way, or stripe by stripe (see above). */
+static long rebuild_window(struct walk *w, struct rfile *rf, uint64_t s0, uint32_t ns)
+{
+	long bytes = 0;
+	int r = window_fast(w, rf, s0, ns, &bytes);
+	if (r <= 0)
+		return r < 0 ? r : bytes;
+	w->crc_ok = false;
+	for (uint32_t x = 0; x < ns; x++) {
+		bool fixed = false;
+		long b = stripe_rebuild_chunk(rf, s0 + x, w->lj, w->j, w->verify, &fixed);
+		if (b < 0)
+			return b;
+		bytes += b;
+		w->fixed += fixed;
+	}
+	return bytes;
+}
+
 #define MAX_PINNED 1024
 
 /*
- * Re-add, cheaply: the member's shard at rel and the primary's carry the
- * same file id and metadata version, the file is not in the missed-write
- * log and nobody has it open (an rfile open since before the re-add has
- * no shard on the member and writes past it): nothing to do but owner and
- * mode.  Two opens instead of one per member.  A rename racing with this
- * only makes the ids differ, and the file takes the full path.
+ * The new member's shard at rel holds the primary's file (same file id)
+ * at the primary's metadata version, and nobody has the file open (an
+ * rfile open since before a re-add has no shard on the member and writes
+ * past it; every change bumps the version when its handle closes): then
+ * its owner and mode are brought up to date, *pm is the metadata and *jfd
+ * the shard, which the caller closes.  Two opens instead of one per
+ * member.  A rename racing with this only makes the ids differ, and the
+ * file takes the full path.
  */
-static bool readd_unchanged(struct walk *w, const char *rel)
+static bool shard_current(struct walk *w, const char *rel, struct file_meta *pm, int *jfd)
 {
-	struct file_meta pm, jm;
+	struct file_meta jm;
 	struct stat ps, js;
 	bool same = false;
 	int pf = openat(SRC(w), rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	int jf = pf >= 0 ? openat(w->dst, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
-	if (jf >= 0 && meta_get(pf, &pm) == 0 && meta_get(jf, &jm) == 0 && pm.id == jm.id &&
-	    pm.version == jm.version &&
-	    !bsearch(&pm.id, w->missed, w->nmissed, sizeof(uint64_t), cmp_u64) &&
-	    fstat(pf, &ps) == 0 && fstat(jf, &js) == 0) {
+	if (jf >= 0 && meta_get(pf, pm) == 0 && meta_get(jf, &jm) == 0 && pm->id == jm.id &&
+	    pm->version == jm.version && fstat(pf, &ps) == 0 && fstat(jf, &js) == 0) {
 		uint64_t size;
 		int marks;
 		same = !rfile_lookup_size(ps.st_ino, &size, &marks);
@@ -231,11 +624,84 @@ static bool readd_unchanged(struct walk *w, const char *rel)
 		if (same && (ps.st_mode & 07777) != (js.st_mode & 07777))
 			fchmodat(w->dst, rel, ps.st_mode & 07777, 0);
 	}
-	if (jf >= 0)
-		close(jf);
 	if (pf >= 0)
 		close(pf);
+	if (!same && jf >= 0)
+		close(jf);
+	*jfd = same ? jf : -1;
 	return same;
+}
+
+/* Re-add, cheaply: the shard is current and the file is not in the
+ * missed-write log: nothing to do but owner and mode. */
+static bool readd_unchanged(struct walk *w, const char *rel)
+{
+	struct file_meta pm;
+	int jf;
+	if (!shard_current(w, rel, &pm, &jf))
+		return false;
+	close(jf);
+	return !bsearch(&pm.id, w->missed, w->nmissed, sizeof(uint64_t), cmp_u64);
+}
+
+static int cmp_rebuilt(const void *x, const void *y)
+{
+	const struct rebuilt *a = x, *b = y;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* The first pass wrote a file's new shard: remember its crc (up to a
+ * million files, 32 MB; the others take the full verify). */
+static void note_rebuilt(struct walk *w, const struct rfile *rf)
+{
+	if (!w->crc_ok || w->crc_len != layout_shard_size(&rf->lay, w->lj, rf->size))
+		return;
+	if (w->nrebuilt == w->caprebuilt) {
+		size_t c = w->caprebuilt ? w->caprebuilt * 2 : 1024;
+		struct rebuilt *n = c <= (1u << 20) ? realloc(w->rebuilt, c * sizeof(*n)) : NULL;
+		if (!n)
+			return;
+		w->rebuilt = n;
+		w->caprebuilt = c;
+	}
+	w->rebuilt[w->nrebuilt++] = (struct rebuilt){ rf->id, rf->meta_version, w->crc_len, w->crc };
+}
+
+/*
+ * The verify pass, cheaply: a file nobody changed since the first pass
+ * wrote its new shard (shard_current() with the version the first pass
+ * left) only has to read back as the first pass wrote it; its chunks
+ * were rebuilt from the same data they would be rebuilt from again.  Any
+ * doubt (no crc, another version, open, a read error, a different crc)
+ * and the file takes the full verify, which rebuilds every chunk again
+ * and compares.  The reads go in pieces on both threads.
+ */
+static bool reads_back(struct walk *w, const char *rel)
+{
+	struct file_meta pm;
+	struct stat st;
+	int jf;
+	if (!w->nrebuilt || !shard_current(w, rel, &pm, &jf))
+		return false;
+	struct rebuilt key = { .id = pm.id }, *e = bsearch(&key, w->rebuilt, w->nrebuilt, sizeof(key), cmp_rebuilt);
+	bool ok = e && e->version == pm.version && fstat(jf, &st) == 0 && (uint64_t)st.st_size == e->len &&
+		  window_buf(&w->bufs.out, WINDOW_BYTES) && window_jobs(&w->bufs);
+	uint32_t crc = 0;
+	for (uint64_t off = 0; ok && off < e->len; off += WINDOW_BYTES) {
+		size_t len = e->len - off < WINDOW_BYTES ? e->len - off : WINDOW_BYTES;
+		int nj = 0;
+		for (size_t p = 0; p < len; p += READ_PIECE)
+			w->bufs.jobs[nj++] = (struct read_job){ .mj = w->j, .fd = jf, .buf = w->bufs.out + p,
+							       .len = len - p < READ_PIECE ? len - p : READ_PIECE, .off = off + p };
+		read_all(w->bufs.jobs, nj);
+		for (int i = 0; i < nj; i++)
+			ok &= w->bufs.jobs[i].ret == (ssize_t)w->bufs.jobs[i].len;
+		crc = parity_crc32(crc, w->bufs.out, len);
+	}
+	close(jf);
+	ok = ok && crc == e->crc;
+	w->read_back += ok;
+	return ok;
 }
 
 /*
@@ -253,6 +719,12 @@ static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 	struct rfile *rf;
 	if (w->readd && w->pass && readd_unchanged(w, rel)) {
 		w->unchanged += w->pass == 1;
+		return 0;
+	}
+	if (w->pass == 2 && reads_back(w, rel)) {
+		pthread_mutex_lock(&rb_lock);
+		info.files_done++;
+		pthread_mutex_unlock(&rb_lock);
 		return 0;
 	}
 	pthread_rwlock_wrlock(&a->ns_lock);
@@ -337,21 +809,20 @@ static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 	}
 
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
-	for (uint64_t s = 0;; s += WINDOW_STRIPES) {
+	uint32_t ws = window_stripes(&rf->lay);
+	w->crc = 0;
+	w->crc_len = 0;
+	w->crc_ok = true;
+	for (uint64_t s = 0;; s += ws) {
 		long bytes = 0;
 		pthread_rwlock_wrlock(&rf->rw);
 		uint64_t nstripes = (rf->size + sbytes - 1) / sbytes;
-		for (uint64_t x = s; x < s + WINDOW_STRIPES && x < nstripes && r == 0; x++) {
-			bool fixed = false;
-			long b = stripe_rebuild_chunk(rf, x, w->lj, w->j, w->verify, &fixed);
-			if (b < 0)
-				r = b;
-			else
-				bytes += b;
-			w->fixed += fixed;
-		}
+		if (s < nstripes)
+			bytes = rebuild_window(w, rf, s, nstripes - s < ws ? nstripes - s : ws);
 		pthread_rwlock_unlock(&rf->rw);
-		if (r < 0 || s + WINDOW_STRIPES >= nstripes) {
+		if (bytes < 0)
+			r = bytes;
+		if (r < 0 || s + ws >= nstripes) {
 			if (r == 0 && !w->verify)
 				throttle(bytes);
 			break;
@@ -367,6 +838,8 @@ static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 			r = -errno;
 		if (r == 0)
 			r = rfile_write_meta(rf, 0);
+		if (r == 0 && w->pass == 1)
+			note_rebuilt(w, rf);
 		struct stat now;
 		if (rf->fd[a->primary] >= 0 && fstat(rf->fd[a->primary], &now) == 0) {
 			struct timespec tv[2] = { now.st_atim, now.st_mtim };
@@ -882,6 +1355,7 @@ static void *rebuild_thread(void *arg)
 	w.pass = 1;
 	t_start_ms = window_start_ms = now_ms();
 	window_bytes = 0;
+	read_helper_start(a);
 	int r = walk_dir(&w, ".");
 	if (w.resume_after)
 		log_info("rebuild of member %u resumed after '%s': %" PRIu64 " files already rebuilt were skipped",
@@ -894,7 +1368,10 @@ static void *rebuild_thread(void *arg)
 		pthread_mutex_unlock(&rb_lock);
 		w.verify = true;
 		w.pass = 2;
+		qsort(w.rebuilt, w.nrebuilt, sizeof(*w.rebuilt), cmp_rebuilt);
 		r = walk_dir(&w, ".");
+		log_info("rebuild of member %u: the verify pass read back %" PRIu64 " file%s unchanged since the first pass and rebuilt the others again",
+			 w.lj, w.read_back, w.read_back == 1 ? "" : "s");
 		if (w.fixed)
 			log_warn("rebuild of member %u: the verify pass rewrote %" PRIu64 " chunk%s changed during the rebuild",
 				 w.lj, w.fixed, w.fixed == 1 ? "" : "s");
@@ -962,6 +1439,9 @@ static void *rebuild_thread(void *arg)
 		rfile_release(w.links[i].rf);
 	free(w.links);
 	free(w.missed);
+	free(w.rebuilt);
+	read_helper_stop();
+	window_bufs_free(&w.bufs);
 	pthread_mutex_lock(&rb_lock);
 	info.active = false;
 	snprintf(info.last_result, sizeof(info.last_result), "%s", msg);
