@@ -125,133 +125,108 @@ static bool throttle(uint64_t bytes)
 /* ------------------------------------------------------------- windows
  *
  * A file is rebuilt window by window: up to WINDOW_BYTES of the shard of
- * member lj (WINDOW_BYTES / chunk stripes) under the file's write lock.
+ * member lj (window_stripes()) under the file's write lock.
  *
- *   1. which chunks are needed: per stripe, for a data chunk the other
- *      data chunks and P (P is the XOR of the data in every parity code,
- *      parity.h); for a parity chunk the data chunks; with another member
- *      of the group absent, everything that is there; a replace in place
- *      copies lj's own chunks, a mirror one other copy;
- *   2. each member's needed chunks are read with one call per run of
- *      consecutive chunks (cut in pieces of READ_PIECE), the pieces shared
- *      by this thread and one helper thread, so both cores copy from the
- *      members (the copies are the cost of a rebuild, not the parity);
- *   3. each stripe's chunk is computed in place from those buffers;
- *   4. the new member's window is read only where that decides something
- *      (an all-zero chunk: a hole stays a hole unless the new shard holds
- *      something else there; the verify pass: compare) and the chunks to
- *      write go out with one pwritev per run.
+ *   1. what is needed: per stripe, for a data chunk the other data chunks
+ *      and P (P is the XOR of the data in every parity code, parity.h);
+ *      for a parity chunk the data chunks; with another member of the
+ *      group absent too, everything that is there; a replace in place
+ *      copies lj's own chunk, a mirror one other copy;
+ *   2. the window is cut in pieces of PIECE_BYTES per member, which this
+ *      thread and one helper thread take in turn (both cores copy: the
+ *      copies from and to the members are the cost of a rebuild, not the
+ *      parity).  A piece reads each member's chunks with one call,
+ *      computes its stripes' chunks in place, reads the new member only
+ *      where that decides something (an all-zero chunk: a hole stays a
+ *      hole unless the new shard holds something else there; the verify
+ *      pass: compare) and writes with one pwritev per run of chunks;
+ *   3. the crc of the new shard is chained for the verify pass
+ *      (reads_back()).
  * Anything out of the ordinary (a read error, more members absent than
  * the code can do without) leaves the window to stripe_rebuild_chunk(),
  * stripe by stripe, which repairs read errors and fails members the way
  * every read does.
  */
 #define WINDOW_BYTES (1u << 20)
-#define READ_PIECE (256u << 10)
+#define PIECE_BYTES (64u << 10)
 _Static_assert(LAYOUT_MAX_CHUNK <= WINDOW_BYTES, "a window holds at least one chunk");
 
-struct read_job {
-	uint32_t mj;
-	int fd;
-	uint8_t *buf;
-	size_t len;
-	uint64_t off;
-	ssize_t ret;
-};
-
-/* The helper thread: takes pieces of the current batch of reads. */
+/* The helper thread, started and stopped with each rebuild thread. */
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t go, done;
 	pthread_t thread;
 	bool live, quit;
-	uint64_t gen, gen_done;		/* batches posted, finished by the helper */
-	struct array *a;
-	struct read_job *jobs;
-	int njobs, next;
-} rd = { .lock = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER,
-	 .done = PTHREAD_COND_INITIALIZER };
+	uint64_t posted, finished;	/* work posted, and finished by the helper */
+	void (*fn)(void *arg, int t);
+	void *arg;
+} helper = { .lock = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER,
+	     .done = PTHREAD_COND_INITIALIZER };
 
-static void take_reads(void)
+static void *helper_main(void *unused)
 {
-	for (;;) {
-		int i = __atomic_fetch_add(&rd.next, 1, __ATOMIC_RELAXED);
-		if (i >= rd.njobs)
-			return;
-		struct read_job *j = &rd.jobs[i];
-		j->ret = member_pread(rd.a, j->mj, j->fd, j->buf, j->len, j->off);
+	(void)unused;
+	pthread_mutex_lock(&helper.lock);
+	while (!helper.quit) {
+		if (helper.finished == helper.posted) {
+			pthread_cond_wait(&helper.go, &helper.lock);
+			continue;
+		}
+		pthread_mutex_unlock(&helper.lock);
+		helper.fn(helper.arg, 1);
+		pthread_mutex_lock(&helper.lock);
+		helper.finished = helper.posted;
+		pthread_cond_signal(&helper.done);
 	}
-}
-
-static void *read_helper(void *arg)
-{
-	(void)arg;
-	uint64_t seen = 0;
-	pthread_mutex_lock(&rd.lock);
-	for (;;) {
-		while (!rd.quit && rd.gen == seen)
-			pthread_cond_wait(&rd.go, &rd.lock);
-		if (rd.quit)
-			break;
-		seen = rd.gen;
-		pthread_mutex_unlock(&rd.lock);
-		take_reads();
-		pthread_mutex_lock(&rd.lock);
-		rd.gen_done = seen;
-		pthread_cond_signal(&rd.done);
-	}
-	pthread_mutex_unlock(&rd.lock);
+	pthread_mutex_unlock(&helper.lock);
 	return NULL;
 }
 
-static void read_helper_start(struct array *a)
+static void helper_start(void)
 {
-	rd.a = a;
-	rd.quit = false;
-	rd.gen = rd.gen_done = 0;
-	rd.live = pthread_create(&rd.thread, NULL, read_helper, NULL) == 0;
+	helper.quit = false;
+	helper.posted = helper.finished = 0;
+	helper.live = pthread_create(&helper.thread, NULL, helper_main, NULL) == 0;
 }
 
-static void read_helper_stop(void)
+static void helper_stop(void)
 {
-	if (!rd.live)
+	if (!helper.live)
 		return;
-	pthread_mutex_lock(&rd.lock);
-	rd.quit = true;
-	pthread_cond_signal(&rd.go);
-	pthread_mutex_unlock(&rd.lock);
-	pthread_join(rd.thread, NULL);
-	rd.live = false;
+	pthread_mutex_lock(&helper.lock);
+	helper.quit = true;
+	pthread_cond_signal(&helper.go);
+	pthread_mutex_unlock(&helper.lock);
+	pthread_join(helper.thread, NULL);
+	helper.live = false;
 }
 
-/* Run jobs[0..n) on this thread and the helper; returns when all are done. */
-static void read_all(struct read_job *jobs, int n)
+/* fn(arg, 0) on this thread and fn(arg, 1) on the helper at the same
+ * time; returns when both have returned.  fn takes its share of the work
+ * itself (pieces numbered by an atomic counter). */
+static void both_threads(void (*fn)(void *arg, int t), void *arg)
 {
-	pthread_mutex_lock(&rd.lock);
-	rd.jobs = jobs;
-	rd.njobs = n;
-	rd.next = 0;
-	bool helped = rd.live && n > 1;
-	if (helped) {
-		rd.gen++;
-		pthread_cond_signal(&rd.go);
+	if (helper.live) {
+		pthread_mutex_lock(&helper.lock);
+		helper.fn = fn;
+		helper.arg = arg;
+		helper.posted++;
+		pthread_cond_signal(&helper.go);
+		pthread_mutex_unlock(&helper.lock);
 	}
-	pthread_mutex_unlock(&rd.lock);
-	take_reads();
-	if (helped) {
-		pthread_mutex_lock(&rd.lock);
-		while (rd.gen_done != rd.gen)
-			pthread_cond_wait(&rd.done, &rd.lock);
-		pthread_mutex_unlock(&rd.lock);
-	}
+	fn(arg, 0);
+	pthread_mutex_lock(&helper.lock);
+	while (helper.finished != helper.posted)
+		pthread_cond_wait(&helper.done, &helper.lock);
+	pthread_mutex_unlock(&helper.lock);
 }
 
 /* One window's memory, kept for the whole rebuild: a buffer per member
- * (its chunks of the window at (s - s0) * chunk), the rebuilt chunks, the
- * new member's chunks, and scratch for parity nobody wants. */
+ * (its chunks of the window at (s - s0) * chunk), lj's rebuilt chunks,
+ * the new member's chunks, and per thread scratch for parity nobody
+ * wants. */
 struct window_bufs {
-	uint8_t *src[LAYOUT_MAX_WIDTH], *out, *have, *junk;
-	struct read_job *jobs;
+	uint8_t *src[LAYOUT_MAX_WIDTH], *out, *have, *junk[2];
 };
 
 static uint8_t *window_buf(uint8_t **b, size_t len)
@@ -261,25 +236,16 @@ static uint8_t *window_buf(uint8_t **b, size_t len)
 	return *b;
 }
 
-/* room for the reads of a window: at most one per member and stripe */
-static struct read_job *window_jobs(struct window_bufs *wb)
-{
-	if (!wb->jobs)
-		wb->jobs = malloc(sizeof(*wb->jobs) * LAYOUT_MAX_WIDTH * 64);
-	return wb->jobs;
-}
-
 static void window_bufs_free(struct window_bufs *wb)
 {
 	for (int i = 0; i < LAYOUT_MAX_WIDTH; i++)
 		free(wb->src[i]);
 	free(wb->out);
 	free(wb->have);
-	free(wb->junk);
-	free(wb->jobs);
+	free(wb->junk[0]);
+	free(wb->junk[1]);
 	memset(wb, 0, sizeof(*wb));
 }
-
 
 /* ---------------------------------------------------------------- walk */
 
@@ -435,133 +401,159 @@ static uint32_t window_stripes(const struct layout *l)
 	return ws < 1 ? 1 : ws > 64 ? 64 : ws;
 }
 
+#define NO_COPY UINT32_MAX
+
+/* A window being rebuilt: the plan, and what the pieces found. */
+struct window {
+	struct walk *w;
+	struct rfile *rf;
+	uint64_t s0;
+	uint32_t ns, per;		/* stripes; stripes per piece */
+	uint64_t tsize;			/* the new shard's size */
+	uint64_t need[LAYOUT_MAX_WIDTH];	/* per member: bit x when its chunk of stripe s0 + x is read */
+	uint64_t ok[64];		/* per stripe: bit i when slot i's member is there */
+	uint32_t from[64];		/* per stripe: member whose chunk is lj's as it is, or NO_COPY */
+	uint8_t *res[64];		/* per stripe: lj's chunk, rebuilt */
+	int next;			/* the next piece to take */
+	int ret;			/* the first piece's that was not 0 */
+	long written;
+	uint64_t fixed;
+};
+
+/* Stripes [s0 + x0, s0 + x1) of the window: read, compute, compare or
+ * check for holes, write.  0, 1 (go stripe by stripe), or -errno. */
+static int do_piece(struct window *v, uint32_t x0, uint32_t x1, uint8_t *junk)
+{
+	struct walk *w = v->w;
+	struct rfile *rf = v->rf;
+	const struct layout *l = &rf->lay;
+	struct window_bufs *wb = &w->bufs;
+	uint32_t chunk = l->chunk, g, slot;
+	uint64_t mask = x1 - x0 == 64 ? ~0ull : ((1ull << (x1 - x0)) - 1) << x0;
+	for (uint32_t mj = 0; mj < l->width; mj++) {
+		uint64_t bits = v->need[mj] & mask;
+		if (!bits)
+			continue;
+		uint32_t a = __builtin_ctzll(bits), b = 64 - __builtin_clzll(bits);
+		ssize_t r = member_pread(w->a, mj, rf->fd[mj], wb->src[mj] + (size_t)a * chunk,
+					 (size_t)(b - a) * chunk, (v->s0 + a) * chunk);
+		if (r < 0) {
+			log_err("read error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
+				mj, w->a->m[mj].path, rf->id, (v->s0 + a) * chunk, strerror((int)-r));
+			array_member_io_error(w->a, mj, (int)r, false);
+			return 1;
+		}
+	}
+	bool zero[64], look = w->verify;
+	for (uint32_t x = x0; x < x1; x++) {
+		if (v->from[x] != NO_COPY) {
+			v->res[x] = wb->src[v->from[x]] + (size_t)x * chunk;
+		} else {
+			v->res[x] = wb->out + (size_t)x * chunk;
+			layout_member_slot(l, v->s0 + x, w->lj, &g, &slot);
+			int r = compute_chunk(l, v->s0 + x, g, slot, v->ok[x], wb->src, (size_t)x * chunk, v->res[x], junk);
+			if (r < 0)
+				return r == -EIO ? 1 : r;
+		}
+		zero[x] = !w->verify && all_zero(v->res[x], chunk);
+		look |= zero[x];
+	}
+	int tfd = rf->fd[w->j];
+	/* past the new shard's end it holds zeros: no need to look */
+	bool empty = !w->verify && (v->s0 + x0) * chunk >= v->tsize;
+	bool have = look && !empty && member_pread(w->a, w->j, tfd, wb->have + (size_t)x0 * chunk, (size_t)(x1 - x0) * chunk,
+					 (v->s0 + x0) * chunk) >= 0;
+	struct iovec iov[64];
+	int niov = 0;
+	for (uint32_t x = x0; x <= x1; x++) {
+		const uint8_t *h = x < x1 && have ? wb->have + (size_t)x * chunk : NULL;
+		bool put = x < x1 && (w->verify ? !h || memcmp(h, v->res[x], chunk) != 0
+						: !zero[x] || (!empty && (!h || !all_zero(h, chunk))));
+		if (put) {
+			__atomic_add_fetch(&v->fixed, w->verify, __ATOMIC_RELAXED);
+			iov[niov++] = (struct iovec){ v->res[x], chunk };
+			continue;
+		}
+		if (niov) {
+			int r = member_pwritev(w->a, w->j, tfd, iov, niov, (v->s0 + x - niov) * chunk);
+			if (r < 0)
+				return r;
+			__atomic_add_fetch(&v->written, (long)niov * chunk, __ATOMIC_RELAXED);
+			niov = 0;
+		}
+	}
+	return 0;
+}
+
+static void window_worker(void *arg, int t)
+{
+	struct window *v = arg;
+	for (;;) {
+		uint32_t x0 = (uint32_t)__atomic_fetch_add(&v->next, 1, __ATOMIC_RELAXED) * v->per;
+		if (x0 >= v->ns || __atomic_load_n(&v->ret, __ATOMIC_RELAXED))
+			return;
+		int r = do_piece(v, x0, x0 + v->per < v->ns ? x0 + v->per : v->ns, v->w->bufs.junk[t]);
+		int none = 0;
+		if (r)
+			__atomic_compare_exchange_n(&v->ret, &none, r, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
+}
+
 /*
  * Stripes [s0, s0 + ns) of member lj's shard onto the new member (slot
  * w->j), as above; with w->verify, compared with what the new member holds
  * and rewritten where they differ (w->fixed counts those).  The first pass
- * also chains the crc of the new shard (w->crc) for the verify pass.
- * Returns 0 with *bytes written, 1 when the window must go stripe by
- * stripe, or -errno.  Caller holds rf->rw exclusively.
+ * also chains the crc of the new shard (w->crc).  Returns 0 with *bytes
+ * written, 1 when the window must go stripe by stripe, or -errno.
+ * Caller holds rf->rw exclusively.
  */
 static int window_fast(struct walk *w, struct rfile *rf, uint64_t s0, uint32_t ns, long *bytes)
 {
 	const struct layout *l = &rf->lay;
-	struct array *a = w->a;
 	struct window_bufs *wb = &w->bufs;
 	uint32_t chunk = l->chunk, n = l->k + l->m, lj = w->lj, g, slot;
-	size_t cap = WINDOW_BYTES;
-	int tfd = rf->fd[w->j];
+	struct window v = { .w = w, .rf = rf, .s0 = s0, .ns = ns };
 	bool there[LAYOUT_MAX_WIDTH];
-	uint64_t need[LAYOUT_MAX_WIDTH] = { 0 };	/* per member: bit x for stripe s0 + x */
-	uint64_t ok[64];		/* per stripe: bit i when slot i's member is there */
-	uint32_t from[64];		/* per stripe: member whose chunk is lj's as it is */
-	uint8_t *res[64];		/* per stripe: lj's chunk, rebuilt */
 
+	struct stat ts;
+	v.per = PIECE_BYTES / chunk ? PIECE_BYTES / chunk : 1;
+	v.tsize = fstat(rf->fd[w->j], &ts) == 0 ? (uint64_t)ts.st_size : UINT64_MAX;
 	for (uint32_t i = 0; i < l->width; i++)
 		there[i] = usable(rf, i);
-	/* 1. what to read */
 	for (uint32_t x = 0; x < ns; x++) {
 		uint64_t s = s0 + x;
 		layout_member_slot(l, s, lj, &g, &slot);
-		ok[x] = 0;
 		for (uint32_t i = 0; i < n; i++)
-			ok[x] |= (uint64_t)there[layout_slot_member(l, s, g, i)] << i;
-		from[x] = UINT32_MAX;
-		if (w->j != lj && there[lj])
-			from[x] = lj;		/* replace in place: a copy */
-		for (uint32_t i = 0; l->red == RED_MIRROR && i < n && from[x] == UINT32_MAX; i++)
-			if (i != slot && (ok[x] >> i & 1))
-				from[x] = layout_slot_member(l, s, g, i);
-		if (from[x] != UINT32_MAX) {
-			need[from[x]] |= 1ull << x;
+			v.ok[x] |= (uint64_t)there[layout_slot_member(l, s, g, i)] << i;
+		v.from[x] = w->j != lj && there[lj] ? lj : NO_COPY;	/* replace in place */
+		for (uint32_t i = 0; l->red == RED_MIRROR && i < n && v.from[x] == NO_COPY; i++)
+			if (i != slot && (v.ok[x] >> i & 1))
+				v.from[x] = layout_slot_member(l, s, g, i);
+		if (v.from[x] != NO_COPY) {
+			v.need[v.from[x]] |= 1ull << x;
 			continue;
 		}
 		if (l->red != RED_PARITY)
 			return 1;
-		uint64_t use = sources(l, slot, ok[x]);
+		uint64_t use = sources(l, slot, v.ok[x]);
 		for (uint32_t i = 0; i < n; i++)
 			if (use >> i & 1)
-				need[layout_slot_member(l, s, g, i)] |= 1ull << x;
+				v.need[layout_slot_member(l, s, g, i)] |= 1ull << x;
 	}
-	/* 2. read it: runs of consecutive chunks, in pieces, on two threads */
-	if (!window_jobs(wb))
-		return -ENOMEM;
-	int nj = 0;
-	for (uint32_t mj = 0; mj < l->width; mj++) {
-		if (!need[mj])
-			continue;
-		uint8_t *buf = window_buf(&wb->src[mj], cap);
-		if (!buf)
+	for (uint32_t mj = 0; mj < l->width; mj++)
+		if (v.need[mj] && !window_buf(&wb->src[mj], WINDOW_BYTES))
 			return -ENOMEM;
-		for (uint32_t x = 0, e; x < ns; x = e) {
-			for (e = x + 1; e < ns && (need[mj] >> x & 1) && (need[mj] >> e & 1) &&
-					(e - x) * (size_t)chunk < READ_PIECE; e++)
-				;
-			if (need[mj] >> x & 1)
-				wb->jobs[nj++] = (struct read_job){ .mj = mj, .fd = rf->fd[mj], .buf = buf + (size_t)x * chunk,
-								   .len = (size_t)(e - x) * chunk, .off = (s0 + x) * chunk };
-		}
-	}
-	read_all(wb->jobs, nj);
-	for (int i = 0; i < nj; i++) {
-		struct read_job *j = &wb->jobs[i];
-		if (j->ret < 0) {
-			log_err("read error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
-				j->mj, a->m[j->mj].path, rf->id, j->off, strerror((int)-j->ret));
-			array_member_io_error(a, j->mj, (int)j->ret, false);
-			return 1;
-		}
-	}
-	/* 3. compute */
-	uint8_t *out = window_buf(&wb->out, cap), *junk = window_buf(&wb->junk, (size_t)PARITY_MAX_M * cap);
-	if (!out || !junk)
+	if (!window_buf(&wb->out, WINDOW_BYTES) || !window_buf(&wb->have, WINDOW_BYTES) ||
+	    !window_buf(&wb->junk[0], PARITY_MAX_M * WINDOW_BYTES) ||
+	    !window_buf(&wb->junk[1], PARITY_MAX_M * WINDOW_BYTES))
 		return -ENOMEM;
-	for (uint32_t x = 0; x < ns; x++) {
-		if (from[x] != UINT32_MAX) {
-			res[x] = wb->src[from[x]] + (size_t)x * chunk;
-			continue;
-		}
-		res[x] = out + (size_t)x * chunk;
-		layout_member_slot(l, s0 + x, lj, &g, &slot);
-		int r = compute_chunk(l, s0 + x, g, slot, ok[x], wb->src, (size_t)x * chunk, res[x], junk);
-		if (r < 0)
-			return r == -EIO ? 1 : r;
-	}
-	/* 4. what the new member holds, where it decides; write the rest */
-	bool zero[64], look = w->verify;
-	for (uint32_t x = 0; x < ns; x++) {
-		zero[x] = !w->verify && all_zero(res[x], chunk);
-		look |= zero[x];
-	}
-	bool have_ok = false;
-	if (look) {
-		if (!window_buf(&wb->have, cap))
-			return -ENOMEM;
-		have_ok = member_pread(a, w->j, tfd, wb->have, (size_t)ns * chunk, s0 * chunk) >= 0;
-	}
-	struct iovec iov[64];
-	int niov = 0;
-	long written = 0;
-	for (uint32_t x = 0; x <= ns; x++) {
-		bool put = false;
-		if (x < ns && w->verify)
-			put = !have_ok || memcmp(wb->have + (size_t)x * chunk, res[x], chunk) != 0;
-		else if (x < ns)
-			put = !zero[x] || !have_ok || !all_zero(wb->have + (size_t)x * chunk, chunk);
-		w->fixed += w->verify && put;
-		if (put) {
-			iov[niov++] = (struct iovec){ res[x], chunk };
-			continue;
-		}
-		if (niov) {
-			int r = member_pwritev(a, w->j, tfd, iov, niov, (s0 + x - niov) * chunk);
-			if (r < 0)
-				return r;
-			written += (long)niov * chunk;
-			niov = 0;
-		}
-	}
-	/* the crc of the new shard as the first pass leaves it */
+	if (ns > v.per)
+		both_threads(window_worker, &v);
+	else
+		window_worker(&v, 0);
+	if (v.ret)
+		return v.ret;
+	w->fixed += v.fixed;
 	uint64_t ssize = layout_shard_size(l, lj, rf->size);
 	for (uint32_t x = 0; x < ns && !w->verify; x++) {
 		uint64_t off = (s0 + x) * chunk;
@@ -569,10 +561,10 @@ static int window_fast(struct walk *w, struct rfile *rf, uint64_t s0, uint32_t n
 			break;
 		size_t len = ssize - off < chunk ? ssize - off : chunk;
 		w->crc_ok &= off == w->crc_len;
-		w->crc = parity_crc32(w->crc, res[x], len);
+		w->crc = parity_crc32(w->crc, v.res[x], len);
 		w->crc_len = off + len;
 	}
-	*bytes = written;
+	*bytes = v.written;
 	return 0;
 }
 
@@ -667,6 +659,29 @@ static void note_rebuilt(struct walk *w, const struct rfile *rf)
 	w->rebuilt[w->nrebuilt++] = (struct rebuilt){ rf->id, rf->meta_version, w->crc_len, w->crc };
 }
 
+struct readback {
+	struct walk *w;
+	int fd;
+	uint64_t off;
+	size_t len;
+	int next;
+	bool short_read;
+};
+
+static void readback_worker(void *arg, int t)
+{
+	struct readback *rb = arg;
+	(void)t;
+	for (;;) {
+		size_t p = (size_t)__atomic_fetch_add(&rb->next, 1, __ATOMIC_RELAXED) * PIECE_BYTES;
+		if (p >= rb->len)
+			return;
+		size_t len = rb->len - p < PIECE_BYTES ? rb->len - p : PIECE_BYTES;
+		if (member_pread(rb->w->a, rb->w->j, rb->fd, rb->w->bufs.out + p, len, rb->off + p) != (ssize_t)len)
+			__atomic_store_n(&rb->short_read, true, __ATOMIC_RELAXED);
+	}
+}
+
 /*
  * The verify pass, cheaply: a file nobody changed since the first pass
  * wrote its new shard (shard_current() with the version the first pass
@@ -685,18 +700,14 @@ static bool reads_back(struct walk *w, const char *rel)
 		return false;
 	struct rebuilt key = { .id = pm.id }, *e = bsearch(&key, w->rebuilt, w->nrebuilt, sizeof(key), cmp_rebuilt);
 	bool ok = e && e->version == pm.version && fstat(jf, &st) == 0 && (uint64_t)st.st_size == e->len &&
-		  window_buf(&w->bufs.out, WINDOW_BYTES) && window_jobs(&w->bufs);
+		  window_buf(&w->bufs.out, WINDOW_BYTES);
 	uint32_t crc = 0;
 	for (uint64_t off = 0; ok && off < e->len; off += WINDOW_BYTES) {
-		size_t len = e->len - off < WINDOW_BYTES ? e->len - off : WINDOW_BYTES;
-		int nj = 0;
-		for (size_t p = 0; p < len; p += READ_PIECE)
-			w->bufs.jobs[nj++] = (struct read_job){ .mj = w->j, .fd = jf, .buf = w->bufs.out + p,
-							       .len = len - p < READ_PIECE ? len - p : READ_PIECE, .off = off + p };
-		read_all(w->bufs.jobs, nj);
-		for (int i = 0; i < nj; i++)
-			ok &= w->bufs.jobs[i].ret == (ssize_t)w->bufs.jobs[i].len;
-		crc = parity_crc32(crc, w->bufs.out, len);
+		struct readback rb = { .w = w, .fd = jf, .off = off,
+				       .len = e->len - off < WINDOW_BYTES ? e->len - off : WINDOW_BYTES };
+		both_threads(readback_worker, &rb);
+		ok = !rb.short_read;
+		crc = parity_crc32(crc, w->bufs.out, rb.len);
 	}
 	close(jf);
 	ok = ok && crc == e->crc;
@@ -1355,7 +1366,7 @@ static void *rebuild_thread(void *arg)
 	w.pass = 1;
 	t_start_ms = window_start_ms = now_ms();
 	window_bytes = 0;
-	read_helper_start(a);
+	helper_start();
 	int r = walk_dir(&w, ".");
 	if (w.resume_after)
 		log_info("rebuild of member %u resumed after '%s': %" PRIu64 " files already rebuilt were skipped",
@@ -1440,7 +1451,7 @@ static void *rebuild_thread(void *arg)
 	free(w.links);
 	free(w.missed);
 	free(w.rebuilt);
-	read_helper_stop();
+	helper_stop();
 	window_bufs_free(&w.bufs);
 	pthread_mutex_lock(&rb_lock);
 	info.active = false;
