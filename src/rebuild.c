@@ -221,12 +221,14 @@ static void both_threads(void (*fn)(void *arg, int t), void *arg)
 	pthread_mutex_unlock(&helper.lock);
 }
 
-/* One window's memory, kept for the whole rebuild: a buffer per member
- * (its chunks of the window at (s - s0) * chunk), lj's rebuilt chunks,
- * the new member's chunks, and per thread scratch for parity nobody
- * wants. */
-struct window_bufs {
-	uint8_t *src[LAYOUT_MAX_WIDTH], *out, *have, *junk[2];
+/* A thread's memory for a piece, kept for the whole rebuild: a buffer
+ * per member (its chunks of the piece), lj's rebuilt chunks, the new
+ * member's chunks, and scratch for parity nobody wants.  A piece is small
+ * (PIECE_BYTES, or one chunk), so what it copies stays in the core's
+ * cache. */
+#define PIECE_MAX (PIECE_BYTES > LAYOUT_MAX_CHUNK ? PIECE_BYTES : LAYOUT_MAX_CHUNK)
+struct piece_bufs {
+	uint8_t *src[LAYOUT_MAX_WIDTH], *out, *have, *junk;
 };
 
 static uint8_t *window_buf(uint8_t **b, size_t len)
@@ -236,15 +238,14 @@ static uint8_t *window_buf(uint8_t **b, size_t len)
 	return *b;
 }
 
-static void window_bufs_free(struct window_bufs *wb)
+static void piece_bufs_free(struct piece_bufs *pb)
 {
 	for (int i = 0; i < LAYOUT_MAX_WIDTH; i++)
-		free(wb->src[i]);
-	free(wb->out);
-	free(wb->have);
-	free(wb->junk[0]);
-	free(wb->junk[1]);
-	memset(wb, 0, sizeof(*wb));
+		free(pb->src[i]);
+	free(pb->out);
+	free(pb->have);
+	free(pb->junk);
+	memset(pb, 0, sizeof(*pb));
 }
 
 /* ---------------------------------------------------------------- walk */
@@ -277,9 +278,10 @@ struct walk {
 	bool verify;		/* second pass: compare and repair */
 	uint64_t fixed;		/* chunks the verify pass had to rewrite */
 	uint64_t total;
-	struct window_bufs bufs;
-	/* the first pass's crc of each new shard it wrote, so the verify pass
-	 * can read a file back instead of rebuilding it again (reads_back()) */
+	struct piece_bufs bufs[2];	/* this thread's, the helper's */
+	/* the first pass's crc of each new shard it wrote (the crc of its
+	 * chunks' crcs, which both threads compute), so the verify pass can
+	 * read a file back instead of rebuilding it again (reads_back()) */
 	uint32_t crc;		/* of the file being rebuilt, so far */
 	uint64_t crc_len;
 	bool crc_ok;
@@ -410,32 +412,40 @@ struct window {
 	uint64_t s0;
 	uint32_t ns, per;		/* stripes; stripes per piece */
 	uint64_t tsize;			/* the new shard's size */
+	uint64_t ssize;			/* its size when it is done */
+	uint32_t crc[64];		/* per stripe: crc of lj's chunk (first pass) */
 	uint64_t need[LAYOUT_MAX_WIDTH];	/* per member: bit x when its chunk of stripe s0 + x is read */
 	uint64_t ok[64];		/* per stripe: bit i when slot i's member is there */
 	uint32_t from[64];		/* per stripe: member whose chunk is lj's as it is, or NO_COPY */
-	uint8_t *res[64];		/* per stripe: lj's chunk, rebuilt */
 	int next;			/* the next piece to take */
 	int ret;			/* the first piece's that was not 0 */
 	long written;
 	uint64_t fixed;
 };
 
-/* Stripes [s0 + x0, s0 + x1) of the window: read, compute, compare or
- * check for holes, write.  0, 1 (go stripe by stripe), or -errno. */
-static int do_piece(struct window *v, uint32_t x0, uint32_t x1, uint8_t *junk)
+/* Stripes [s0 + x0, s0 + x1) of the window, with thread t's buffers:
+ * read, compute, compare or check for holes, write; the crc of each
+ * chunk for the first pass.  0, 1 (go stripe by stripe), or -errno. */
+static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 {
 	struct walk *w = v->w;
 	struct rfile *rf = v->rf;
 	const struct layout *l = &rf->lay;
-	struct window_bufs *wb = &w->bufs;
+	struct piece_bufs *pb = &w->bufs[t];
 	uint32_t chunk = l->chunk, g, slot;
 	uint64_t mask = x1 - x0 == 64 ? ~0ull : ((1ull << (x1 - x0)) - 1) << x0;
+	uint8_t *res[64];		/* per stripe: lj's chunk, rebuilt */
+	if (!window_buf(&pb->out, PIECE_MAX) || !window_buf(&pb->have, PIECE_MAX) ||
+	    !window_buf(&pb->junk, (size_t)PARITY_MAX_M * LAYOUT_MAX_CHUNK))
+		return -ENOMEM;
 	for (uint32_t mj = 0; mj < l->width; mj++) {
 		uint64_t bits = v->need[mj] & mask;
 		if (!bits)
 			continue;
 		uint32_t a = __builtin_ctzll(bits), b = 64 - __builtin_clzll(bits);
-		ssize_t r = member_pread(w->a, mj, rf->fd[mj], wb->src[mj] + (size_t)a * chunk,
+		if (!window_buf(&pb->src[mj], PIECE_MAX))
+			return -ENOMEM;
+		ssize_t r = member_pread(w->a, mj, rf->fd[mj], pb->src[mj] + (size_t)(a - x0) * chunk,
 					 (size_t)(b - a) * chunk, (v->s0 + a) * chunk);
 		if (r < 0) {
 			log_err("read error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
@@ -446,32 +456,36 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, uint8_t *junk)
 	}
 	bool zero[64], look = w->verify;
 	for (uint32_t x = x0; x < x1; x++) {
+		size_t at = (size_t)(x - x0) * chunk;
 		if (v->from[x] != NO_COPY) {
-			v->res[x] = wb->src[v->from[x]] + (size_t)x * chunk;
+			res[x] = pb->src[v->from[x]] + at;
 		} else {
-			v->res[x] = wb->out + (size_t)x * chunk;
+			res[x] = pb->out + at;
 			layout_member_slot(l, v->s0 + x, w->lj, &g, &slot);
-			int r = compute_chunk(l, v->s0 + x, g, slot, v->ok[x], wb->src, (size_t)x * chunk, v->res[x], junk);
+			int r = compute_chunk(l, v->s0 + x, g, slot, v->ok[x], pb->src, at, res[x], pb->junk);
 			if (r < 0)
 				return r == -EIO ? 1 : r;
 		}
-		zero[x] = !w->verify && all_zero(v->res[x], chunk);
+		zero[x] = !w->verify && all_zero(res[x], chunk);
 		look |= zero[x];
+		uint64_t off = (v->s0 + x) * chunk;
+		if (!w->verify && off < v->ssize)
+			v->crc[x] = parity_crc32(0, res[x], v->ssize - off < chunk ? v->ssize - off : chunk);
 	}
 	int tfd = rf->fd[w->j];
 	/* past the new shard's end it holds zeros: no need to look */
 	bool empty = !w->verify && (v->s0 + x0) * chunk >= v->tsize;
-	bool have = look && !empty && member_pread(w->a, w->j, tfd, wb->have + (size_t)x0 * chunk, (size_t)(x1 - x0) * chunk,
-					 (v->s0 + x0) * chunk) >= 0;
+	bool have = look && !empty && member_pread(w->a, w->j, tfd, pb->have, (size_t)(x1 - x0) * chunk,
+						   (v->s0 + x0) * chunk) >= 0;
 	struct iovec iov[64];
 	int niov = 0;
 	for (uint32_t x = x0; x <= x1; x++) {
-		const uint8_t *h = x < x1 && have ? wb->have + (size_t)x * chunk : NULL;
-		bool put = x < x1 && (w->verify ? !h || memcmp(h, v->res[x], chunk) != 0
+		const uint8_t *h = x < x1 && have ? pb->have + (size_t)(x - x0) * chunk : NULL;
+		bool put = x < x1 && (w->verify ? !h || memcmp(h, res[x], chunk) != 0
 						: !zero[x] || (!empty && (!h || !all_zero(h, chunk))));
 		if (put) {
 			__atomic_add_fetch(&v->fixed, w->verify, __ATOMIC_RELAXED);
-			iov[niov++] = (struct iovec){ v->res[x], chunk };
+			iov[niov++] = (struct iovec){ res[x], chunk };
 			continue;
 		}
 		if (niov) {
@@ -492,7 +506,7 @@ static void window_worker(void *arg, int t)
 		uint32_t x0 = (uint32_t)__atomic_fetch_add(&v->next, 1, __ATOMIC_RELAXED) * v->per;
 		if (x0 >= v->ns || __atomic_load_n(&v->ret, __ATOMIC_RELAXED))
 			return;
-		int r = do_piece(v, x0, x0 + v->per < v->ns ? x0 + v->per : v->ns, v->w->bufs.junk[t]);
+		int r = do_piece(v, x0, x0 + v->per < v->ns ? x0 + v->per : v->ns, t);
 		int none = 0;
 		if (r)
 			__atomic_compare_exchange_n(&v->ret, &none, r, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
@@ -510,7 +524,6 @@ static void window_worker(void *arg, int t)
 static int window_fast(struct walk *w, struct rfile *rf, uint64_t s0, uint32_t ns, long *bytes)
 {
 	const struct layout *l = &rf->lay;
-	struct window_bufs *wb = &w->bufs;
 	uint32_t chunk = l->chunk, n = l->k + l->m, lj = w->lj, g, slot;
 	struct window v = { .w = w, .rf = rf, .s0 = s0, .ns = ns };
 	bool there[LAYOUT_MAX_WIDTH];
@@ -518,6 +531,7 @@ static int window_fast(struct walk *w, struct rfile *rf, uint64_t s0, uint32_t n
 	struct stat ts;
 	v.per = PIECE_BYTES / chunk ? PIECE_BYTES / chunk : 1;
 	v.tsize = fstat(rf->fd[w->j], &ts) == 0 ? (uint64_t)ts.st_size : UINT64_MAX;
+	v.ssize = layout_shard_size(l, lj, rf->size);
 	for (uint32_t i = 0; i < l->width; i++)
 		there[i] = usable(rf, i);
 	for (uint32_t x = 0; x < ns; x++) {
@@ -540,13 +554,6 @@ static int window_fast(struct walk *w, struct rfile *rf, uint64_t s0, uint32_t n
 			if (use >> i & 1)
 				v.need[layout_slot_member(l, s, g, i)] |= 1ull << x;
 	}
-	for (uint32_t mj = 0; mj < l->width; mj++)
-		if (v.need[mj] && !window_buf(&wb->src[mj], WINDOW_BYTES))
-			return -ENOMEM;
-	if (!window_buf(&wb->out, WINDOW_BYTES) || !window_buf(&wb->have, WINDOW_BYTES) ||
-	    !window_buf(&wb->junk[0], PARITY_MAX_M * WINDOW_BYTES) ||
-	    !window_buf(&wb->junk[1], PARITY_MAX_M * WINDOW_BYTES))
-		return -ENOMEM;
 	if (ns > v.per)
 		both_threads(window_worker, &v);
 	else
@@ -554,15 +561,13 @@ static int window_fast(struct walk *w, struct rfile *rf, uint64_t s0, uint32_t n
 	if (v.ret)
 		return v.ret;
 	w->fixed += v.fixed;
-	uint64_t ssize = layout_shard_size(l, lj, rf->size);
 	for (uint32_t x = 0; x < ns && !w->verify; x++) {
 		uint64_t off = (s0 + x) * chunk;
-		if (off >= ssize)
+		if (off >= v.ssize)
 			break;
-		size_t len = ssize - off < chunk ? ssize - off : chunk;
 		w->crc_ok &= off == w->crc_len;
-		w->crc = parity_crc32(w->crc, v.res[x], len);
-		w->crc_len = off + len;
+		w->crc = parity_crc32(w->crc, &v.crc[x], sizeof(v.crc[x]));
+		w->crc_len = off + (v.ssize - off < chunk ? v.ssize - off : chunk);
 	}
 	*bytes = v.written;
 	return 0;
@@ -663,22 +668,26 @@ struct readback {
 	struct walk *w;
 	int fd;
 	uint64_t off;
-	size_t len;
+	size_t len, piece;
+	uint32_t chunk;
 	int next;
 	bool short_read;
+	uint32_t crc[WINDOW_BYTES / LAYOUT_MIN_CHUNK];	/* per chunk */
 };
 
 static void readback_worker(void *arg, int t)
 {
 	struct readback *rb = arg;
-	(void)t;
 	for (;;) {
-		size_t p = (size_t)__atomic_fetch_add(&rb->next, 1, __ATOMIC_RELAXED) * PIECE_BYTES;
+		size_t p = (size_t)__atomic_fetch_add(&rb->next, 1, __ATOMIC_RELAXED) * rb->piece;
 		if (p >= rb->len)
 			return;
-		size_t len = rb->len - p < PIECE_BYTES ? rb->len - p : PIECE_BYTES;
-		if (member_pread(rb->w->a, rb->w->j, rb->fd, rb->w->bufs.out + p, len, rb->off + p) != (ssize_t)len)
+		size_t len = rb->len - p < rb->piece ? rb->len - p : rb->piece;
+		uint8_t *buf = rb->w->bufs[t].out;
+		if (member_pread(rb->w->a, rb->w->j, rb->fd, buf, len, rb->off + p) != (ssize_t)len)
 			__atomic_store_n(&rb->short_read, true, __ATOMIC_RELAXED);
+		for (size_t c = 0; c < len; c += rb->chunk)
+			rb->crc[(p + c) / rb->chunk] = parity_crc32(0, buf + c, len - c < rb->chunk ? len - c : rb->chunk);
 	}
 }
 
@@ -700,14 +709,16 @@ static bool reads_back(struct walk *w, const char *rel)
 		return false;
 	struct rebuilt key = { .id = pm.id }, *e = bsearch(&key, w->rebuilt, w->nrebuilt, sizeof(key), cmp_rebuilt);
 	bool ok = e && e->version == pm.version && fstat(jf, &st) == 0 && (uint64_t)st.st_size == e->len &&
-		  window_buf(&w->bufs.out, WINDOW_BYTES);
+		  pm.chunk >= LAYOUT_MIN_CHUNK && pm.chunk <= WINDOW_BYTES && window_buf(&w->bufs[0].out, PIECE_MAX) &&
+		  window_buf(&w->bufs[1].out, PIECE_MAX);
 	uint32_t crc = 0;
 	for (uint64_t off = 0; ok && off < e->len; off += WINDOW_BYTES) {
-		struct readback rb = { .w = w, .fd = jf, .off = off,
-				       .len = e->len - off < WINDOW_BYTES ? e->len - off : WINDOW_BYTES };
+		struct readback rb = { .w = w, .fd = jf, .off = off, .chunk = pm.chunk,
+				       .len = e->len - off < WINDOW_BYTES ? e->len - off : WINDOW_BYTES,
+				       .piece = pm.chunk > PIECE_BYTES ? pm.chunk : PIECE_BYTES };
 		both_threads(readback_worker, &rb);
 		ok = !rb.short_read;
-		crc = parity_crc32(crc, w->bufs.out, rb.len);
+		crc = parity_crc32(crc, rb.crc, sizeof(rb.crc[0]) * ((rb.len + pm.chunk - 1) / pm.chunk));
 	}
 	close(jf);
 	ok = ok && crc == e->crc;
@@ -1452,7 +1463,8 @@ static void *rebuild_thread(void *arg)
 	free(w.missed);
 	free(w.rebuilt);
 	helper_stop();
-	window_bufs_free(&w.bufs);
+	piece_bufs_free(&w.bufs[0]);
+	piece_bufs_free(&w.bufs[1]);
 	pthread_mutex_lock(&rb_lock);
 	info.active = false;
 	snprintf(info.last_result, sizeof(info.last_result), "%s", msg);
