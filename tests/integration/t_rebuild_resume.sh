@@ -12,18 +12,7 @@ mnt=$T/mnt
 expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name rr $mem
 rfs_mount "$(join_members $mem)" "$mnt" || fail "mount"
 # 120 files of 256 KiB in 6 directories
-"$PY" - "$mnt" "$T/ref" <<'PYEOF' || fail "writing the file set"
-import os, sys, random
-r = random.Random(7)
-for d in range(6):
-    for root in sys.argv[1:]:
-        os.makedirs(os.path.join(root, "dir%d" % d), exist_ok=True)
-    for f in range(20):
-        data = r.randbytes(262144)
-        for root in sys.argv[1:]:
-            with open(os.path.join(root, "dir%d" % d, "f%02d" % f), "wb") as fh:
-                fh.write(data)
-PYEOF
+write_fileset "$mnt" "$T/ref" 7 6 20 262144 262144 || fail "writing the file set"
 "$RAIDFS" fail "$mnt" 1 >/dev/null || fail "fail 1"
 "$RAIDFS" rebuild "$mnt" --max-rate 1 --min-rate 1 >/dev/null || fail "rebuild rates"
 expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$T/new"
