@@ -140,7 +140,8 @@ static bool throttle(uint64_t bytes)
  *      where that decides something (an all-zero chunk: a hole stays a
  *      hole unless the new shard holds something else there; the verify
  *      pass: compare) and writes with one pwritev per run of chunks;
- *   3. the crc of the new shard is chained for the verify pass
+ *   3. each piece takes the crc of its new chunks; the first pass chains
+ *      them into a checksum of the new shard for the verify pass
  *      (reads_back()).
  * Anything out of the ordinary (a read error, more members absent than
  * the code can do without) leaves the window to stripe_rebuild_chunk(),
@@ -231,7 +232,7 @@ struct piece_bufs {
 	uint8_t *src[LAYOUT_MAX_WIDTH], *out, *have, *junk;
 };
 
-static uint8_t *window_buf(uint8_t **b, size_t len)
+static uint8_t *piece_buf(uint8_t **b, size_t len)
 {
 	if (!*b && posix_memalign((void **)b, 64, len))
 		*b = NULL;
@@ -435,15 +436,15 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 	uint32_t chunk = l->chunk, g, slot;
 	uint64_t mask = x1 - x0 == 64 ? ~0ull : ((1ull << (x1 - x0)) - 1) << x0;
 	uint8_t *res[64];		/* per stripe: lj's chunk, rebuilt */
-	if (!window_buf(&pb->out, PIECE_MAX) || !window_buf(&pb->have, PIECE_MAX) ||
-	    !window_buf(&pb->junk, (size_t)PARITY_MAX_M * LAYOUT_MAX_CHUNK))
+	if (!piece_buf(&pb->out, PIECE_MAX) || !piece_buf(&pb->have, PIECE_MAX) ||
+	    !piece_buf(&pb->junk, (size_t)PARITY_MAX_M * LAYOUT_MAX_CHUNK))
 		return -ENOMEM;
 	for (uint32_t mj = 0; mj < l->width; mj++) {
 		uint64_t bits = v->need[mj] & mask;
 		if (!bits)
 			continue;
 		uint32_t a = __builtin_ctzll(bits), b = 64 - __builtin_clzll(bits);
-		if (!window_buf(&pb->src[mj], PIECE_MAX))
+		if (!piece_buf(&pb->src[mj], PIECE_MAX))
 			return -ENOMEM;
 		ssize_t r = member_pread(w->a, mj, rf->fd[mj], pb->src[mj] + (size_t)(a - x0) * chunk,
 					 (size_t)(b - a) * chunk, (v->s0 + a) * chunk);
@@ -483,8 +484,9 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 		const uint8_t *h = x < x1 && have ? pb->have + (size_t)(x - x0) * chunk : NULL;
 		bool put = x < x1 && (w->verify ? !h || memcmp(h, res[x], chunk) != 0
 						: !zero[x] || (!empty && (!h || !all_zero(h, chunk))));
+		if (put && w->verify)
+			__atomic_add_fetch(&v->fixed, 1, __ATOMIC_RELAXED);
 		if (put) {
-			__atomic_add_fetch(&v->fixed, w->verify, __ATOMIC_RELAXED);
 			iov[niov++] = (struct iovec){ res[x], chunk };
 			continue;
 		}
@@ -527,8 +529,8 @@ static int window_fast(struct walk *w, struct rfile *rf, uint64_t s0, uint32_t n
 	uint32_t chunk = l->chunk, n = l->k + l->m, lj = w->lj, g, slot;
 	struct window v = { .w = w, .rf = rf, .s0 = s0, .ns = ns };
 	bool there[LAYOUT_MAX_WIDTH];
-
 	struct stat ts;
+
 	v.per = PIECE_BYTES / chunk ? PIECE_BYTES / chunk : 1;
 	v.tsize = fstat(rf->fd[w->j], &ts) == 0 ? (uint64_t)ts.st_size : UINT64_MAX;
 	v.ssize = layout_shard_size(l, lj, rf->size);
@@ -709,8 +711,8 @@ static bool reads_back(struct walk *w, const char *rel)
 		return false;
 	struct rebuilt key = { .id = pm.id }, *e = bsearch(&key, w->rebuilt, w->nrebuilt, sizeof(key), cmp_rebuilt);
 	bool ok = e && e->version == pm.version && fstat(jf, &st) == 0 && (uint64_t)st.st_size == e->len &&
-		  pm.chunk >= LAYOUT_MIN_CHUNK && pm.chunk <= WINDOW_BYTES && window_buf(&w->bufs[0].out, PIECE_MAX) &&
-		  window_buf(&w->bufs[1].out, PIECE_MAX);
+		  pm.chunk >= LAYOUT_MIN_CHUNK && pm.chunk <= WINDOW_BYTES && piece_buf(&w->bufs[0].out, PIECE_MAX) &&
+		  piece_buf(&w->bufs[1].out, PIECE_MAX);
 	uint32_t crc = 0;
 	for (uint64_t off = 0; ok && off < e->len; off += WINDOW_BYTES) {
 		struct readback rb = { .w = w, .fd = jf, .off = off, .chunk = pm.chunk,
@@ -743,7 +745,8 @@ static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 		w->unchanged += w->pass == 1;
 		return 0;
 	}
-	if (w->pass == 2 && reads_back(w, rel)) {
+	/* a hard-linked file takes the full path: it settles each name */
+	if (w->pass == 2 && st->st_nlink == 1 && reads_back(w, rel)) {
 		pthread_mutex_lock(&rb_lock);
 		info.files_done++;
 		pthread_mutex_unlock(&rb_lock);
