@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,8 +22,6 @@
 #include "meta.h"
 #include "parity.h"
 #include "util.h"
-
-#define WINDOW_STRIPES 16
 
 static pthread_mutex_t rb_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rb_cond = PTHREAD_COND_INITIALIZER;
@@ -129,6 +128,133 @@ static bool throttle(uint64_t bytes)
 	return !stop;
 }
 
+/* ------------------------------------------------------------- windows
+ *
+ * A file is rebuilt window by window: up to WINDOW_BYTES of the shard of
+ * member lj (window_stripes()) under the file's write lock.
+ *
+ *   1. what is needed: per stripe, for a data chunk the other data chunks
+ *      and P (P is the XOR of the data in every parity code, parity.h);
+ *      for a parity chunk the data chunks; with another member of the
+ *      group absent too, everything that is there; a replace in place
+ *      copies lj's own chunk, a mirror one other copy;
+ *   2. the window is cut in pieces of PIECE_BYTES per member, which this
+ *      thread and one helper thread take in turn (both cores copy: the
+ *      copies from and to the members are the cost of a rebuild, not the
+ *      parity).  A piece reads each member's chunks with one call,
+ *      computes its stripes' chunks in place, reads the new member only
+ *      where that decides something (an all-zero chunk: a hole stays a
+ *      hole unless the new shard holds something else there; the verify
+ *      pass: compare) and writes with one pwritev per run of chunks;
+ *   3. each piece takes the crc of its new chunks; the first pass chains
+ *      them into a checksum of the new shard for the verify pass
+ *      (reads_back()).
+ * Anything out of the ordinary (a read error, more members absent than
+ * the code can do without) leaves the window to stripe_rebuild_chunk(),
+ * stripe by stripe, which repairs read errors and fails members the way
+ * every read does.
+ */
+#define WINDOW_BYTES (1u << 20)
+#define PIECE_BYTES (64u << 10)
+_Static_assert(LAYOUT_MAX_CHUNK <= WINDOW_BYTES, "a window holds at least one chunk");
+
+/* The helper thread, started and stopped with each rebuild thread. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t go, done;
+	pthread_t thread;
+	bool live, quit;
+	uint64_t posted, finished;	/* work posted, and finished by the helper */
+	void (*fn)(void *arg, int t);
+	void *arg;
+} helper = { .lock = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER,
+	     .done = PTHREAD_COND_INITIALIZER };
+
+static void *helper_main(void *unused)
+{
+	(void)unused;
+	pthread_mutex_lock(&helper.lock);
+	while (!helper.quit) {
+		if (helper.finished == helper.posted) {
+			pthread_cond_wait(&helper.go, &helper.lock);
+			continue;
+		}
+		pthread_mutex_unlock(&helper.lock);
+		helper.fn(helper.arg, 1);
+		pthread_mutex_lock(&helper.lock);
+		helper.finished = helper.posted;
+		pthread_cond_signal(&helper.done);
+	}
+	pthread_mutex_unlock(&helper.lock);
+	return NULL;
+}
+
+static void helper_start(void)
+{
+	helper.quit = false;
+	helper.posted = helper.finished = 0;
+	helper.live = pthread_create(&helper.thread, NULL, helper_main, NULL) == 0;
+}
+
+static void helper_stop(void)
+{
+	if (!helper.live)
+		return;
+	pthread_mutex_lock(&helper.lock);
+	helper.quit = true;
+	pthread_cond_signal(&helper.go);
+	pthread_mutex_unlock(&helper.lock);
+	pthread_join(helper.thread, NULL);
+	helper.live = false;
+}
+
+/* fn(arg, 0) on this thread and fn(arg, 1) on the helper at the same
+ * time; returns when both have returned.  fn takes its share of the work
+ * itself (pieces numbered by an atomic counter). */
+static void both_threads(void (*fn)(void *arg, int t), void *arg)
+{
+	if (helper.live) {
+		pthread_mutex_lock(&helper.lock);
+		helper.fn = fn;
+		helper.arg = arg;
+		helper.posted++;
+		pthread_cond_signal(&helper.go);
+		pthread_mutex_unlock(&helper.lock);
+	}
+	fn(arg, 0);
+	pthread_mutex_lock(&helper.lock);
+	while (helper.finished != helper.posted)
+		pthread_cond_wait(&helper.done, &helper.lock);
+	pthread_mutex_unlock(&helper.lock);
+}
+
+/* A thread's memory for a piece, kept for the whole rebuild: a buffer
+ * per member (its chunks of the piece), lj's rebuilt chunks, the new
+ * member's chunks, and scratch for parity nobody wants.  A piece is small
+ * (PIECE_BYTES, or one chunk), so what it copies stays in the core's
+ * cache. */
+#define PIECE_MAX (PIECE_BYTES > LAYOUT_MAX_CHUNK ? PIECE_BYTES : LAYOUT_MAX_CHUNK)
+struct piece_bufs {
+	uint8_t *src[LAYOUT_MAX_WIDTH], *out, *have, *junk;
+};
+
+static uint8_t *piece_buf(uint8_t **b, size_t len)
+{
+	if (!*b && posix_memalign((void **)b, 64, len))
+		*b = NULL;
+	return *b;
+}
+
+static void piece_bufs_free(struct piece_bufs *pb)
+{
+	for (int i = 0; i < LAYOUT_MAX_WIDTH; i++)
+		free(pb->src[i]);
+	free(pb->out);
+	free(pb->have);
+	free(pb->junk);
+	memset(pb, 0, sizeof(*pb));
+}
+
 /* ---------------------------------------------------------------- walk */
 
 struct walk {
@@ -161,6 +287,16 @@ struct walk {
 	bool verify;		/* second pass: compare and repair */
 	uint64_t fixed;		/* chunks the verify pass had to rewrite */
 	uint64_t total;
+	struct piece_bufs bufs[2];	/* this thread's, the helper's */
+	/* the first pass's crc of each new shard it wrote (the crc of its
+	 * chunks' crcs, which both threads compute), so the verify pass can
+	 * read a file back instead of rebuilding it again (reads_back()) */
+	uint32_t crc;		/* of the file being rebuilt, so far */
+	uint64_t crc_len;
+	bool crc_ok;
+	struct rebuilt { uint64_t id, version, len; uint32_t crc; } *rebuilt;
+	size_t nrebuilt, caprebuilt;
+	uint64_t read_back;	/* files the verify pass read back */
 };
 
 /* The source is the current primary: it may change during the walk
@@ -210,27 +346,283 @@ static bool same_inode(int dirfd, const char *path, int fd)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+static inline bool usable(const struct rfile *rf, uint32_t j)
+{
+	return rf->fd[j] >= 0 && member_online(rf->a, j);
+}
+
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i += 8)
+		if (*(const uint64_t *)(p + i))
+			return false;
+	return true;
+}
+
+/* Which of a stripe's chunks rebuild lj's (slot) from the members that
+ * are there (ok): bit i for slot i. */
+static uint64_t sources(const struct layout *l, uint32_t slot, uint64_t ok)
+{
+	uint32_t n = l->k + l->m;
+	uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1, lost = all & ~ok & ~(1ull << slot);
+	if (lost)
+		return all & ok;			/* another erasure: all there is */
+	if (slot < l->k)
+		return ((1ull << (l->k + 1)) - 1) & ~(1ull << slot);	/* data and P */
+	return (1ull << l->k) - 1;			/* data */
+}
+
+/* lj's chunk of stripe s (slot of group g; ok: bit i when slot i's
+ * member is there) from the buffers (chunk at `at` of each), into out.
+ * 0, -EIO when the group lacks more than it can do without, or a parity
+ * error. */
+static int compute_chunk(const struct layout *l, uint64_t s, uint32_t g, uint32_t slot, uint64_t ok,
+			 uint8_t *const *src, size_t at, uint8_t *out, uint8_t *junk)
+{
+	uint32_t k = l->k, n = k + l->m, nj = 0;
+	uint8_t *blk[LAYOUT_MAX_WIDTH];
+	int erased[LAYOUT_MAX_WIDTH], ne = 0;
+	uint64_t use = sources(l, slot, ok);
+	for (uint32_t i = 0; i < n; i++) {
+		if (i == slot) {
+			blk[i] = out;
+		} else if (use >> i & 1) {
+			blk[i] = src[layout_slot_member(l, s, g, i)] + at;
+		} else {
+			if (!(ok >> i & 1))
+				erased[ne++] = i;
+			if (nj == PARITY_MAX_M || ne >= (int)l->m)
+				return -EIO;
+			blk[i] = junk + (size_t)nj++ * l->chunk;
+		}
+	}
+	if (ne) {				/* another member is absent too */
+		erased[ne++] = slot;
+		return parity_reconstruct(k, l->m, l->chunk, blk, erased, ne);
+	}
+	if (slot < k)				/* XOR of the other data and P */
+		return parity_reconstruct(k, 1, l->chunk, blk, (int[]){ (int)slot }, 1);
+	return parity_encode(k, slot - k + 1, l->chunk, blk);	/* P (and Q...) */
+}
+
+/* How many stripes a window of this layout holds (at most 64: bit masks). */
+static uint32_t window_stripes(const struct layout *l)
+{
+	uint32_t ws = WINDOW_BYTES / l->chunk;
+	return ws < 1 ? 1 : ws > 64 ? 64 : ws;
+}
+
+#define NO_COPY UINT32_MAX
+
+/* A window being rebuilt: the plan, and what the pieces found. */
+struct window {
+	struct walk *w;
+	struct rfile *rf;
+	uint64_t s0;
+	uint32_t ns, per;		/* stripes; stripes per piece */
+	uint64_t tsize;			/* the new shard's size */
+	uint64_t ssize;			/* its size when it is done */
+	uint32_t crc[64];		/* per stripe: crc of lj's chunk (first pass) */
+	uint64_t need[LAYOUT_MAX_WIDTH];	/* per member: bit x when its chunk of stripe s0 + x is read */
+	uint64_t ok[64];		/* per stripe: bit i when slot i's member is there */
+	uint32_t from[64];		/* per stripe: member whose chunk is lj's as it is, or NO_COPY */
+	int next;			/* the next piece to take */
+	int ret;			/* the first piece's that was not 0 */
+	long written;
+	uint64_t fixed;
+};
+
+/* Stripes [s0 + x0, s0 + x1) of the window, with thread t's buffers:
+ * read, compute, compare or check for holes, write; the crc of each
+ * chunk for the first pass.  0, 1 (go stripe by stripe), or -errno. */
+static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
+{
+	struct walk *w = v->w;
+	struct rfile *rf = v->rf;
+	const struct layout *l = &rf->lay;
+	struct piece_bufs *pb = &w->bufs[t];
+	uint32_t chunk = l->chunk, g, slot;
+	uint64_t mask = x1 - x0 == 64 ? ~0ull : ((1ull << (x1 - x0)) - 1) << x0;
+	uint8_t *res[64];		/* per stripe: lj's chunk, rebuilt */
+	if (!piece_buf(&pb->out, PIECE_MAX) || !piece_buf(&pb->have, PIECE_MAX) ||
+	    !piece_buf(&pb->junk, (size_t)PARITY_MAX_M * LAYOUT_MAX_CHUNK))
+		return -ENOMEM;
+	for (uint32_t mj = 0; mj < l->width; mj++) {
+		uint64_t bits = v->need[mj] & mask;
+		if (!bits)
+			continue;
+		uint32_t a = __builtin_ctzll(bits), b = 64 - __builtin_clzll(bits);
+		if (!piece_buf(&pb->src[mj], PIECE_MAX))
+			return -ENOMEM;
+		ssize_t r = member_pread(w->a, mj, rf->fd[mj], pb->src[mj] + (size_t)(a - x0) * chunk,
+					 (size_t)(b - a) * chunk, (v->s0 + a) * chunk);
+		if (r < 0) {
+			log_err("read error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
+				mj, w->a->m[mj].path, rf->id, (v->s0 + a) * chunk, strerror((int)-r));
+			array_member_io_error(w->a, mj, (int)r, false);
+			return 1;
+		}
+	}
+	bool zero[64], look = w->verify;
+	for (uint32_t x = x0; x < x1; x++) {
+		size_t at = (size_t)(x - x0) * chunk;
+		if (v->from[x] != NO_COPY) {
+			res[x] = pb->src[v->from[x]] + at;
+		} else {
+			res[x] = pb->out + at;
+			layout_member_slot(l, v->s0 + x, w->lj, &g, &slot);
+			int r = compute_chunk(l, v->s0 + x, g, slot, v->ok[x], pb->src, at, res[x], pb->junk);
+			if (r < 0)
+				return r == -EIO ? 1 : r;
+		}
+		zero[x] = !w->verify && all_zero(res[x], chunk);
+		look |= zero[x];
+		uint64_t off = (v->s0 + x) * chunk;
+		if (!w->verify && off < v->ssize)
+			v->crc[x] = parity_crc32(0, res[x], v->ssize - off < chunk ? v->ssize - off : chunk);
+	}
+	int tfd = rf->fd[w->j];
+	/* past the new shard's end it holds zeros: no need to look */
+	bool empty = !w->verify && (v->s0 + x0) * chunk >= v->tsize;
+	bool have = look && !empty && member_pread(w->a, w->j, tfd, pb->have, (size_t)(x1 - x0) * chunk,
+						   (v->s0 + x0) * chunk) >= 0;
+	struct iovec iov[64];
+	int niov = 0;
+	for (uint32_t x = x0; x <= x1; x++) {
+		const uint8_t *h = x < x1 && have ? pb->have + (size_t)(x - x0) * chunk : NULL;
+		bool put = x < x1 && (w->verify ? !h || memcmp(h, res[x], chunk) != 0
+						: !zero[x] || (!empty && (!h || !all_zero(h, chunk))));
+		if (put && w->verify)
+			__atomic_add_fetch(&v->fixed, 1, __ATOMIC_RELAXED);
+		if (put) {
+			iov[niov++] = (struct iovec){ res[x], chunk };
+			continue;
+		}
+		if (niov) {
+			int r = member_pwritev(w->a, w->j, tfd, iov, niov, (v->s0 + x - niov) * chunk);
+			if (r < 0)
+				return r;
+			__atomic_add_fetch(&v->written, (long)niov * chunk, __ATOMIC_RELAXED);
+			niov = 0;
+		}
+	}
+	return 0;
+}
+
+static void window_worker(void *arg, int t)
+{
+	struct window *v = arg;
+	for (;;) {
+		uint32_t x0 = (uint32_t)__atomic_fetch_add(&v->next, 1, __ATOMIC_RELAXED) * v->per;
+		if (x0 >= v->ns || __atomic_load_n(&v->ret, __ATOMIC_RELAXED))
+			return;
+		int r = do_piece(v, x0, x0 + v->per < v->ns ? x0 + v->per : v->ns, t);
+		int none = 0;
+		if (r)
+			__atomic_compare_exchange_n(&v->ret, &none, r, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * Stripes [s0, s0 + ns) of member lj's shard onto the new member (slot
+ * w->j), as above; with w->verify, compared with what the new member holds
+ * and rewritten where they differ (w->fixed counts those).  The first pass
+ * also chains the crc of the new shard (w->crc).  Returns 0 with *bytes
+ * written, 1 when the window must go stripe by stripe, or -errno.
+ * Caller holds rf->rw exclusively.
+ */
+static int window_fast(struct walk *w, struct rfile *rf, uint64_t s0, uint32_t ns, long *bytes)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t chunk = l->chunk, n = l->k + l->m, lj = w->lj, g, slot;
+	struct window v = { .w = w, .rf = rf, .s0 = s0, .ns = ns };
+	bool there[LAYOUT_MAX_WIDTH];
+	struct stat ts;
+
+	v.per = PIECE_BYTES / chunk ? PIECE_BYTES / chunk : 1;
+	v.tsize = fstat(rf->fd[w->j], &ts) == 0 ? (uint64_t)ts.st_size : UINT64_MAX;
+	v.ssize = layout_shard_size(l, lj, rf->size);
+	for (uint32_t i = 0; i < l->width; i++)
+		there[i] = usable(rf, i);
+	for (uint32_t x = 0; x < ns; x++) {
+		uint64_t s = s0 + x;
+		layout_member_slot(l, s, lj, &g, &slot);
+		for (uint32_t i = 0; i < n; i++)
+			v.ok[x] |= (uint64_t)there[layout_slot_member(l, s, g, i)] << i;
+		v.from[x] = w->j != lj && there[lj] ? lj : NO_COPY;	/* replace in place */
+		for (uint32_t i = 0; l->red == RED_MIRROR && i < n && v.from[x] == NO_COPY; i++)
+			if (i != slot && (v.ok[x] >> i & 1))
+				v.from[x] = layout_slot_member(l, s, g, i);
+		if (v.from[x] != NO_COPY) {
+			v.need[v.from[x]] |= 1ull << x;
+			continue;
+		}
+		if (l->red != RED_PARITY)
+			return 1;
+		uint64_t use = sources(l, slot, v.ok[x]);
+		for (uint32_t i = 0; i < n; i++)
+			if (use >> i & 1)
+				v.need[layout_slot_member(l, s, g, i)] |= 1ull << x;
+	}
+	if (ns > v.per)
+		both_threads(window_worker, &v);
+	else
+		window_worker(&v, 0);
+	if (v.ret)
+		return v.ret;
+	w->fixed += v.fixed;
+	for (uint32_t x = 0; x < ns && !w->verify; x++) {
+		uint64_t off = (s0 + x) * chunk;
+		if (off >= v.ssize)
+			break;
+		w->crc_ok &= off == w->crc_len;
+		w->crc = parity_crc32(w->crc, &v.crc[x], sizeof(v.crc[x]));
+		w->crc_len = off + (v.ssize - off < chunk ? v.ssize - off : chunk);
+	}
+	*bytes = v.written;
+	return 0;
+}
+
+/* One window: the fast way, or stripe by stripe (see above). */
+static long rebuild_window(struct walk *w, struct rfile *rf, uint64_t s0, uint32_t ns)
+{
+	long bytes = 0;
+	int r = window_fast(w, rf, s0, ns, &bytes);
+	if (r <= 0)
+		return r < 0 ? r : bytes;
+	w->crc_ok = false;
+	for (uint32_t x = 0; x < ns; x++) {
+		bool fixed = false;
+		long b = stripe_rebuild_chunk(rf, s0 + x, w->lj, w->j, w->verify, &fixed);
+		if (b < 0)
+			return b;
+		bytes += b;
+		w->fixed += fixed;
+	}
+	return bytes;
+}
+
 #define MAX_PINNED 1024
 
 /*
- * Re-add, cheaply: the member's shard at rel and the primary's carry the
- * same file id and metadata version, the file is not in the missed-write
- * log and nobody has it open (an rfile open since before the re-add has
- * no shard on the member and writes past it): nothing to do but owner and
- * mode.  Two opens instead of one per member.  A rename racing with this
- * only makes the ids differ, and the file takes the full path.
+ * The new member's shard at rel holds the primary's file (same file id)
+ * at the primary's metadata version, and nobody has the file open (an
+ * rfile open since before a re-add has no shard on the member and writes
+ * past it; every change bumps the version when its handle closes): then
+ * its owner and mode are brought up to date, *pm is the metadata and *jfd
+ * the shard, which the caller closes.  Two opens instead of one per
+ * member.  A rename racing with this only makes the ids differ, and the
+ * file takes the full path.
  */
-static bool readd_unchanged(struct walk *w, const char *rel)
+static bool shard_current(struct walk *w, const char *rel, struct file_meta *pm, int *jfd)
 {
-	struct file_meta pm, jm;
+	struct file_meta jm;
 	struct stat ps, js;
 	bool same = false;
 	int pf = openat(SRC(w), rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	int jf = pf >= 0 ? openat(w->dst, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
-	if (jf >= 0 && meta_get(pf, &pm) == 0 && meta_get(jf, &jm) == 0 && pm.id == jm.id &&
-	    pm.version == jm.version &&
-	    !bsearch(&pm.id, w->missed, w->nmissed, sizeof(uint64_t), cmp_u64) &&
-	    fstat(pf, &ps) == 0 && fstat(jf, &js) == 0) {
+	if (jf >= 0 && meta_get(pf, pm) == 0 && meta_get(jf, &jm) == 0 && pm->id == jm.id &&
+	    pm->version == jm.version && fstat(pf, &ps) == 0 && fstat(jf, &js) == 0) {
 		uint64_t size;
 		int marks;
 		same = !rfile_lookup_size(ps.st_ino, &size, &marks);
@@ -239,11 +631,109 @@ static bool readd_unchanged(struct walk *w, const char *rel)
 		if (same && (ps.st_mode & 07777) != (js.st_mode & 07777))
 			fchmodat(w->dst, rel, ps.st_mode & 07777, 0);
 	}
-	if (jf >= 0)
-		close(jf);
 	if (pf >= 0)
 		close(pf);
+	if (!same && jf >= 0)
+		close(jf);
+	*jfd = same ? jf : -1;
 	return same;
+}
+
+/* Re-add, cheaply: the shard is current and the file is not in the
+ * missed-write log: nothing to do but owner and mode. */
+static bool readd_unchanged(struct walk *w, const char *rel)
+{
+	struct file_meta pm;
+	int jf;
+	if (!shard_current(w, rel, &pm, &jf))
+		return false;
+	close(jf);
+	return !bsearch(&pm.id, w->missed, w->nmissed, sizeof(uint64_t), cmp_u64);
+}
+
+static int cmp_rebuilt(const void *x, const void *y)
+{
+	const struct rebuilt *a = x, *b = y;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* The first pass wrote a file's new shard: remember its crc (up to a
+ * million files, 32 MB; the others take the full verify). */
+static void note_rebuilt(struct walk *w, const struct rfile *rf)
+{
+	if (!w->crc_ok || w->crc_len != layout_shard_size(&rf->lay, w->lj, rf->size))
+		return;
+	if (w->nrebuilt == w->caprebuilt) {
+		size_t c = w->caprebuilt ? w->caprebuilt * 2 : 1024;
+		struct rebuilt *n = c <= (1u << 20) ? realloc(w->rebuilt, c * sizeof(*n)) : NULL;
+		if (!n)
+			return;
+		w->rebuilt = n;
+		w->caprebuilt = c;
+	}
+	w->rebuilt[w->nrebuilt++] = (struct rebuilt){ rf->id, rf->meta_version, w->crc_len, w->crc };
+}
+
+struct readback {
+	struct walk *w;
+	int fd;
+	uint64_t off;
+	size_t len, piece;
+	uint32_t chunk;
+	int next;
+	bool short_read;
+	uint32_t crc[WINDOW_BYTES / LAYOUT_MIN_CHUNK];	/* per chunk */
+};
+
+static void readback_worker(void *arg, int t)
+{
+	struct readback *rb = arg;
+	for (;;) {
+		size_t p = (size_t)__atomic_fetch_add(&rb->next, 1, __ATOMIC_RELAXED) * rb->piece;
+		if (p >= rb->len)
+			return;
+		size_t len = rb->len - p < rb->piece ? rb->len - p : rb->piece;
+		uint8_t *buf = rb->w->bufs[t].out;
+		if (member_pread(rb->w->a, rb->w->j, rb->fd, buf, len, rb->off + p) != (ssize_t)len)
+			__atomic_store_n(&rb->short_read, true, __ATOMIC_RELAXED);
+		for (size_t c = 0; c < len; c += rb->chunk)
+			rb->crc[(p + c) / rb->chunk] = parity_crc32(0, buf + c, len - c < rb->chunk ? len - c : rb->chunk);
+	}
+}
+
+/*
+ * The verify pass, cheaply: a file nobody changed since the first pass
+ * wrote its new shard (shard_current() with the version the first pass
+ * left) only has to read back as the first pass wrote it; its chunks
+ * were rebuilt from the same data they would be rebuilt from again.  Any
+ * doubt (no crc, another version, open, a read error, a different crc)
+ * and the file takes the full verify, which rebuilds every chunk again
+ * and compares.  The reads go in pieces on both threads.
+ */
+static bool reads_back(struct walk *w, const char *rel)
+{
+	struct file_meta pm;
+	struct stat st;
+	int jf;
+	if (!w->nrebuilt || !shard_current(w, rel, &pm, &jf))
+		return false;
+	struct rebuilt key = { .id = pm.id }, *e = bsearch(&key, w->rebuilt, w->nrebuilt, sizeof(key), cmp_rebuilt);
+	bool ok = e && e->version == pm.version && fstat(jf, &st) == 0 && (uint64_t)st.st_size == e->len &&
+		  pm.chunk >= LAYOUT_MIN_CHUNK && pm.chunk <= WINDOW_BYTES && piece_buf(&w->bufs[0].out, PIECE_MAX) &&
+		  piece_buf(&w->bufs[1].out, PIECE_MAX);
+	uint32_t crc = 0;
+	for (uint64_t off = 0; ok && off < e->len; off += WINDOW_BYTES) {
+		struct readback rb = { .w = w, .fd = jf, .off = off, .chunk = pm.chunk,
+				       .len = e->len - off < WINDOW_BYTES ? e->len - off : WINDOW_BYTES,
+				       .piece = pm.chunk > PIECE_BYTES ? pm.chunk : PIECE_BYTES };
+		both_threads(readback_worker, &rb);
+		ok = !rb.short_read;
+		crc = parity_crc32(crc, rb.crc, sizeof(rb.crc[0]) * ((rb.len + pm.chunk - 1) / pm.chunk));
+	}
+	close(jf);
+	ok = ok && crc == e->crc;
+	w->read_back += ok;
+	return ok;
 }
 
 /*
@@ -261,6 +751,13 @@ static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 	struct rfile *rf;
 	if (w->readd && w->pass && readd_unchanged(w, rel)) {
 		w->unchanged += w->pass == 1;
+		return 0;
+	}
+	/* a hard-linked file takes the full path: it settles each name */
+	if (w->pass == 2 && st->st_nlink == 1 && reads_back(w, rel)) {
+		pthread_mutex_lock(&rb_lock);
+		info.files_done++;
+		pthread_mutex_unlock(&rb_lock);
 		return 0;
 	}
 	pthread_rwlock_wrlock(&a->ns_lock);
@@ -345,21 +842,20 @@ static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 	}
 
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
-	for (uint64_t s = 0;; s += WINDOW_STRIPES) {
+	uint32_t ws = window_stripes(&rf->lay);
+	w->crc = 0;
+	w->crc_len = 0;
+	w->crc_ok = true;
+	for (uint64_t s = 0;; s += ws) {
 		long bytes = 0;
 		pthread_rwlock_wrlock(&rf->rw);
 		uint64_t nstripes = (rf->size + sbytes - 1) / sbytes;
-		for (uint64_t x = s; x < s + WINDOW_STRIPES && x < nstripes && r == 0; x++) {
-			bool fixed = false;
-			long b = stripe_rebuild_chunk(rf, x, w->lj, w->j, w->verify, &fixed);
-			if (b < 0)
-				r = b;
-			else
-				bytes += b;
-			w->fixed += fixed;
-		}
+		if (s < nstripes)
+			bytes = rebuild_window(w, rf, s, nstripes - s < ws ? nstripes - s : ws);
 		pthread_rwlock_unlock(&rf->rw);
-		if (r < 0 || s + WINDOW_STRIPES >= nstripes) {
+		if (bytes < 0)
+			r = bytes;
+		if (r < 0 || s + ws >= nstripes) {
 			if (r == 0 && !w->verify)
 				throttle(bytes);
 			break;
@@ -375,6 +871,8 @@ static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 			r = -errno;
 		if (r == 0)
 			r = rfile_write_meta(rf, 0);
+		if (r == 0 && w->pass == 1)
+			note_rebuilt(w, rf);
 		struct stat now;
 		if (rf->fd[a->primary] >= 0 && fstat(rf->fd[a->primary], &now) == 0) {
 			struct timespec tv[2] = { now.st_atim, now.st_mtim };
@@ -593,12 +1091,17 @@ static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 		int r = rebuild_file(w, child, st);
 		if (r == 0 && w->pass == 1)
 			save_position(w, child);
-		if (r < 0) {
+		/* a stop (unmount) or an abandoned copy is seen between files
+		 * too: a small file is one window, whose throttle cannot stop
+		 * it halfway */
+		if (r == 0 && (__atomic_load_n(&rb_stop, __ATOMIC_ACQUIRE) ||
+			       __atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE)))
+			r = -EINTR;
+		if (r == -EINTR) {
+			ret = r;	/* stopped: not an error of the file */
+		} else if (r < 0) {
 			log_err("rebuild of '%s' onto member %u failed: %s", child, w->lj, strerror(-r));
-			if (r == -EINTR)
-				ret = r;
-			else
-				w->errors++;
+			w->errors++;
 		}
 	}
 	return ret;
@@ -917,6 +1420,7 @@ static void *rebuild_thread(void *arg)
 	w.pass = 1;
 	t_start_ms = window_start_ms = now_ms();
 	window_bytes = 0;
+	helper_start();
 	int r = walk_dir(&w, ".");
 	if (w.resume_after)
 		log_info("rebuild of member %u resumed after '%s': %" PRIu64 " files already rebuilt were skipped",
@@ -933,7 +1437,10 @@ static void *rebuild_thread(void *arg)
 			w.verify = true;
 			w.pass = 2;
 			w.promoted = -1;
+			qsort(w.rebuilt, w.nrebuilt, sizeof(*w.rebuilt), cmp_rebuilt);
 			r = walk_dir(&w, ".");
+			log_info("rebuild of member %u: the verify pass read back %" PRIu64 " file%s unchanged since the first pass and rebuilt the others again",
+				 w.lj, w.read_back, w.read_back == 1 ? "" : "s");
 			if (w.fixed)
 				log_warn("rebuild of member %u: the verify pass rewrote %" PRIu64 " chunk%s changed during the rebuild",
 					 w.lj, w.fixed, w.fixed == 1 ? "" : "s");
@@ -1032,6 +1539,10 @@ static void *rebuild_thread(void *arg)
 		rfile_release(w.links[i].rf);
 	free(w.links);
 	free(w.missed);
+	free(w.rebuilt);
+	helper_stop();
+	piece_bufs_free(&w.bufs[0]);
+	piece_bufs_free(&w.bufs[1]);
 	pthread_mutex_lock(&rb_lock);
 	info.active = false;
 	snprintf(info.last_result, sizeof(info.last_result), "%s", msg);

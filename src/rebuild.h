@@ -8,11 +8,16 @@
  *   2. the thread walks the namespace of the primary member and recreates
  *      directories, symlinks and FIFOs on DIR (mode, owner, times, user
  *      xattrs), hard links as hard links;
- *   3. each regular file is rebuilt window by window (16 stripes) under
- *      the file's write lock: the member's chunk of every stripe is
- *      reconstructed from the online members and written to its new shard,
- *      all-zero chunks are skipped so holes stay holes;
- *   4. when the walk is done the member becomes ONLINE (events bumped,
+ *   3. each regular file is rebuilt window by window (1 MiB of the
+ *      member's shard) under the file's write lock: the member's chunk of
+ *      every stripe is reconstructed from the online members and written
+ *      to its new shard, all-zero chunks are skipped so holes stay holes;
+ *      the window's pieces go to this thread and one helper thread;
+ *   4. a verify pass walks again: a file unchanged since step 3 (same
+ *      metadata version, not open) is read back and compared with the crc
+ *      step 3 kept of its new shard; any other is rebuilt again and
+ *      compared, and what differs is rewritten;
+ *   5. when both are done the member becomes ONLINE (events bumped,
  *      superblocks written) and the array optimal again.
  *
  * While it runs, the REBUILDING member receives every write and namespace

@@ -76,6 +76,26 @@ make_members() {
 # join_members "a b c" -> a:b:c
 join_members() { echo "$*" | tr ' ' ':'; }
 
+# write_fileset MNT REF SEED DIRS FILES MIN MAX: DIRS directories dirN
+# of FILES files fNN each, random sizes MIN..MAX, the same bytes under
+# MNT and under the reference REF
+write_fileset() {
+	"$PY" - "$@" <<'PYEOF'
+import os, sys, random
+mnt, ref = sys.argv[1:3]
+seed, dirs, files, lo, hi = map(int, sys.argv[3:8])
+r = random.Random(seed)
+for d in range(dirs):
+    for root in (mnt, ref):
+        os.makedirs(os.path.join(root, "dir%d" % d), exist_ok=True)
+    for f in range(files):
+        data = r.randbytes(r.randrange(lo, hi + 1))
+        for root in (mnt, ref):
+            with open(os.path.join(root, "dir%d" % d, "f%02d" % f), "wb") as fh:
+                fh.write(data)
+PYEOF
+}
+
 # rfs_mount MEMBERS_COLON MOUNTPOINT [mount args...]: mounts in the
 # background, registers the mount for cleanup, daemon log in $T/daemon.log
 rfs_mount() {
@@ -214,20 +234,3 @@ rfs_kill() {
 	return 0
 }
 
-# write_file_set SEED DIR...: 120 files of 256 KiB in 6 directories
-# (dirD/fNN), the same random bytes in every DIR (a mount and its
-# reference copy)
-write_file_set() {
-	"$PY" - "$@" <<'PYEOF'
-import os, sys, random
-r = random.Random(int(sys.argv[1]))
-for d in range(6):
-    for root in sys.argv[2:]:
-        os.makedirs(os.path.join(root, "dir%d" % d), exist_ok=True)
-    for f in range(20):
-        data = r.randbytes(262144)
-        for root in sys.argv[2:]:
-            with open(os.path.join(root, "dir%d" % d, "f%02d" % f), "wb") as fh:
-                fh.write(data)
-PYEOF
-}

@@ -12,7 +12,7 @@ mnt=$T/mnt
 expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name rr $mem
 rfs_mount "$(join_members $mem)" "$mnt" || fail "mount"
 # 120 files of 256 KiB in 6 directories
-write_file_set 7 "$mnt" "$T/ref" || fail "writing the file set"
+write_fileset "$mnt" "$T/ref" 7 6 20 262144 262144 || fail "writing the file set"
 "$RAIDFS" fail "$mnt" 1 >/dev/null || fail "fail 1"
 "$RAIDFS" rebuild "$mnt" --max-rate 1 --min-rate 1 >/dev/null || fail "rebuild rates"
 expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$T/new"
