@@ -283,8 +283,7 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	for (uint32_t j = 0; j < MEMBER_SLOTS; j++)
 		rf->fd[j] = j < a->width ? fds[j] : -1;
 	rf->size = m->size;
-	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
-	rf->reserved = (m->size + sbytes - 1) / sbytes;
+	rf->reserved = m->size;
 	rf->meta_version = m->version;
 	pthread_rwlock_init(&rf->rw, NULL);
 	return 0;

@@ -43,9 +43,9 @@ struct rfile {
 	struct layout lay;
 	int fd[MEMBER_SLOTS];		/* -1: member absent; [SHADOW]: see array.h */
 	uint64_t size;			/* logical size (atomic access) */
-	uint64_t reserved;		/* stripes below this have their shard
-					 * ranges allocated on the members
-					 * (stripe.c reserve(); atomic) */
+	uint64_t reserved;		/* the shards are allocated on the members
+					 * for this logical size (stripe.c
+					 * reserve(); atomic) */
 	uint64_t meta_version;
 	bool meta_stale;		/* size changed since metadata written */
 	bool marked;			/* in the dirty log */

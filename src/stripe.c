@@ -184,30 +184,29 @@ static inline bool writable(const struct rfile *rf, uint32_t j)
  * Room on the members before the first byte goes to any of them.  A stripe
  * written on some members and refused by a full one (ENOSPC) would be left
  * with its parity behind its data, which a later reconstruction would turn
- * into wrong bytes.  So before a write reaches stripes past rf->reserved
- * (the file's end when it was opened, or what was reserved since), their
- * ranges are allocated in every member's shard (fallocate, size kept), and
- * a write that does not fit fails with ENOSPC having changed nothing.  A
- * member filesystem that cannot allocate ahead (EOPNOTSUPP) is written as
- * before; so are holes of sparse files below rf->reserved.
+ * into wrong bytes.  So before a write takes the file past rf->reserved
+ * (its size when it was opened, or what was reserved since), what each
+ * shard grows by is allocated first (fallocate, size kept), and a write
+ * that does not fit fails with ENOSPC having changed nothing.  A member
+ * filesystem that cannot allocate ahead (EOPNOTSUPP) is written as before;
+ * so are holes of sparse files below rf->reserved.
  */
-static int reserve(struct rfile *rf, uint64_t s0, uint64_t s1)
+static int reserve(struct rfile *rf, uint64_t end)
 {
 	uint64_t have = __atomic_load_n(&rf->reserved, __ATOMIC_ACQUIRE);
-	if (s1 <= have)
+	if (end <= have)
 		return 0;
-	if (s0 < have)
-		s0 = have;
-	off_t off = (off_t)(s0 * rf->lay.chunk), len = (off_t)((s1 - s0) * rf->lay.chunk);
 	for (uint32_t j = 0; j < rf->a->width; j++) {
-		if (!writable(rf, j) || fallocate(rf->fd[j], FALLOC_FL_KEEP_SIZE, off, len) == 0)
+		uint64_t from = layout_shard_size(&rf->lay, j, have), to = layout_shard_size(&rf->lay, j, end);
+		if (to <= from || !writable(rf, j) ||
+		    fallocate(rf->fd[j], FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) == 0)
 			continue;
 		if (errno == ENOSPC)
-			return write_failed(rf, j, (uint64_t)off, -ENOSPC);
+			return write_failed(rf, j, from, -ENOSPC);
 		/* cannot allocate ahead (EOPNOTSUPP...): the writes will tell */
 	}
-	while (have < s1 && !__atomic_compare_exchange_n(&rf->reserved, &have, s1, false,
-							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	while (have < end && !__atomic_compare_exchange_n(&rf->reserved, &have, end, false,
+							  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		;
 	return 0;
 }
@@ -670,7 +669,7 @@ ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint6
 		return 0;
 	ret = stripe_mark_dirty(rf);
 	if (ret == 0)
-		ret = reserve(rf, off / sbytes, (end + sbytes - 1) / sbytes);
+		ret = reserve(rf, end);
 	for (uint64_t pos = off; pos < end && ret == 0;) {
 		uint64_t s = pos / sbytes;
 		if (l->red == RED_PARITY && pos == s * sbytes && end - pos >= 2 * sbytes) {
@@ -965,7 +964,7 @@ int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const
 	struct cline c = { data, valid, dirty, sector, size - s * sbytes < sbytes ? size - s * sbytes : sbytes };
 	int ret = stripe_mark_dirty(rf);
 	if (ret == 0)
-		ret = reserve(rf, s, s + 1);
+		ret = reserve(rf, (s + 1) * sbytes < size ? (s + 1) * sbytes : size);
 	if (ret < 0)
 		return ret;
 	if (l->red != RED_PARITY) {
@@ -998,8 +997,10 @@ int stripe_write_stripes_locked(struct rfile *rf, uint64_t s0, uint32_t ns, cons
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
 	int ret = stripe_mark_dirty(rf);
-	if (ret == 0)
-		ret = reserve(rf, s0, s0 + ns);
+	if (ret == 0) {
+		uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+		ret = reserve(rf, (s0 + ns) * sbytes < size ? (s0 + ns) * sbytes : size);
+	}
 	if (ret == 0 && l->red == RED_PARITY && ns > 0 && ns <= BATCH_STRIPES) {
 		ret = write_full_stripes(rf, s0, ns, sd);
 		if (ret == 0 && stripe_member_sync == MSYNC_ALWAYS)
@@ -1181,9 +1182,8 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 	if (ret == 0) {
 		__atomic_store_n(&rf->size, size, __ATOMIC_RELEASE);
 		/* cut shards lost their allocation; grown ones are holes */
-		uint64_t sbytes = layout_stripe_data_bytes(l);
-		if (rf->reserved > (size + sbytes - 1) / sbytes)
-			__atomic_store_n(&rf->reserved, (size + sbytes - 1) / sbytes, __ATOMIC_RELEASE);
+		if (rf->reserved > size)
+			__atomic_store_n(&rf->reserved, size, __ATOMIC_RELEASE);
 		ret = rfile_write_meta(rf, 0);
 	}
 	return ret;
