@@ -184,20 +184,26 @@ static inline bool writable(const struct rfile *rf, uint32_t j)
  * Room on the members before the first byte goes to any of them.  A stripe
  * written on some members and refused by a full one (ENOSPC) would be left
  * with its parity behind its data, which a later reconstruction would turn
- * into wrong bytes.  So before a write takes the file past rf->reserved
- * (its size when it was opened, or what was reserved since), what each
- * shard grows by is allocated first (fallocate, size kept), and a write
- * that does not fit fails with ENOSPC having changed nothing.  A member
+ * into wrong bytes.  So before a write [off, end) takes the file past
+ * rf->reserved (its size when it was opened, or the end of what was
+ * reserved since), the shard ranges it will write there are allocated on
+ * every member first (fallocate, size kept; from the stripe of `off` on,
+ * so a write far past the end leaves the hole a hole), and a write that
+ * does not fit fails with ENOSPC having changed nothing.  A member
  * filesystem that cannot allocate ahead (EOPNOTSUPP) is written as before;
  * so are holes of sparse files below rf->reserved.
  */
-static int reserve(struct rfile *rf, uint64_t end)
+static int reserve(struct rfile *rf, uint64_t off, uint64_t end)
 {
+	const struct layout *l = &rf->lay;
 	uint64_t have = __atomic_load_n(&rf->reserved, __ATOMIC_ACQUIRE);
 	if (end <= have)
 		return 0;
+	uint64_t first = off / layout_stripe_data_bytes(l) * l->chunk;
 	for (uint32_t j = 0; j < rf->a->width; j++) {
-		uint64_t from = layout_shard_size(&rf->lay, j, have), to = layout_shard_size(&rf->lay, j, end);
+		uint64_t from = layout_shard_size(l, j, have), to = layout_shard_size(l, j, end);
+		if (from < first)
+			from = first;
 		if (to <= from || !writable(rf, j) ||
 		    fallocate(rf->fd[j], FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) == 0)
 			continue;
@@ -669,7 +675,7 @@ ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint6
 		return 0;
 	ret = stripe_mark_dirty(rf);
 	if (ret == 0)
-		ret = reserve(rf, end);
+		ret = reserve(rf, off, end);
 	for (uint64_t pos = off; pos < end && ret == 0;) {
 		uint64_t s = pos / sbytes;
 		if (l->red == RED_PARITY && pos == s * sbytes && end - pos >= 2 * sbytes) {
@@ -964,7 +970,7 @@ int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const
 	struct cline c = { data, valid, dirty, sector, size - s * sbytes < sbytes ? size - s * sbytes : sbytes };
 	int ret = stripe_mark_dirty(rf);
 	if (ret == 0)
-		ret = reserve(rf, (s + 1) * sbytes < size ? (s + 1) * sbytes : size);
+		ret = reserve(rf, s * sbytes, (s + 1) * sbytes < size ? (s + 1) * sbytes : size);
 	if (ret < 0)
 		return ret;
 	if (l->red != RED_PARITY) {
@@ -999,7 +1005,7 @@ int stripe_write_stripes_locked(struct rfile *rf, uint64_t s0, uint32_t ns, cons
 	int ret = stripe_mark_dirty(rf);
 	if (ret == 0) {
 		uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
-		ret = reserve(rf, (s0 + ns) * sbytes < size ? (s0 + ns) * sbytes : size);
+		ret = reserve(rf, s0 * sbytes, (s0 + ns) * sbytes < size ? (s0 + ns) * sbytes : size);
 	}
 	if (ret == 0 && l->red == RED_PARITY && ns > 0 && ns <= BATCH_STRIPES) {
 		ret = write_full_stripes(rf, s0, ns, sd);
