@@ -328,7 +328,7 @@ static enum cache_wpolicy effective_locked(const char **why)
 	return e;
 }
 
-bool cache_writeback_now(void)
+static bool writeback_now(void)
 {
 	pthread_mutex_lock(&C.lock);
 	bool wb = C.up && effective_locked(NULL) == WP_WRITEBACK;
@@ -358,12 +358,17 @@ static uint64_t members_min_free(const struct array *a)
  * through, and a write the members cannot take gets their ENOSPC: no
  * acknowledged byte is left without a place.  The free space is read at
  * most every SPACE_PERIOD_NS and counted down in between by what was
- * accepted.
+ * accepted.  True: this write goes to the cache (write-back by policy and
+ * battery, and room for it).
  */
 static bool room_for(size_t len)
 {
 	uint64_t t = now_ns();
 	pthread_mutex_lock(&C.lock);
+	if (!C.up || policy_locked(NULL) != WP_WRITEBACK) {
+		pthread_mutex_unlock(&C.lock);
+		return false;	/* not write-back anyway */
+	}
 	uint64_t need = C.dirty_sectors * SECTOR + len + SPACE_MARGIN;
 	if (t - C.space_t < SPACE_PERIOD_NS && C.space_free >= C.space_used + need) {
 		C.space_used += len;
@@ -1069,10 +1074,7 @@ ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
 		return 0;
 	if (cache_offline())
 		return -EIO;
-	pthread_mutex_lock(&C.lock);
-	bool wb = C.up && policy_locked(NULL) == WP_WRITEBACK;
-	pthread_mutex_unlock(&C.lock);
-	if (!wb || !room_for(len))
+	if (!room_for(len))
 		return C.up ? write_through(rf, buf, len, off) : stripe_write(rf, buf, len, off);
 	if (!array_writable(rf->a))
 		return rf->a->readonly ? -EROFS : -EIO;
@@ -1349,7 +1351,7 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 int cache_fsync(struct rfile *rf, bool datasync)
 {
 	if (C.up) {
-		if (cache_opts.bbu == BBU_FILE && cache_writeback_now()) {
+		if (cache_opts.bbu == BBU_FILE && writeback_now()) {
 			/* durable in the log already (every write-back write is
 			 * fdatasynced there before it is acknowledged) */
 			return 0;

@@ -134,9 +134,6 @@ ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
 ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
 int cache_truncate(struct rfile *rf, uint64_t size);
 int cache_fsync(struct rfile *rf, bool datasync);
-/* Writes are acknowledged from the cache now (they are copied there, so
- * the caller need not align them for the parity code). */
-bool cache_writeback_now(void);
 
 /* Control (ctl.c).  Each writes a reply for the CLI into buf and returns
  * the exit status: 0 ok, 1 refused. */

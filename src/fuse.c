@@ -634,8 +634,6 @@ static bool direct_io_for(const struct fuse_file_info *fi)
 static int fs_open(const char *path, struct fuse_file_info *fi)
 {
 	CHECK_HIDDEN(path);
-	if (cache_offline())
-		return -EIO;	/* a preserved cache holds newer data */
 	struct rfile *rf;
 	int r = ON_PRIMARY_ERR(rfile_open(A, rel(path), &rf));
 	if (r < 0)
@@ -681,15 +679,6 @@ static int fs_write(const char *path, const char *buf, size_t size, off_t off,
 	return cache_write(RF(fi), buf, size, off);
 }
 
-/*
- * Writes arrive here rather than in fs_write: with splice the payload is
- * still in a pipe and is copied once, into a 64-byte aligned per-thread
- * buffer.  A payload in memory is used as it is, although the FUSE header
- * leaves it misaligned for ISA-L: the parity code copies the blocks it
- * needs aligned into per-thread scratch as it goes, on both threads of a
- * full-stripe write (stripe.c), which is cheaper than one more copy of the
- * whole payload up front here.
- */
 /* A write by someone without CAP_FSETID (approximated as: not root)
  * clears set-user-ID, and set-group-ID when group execute is set, as the
  * kernel does for the page-cache path. */
@@ -708,6 +697,15 @@ static void kill_setid_on_write(struct fuse_file_info *fi)
 	}
 }
 
+/*
+ * Writes arrive here rather than in fs_write: with splice the payload is
+ * still in a pipe and is copied once, into a 64-byte aligned per-thread
+ * buffer.  A payload in memory is used as it is, although the FUSE header
+ * leaves it misaligned: the parity code reads it in place where ISA-L's
+ * kernels allow (parity_probe_unaligned()), else copies the blocks it needs
+ * into per-thread scratch as it goes, on both threads of a full-stripe
+ * write (stripe.c).
+ */
 static int fs_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
 			struct fuse_file_info *fi)
 {
@@ -1002,7 +1000,8 @@ static void fs_destroy(void *priv)
 /*
  * Every operation that changes the namespace runs under the namespace
  * lock (shared), so the rebuild, which takes it exclusively, never sees an
- * operation applied to some members and not yet to the others.
+ * operation applied to some members and not yet to the others.  None runs
+ * while a preserved cache keeps the mount offline (EIO).
  */
 #define NS(call) ({ \
 	int _nr = -EIO; \

@@ -20,6 +20,7 @@
 #include "array.h"
 #include "file.h"
 #include "meta.h"
+#include "pair.h"
 #include "parity.h"
 #include "util.h"
 
@@ -157,76 +158,6 @@ static bool throttle(uint64_t bytes)
 #define WINDOW_BYTES (1u << 20)
 #define PIECE_BYTES (64u << 10)
 _Static_assert(LAYOUT_MAX_CHUNK <= WINDOW_BYTES, "a window holds at least one chunk");
-
-/* The helper thread, started and stopped with each rebuild thread. */
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t go, done;
-	pthread_t thread;
-	bool live, quit;
-	uint64_t posted, finished;	/* work posted, and finished by the helper */
-	void (*fn)(void *arg, int t);
-	void *arg;
-} helper = { .lock = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER,
-	     .done = PTHREAD_COND_INITIALIZER };
-
-static void *helper_main(void *unused)
-{
-	(void)unused;
-	pthread_mutex_lock(&helper.lock);
-	while (!helper.quit) {
-		if (helper.finished == helper.posted) {
-			pthread_cond_wait(&helper.go, &helper.lock);
-			continue;
-		}
-		pthread_mutex_unlock(&helper.lock);
-		helper.fn(helper.arg, 1);
-		pthread_mutex_lock(&helper.lock);
-		helper.finished = helper.posted;
-		pthread_cond_signal(&helper.done);
-	}
-	pthread_mutex_unlock(&helper.lock);
-	return NULL;
-}
-
-static void helper_start(void)
-{
-	helper.quit = false;
-	helper.posted = helper.finished = 0;
-	helper.live = pthread_create(&helper.thread, NULL, helper_main, NULL) == 0;
-}
-
-static void helper_stop(void)
-{
-	if (!helper.live)
-		return;
-	pthread_mutex_lock(&helper.lock);
-	helper.quit = true;
-	pthread_cond_signal(&helper.go);
-	pthread_mutex_unlock(&helper.lock);
-	pthread_join(helper.thread, NULL);
-	helper.live = false;
-}
-
-/* fn(arg, 0) on this thread and fn(arg, 1) on the helper at the same
- * time; returns when both have returned.  fn takes its share of the work
- * itself (pieces numbered by an atomic counter). */
-static void both_threads(void (*fn)(void *arg, int t), void *arg)
-{
-	if (helper.live) {
-		pthread_mutex_lock(&helper.lock);
-		helper.fn = fn;
-		helper.arg = arg;
-		helper.posted++;
-		pthread_cond_signal(&helper.go);
-		pthread_mutex_unlock(&helper.lock);
-	}
-	fn(arg, 0);
-	pthread_mutex_lock(&helper.lock);
-	while (helper.finished != helper.posted)
-		pthread_cond_wait(&helper.done, &helper.lock);
-	pthread_mutex_unlock(&helper.lock);
-}
 
 /* A thread's memory for a piece, kept for the whole rebuild: a buffer
  * per member (its chunks of the piece), lj's rebuilt chunks, the new
@@ -565,7 +496,7 @@ static int window_fast(struct walk *w, struct rfile *rf, uint64_t s0, uint32_t n
 				v.need[layout_slot_member(l, s, g, i)] |= 1ull << x;
 	}
 	if (ns > v.per)
-		both_threads(window_worker, &v);
+		pair_run(window_worker, &v);
 	else
 		window_worker(&v, 0);
 	if (v.ret)
@@ -726,7 +657,7 @@ static bool reads_back(struct walk *w, const char *rel)
 		struct readback rb = { .w = w, .fd = jf, .off = off, .chunk = pm.chunk,
 				       .len = e->len - off < WINDOW_BYTES ? e->len - off : WINDOW_BYTES,
 				       .piece = pm.chunk > PIECE_BYTES ? pm.chunk : PIECE_BYTES };
-		both_threads(readback_worker, &rb);
+		pair_run(readback_worker, &rb);
 		ok = !rb.short_read;
 		crc = parity_crc32(crc, rb.crc, sizeof(rb.crc[0]) * ((rb.len + pm.chunk - 1) / pm.chunk));
 	}
@@ -1420,7 +1351,6 @@ static void *rebuild_thread(void *arg)
 	w.pass = 1;
 	t_start_ms = window_start_ms = now_ms();
 	window_bytes = 0;
-	helper_start();
 	int r = walk_dir(&w, ".");
 	if (w.resume_after)
 		log_info("rebuild of member %u resumed after '%s': %" PRIu64 " files already rebuilt were skipped",
@@ -1540,7 +1470,6 @@ static void *rebuild_thread(void *arg)
 	free(w.links);
 	free(w.missed);
 	free(w.rebuilt);
-	helper_stop();
 	piece_bufs_free(&w.bufs[0]);
 	piece_bufs_free(&w.bufs[1]);
 	pthread_mutex_lock(&rb_lock);

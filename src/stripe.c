@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "file.h"
+#include "pair.h"
 #include "parity.h"
 #include "rebuild.h"
 #include "util.h"
@@ -417,9 +418,12 @@ struct full_share {
 	int mret[LAYOUT_MAX_WIDTH];		/* each member's write: 0 or -errno */
 };
 
-static void write_share(void *arg)
+/* share t of the two in arg (pair_run()) */
+static void write_share(void *arg, int t)
 {
-	struct full_share *sh = arg;
+	struct full_share *sh = (struct full_share *)arg + t;
+	if (sh->ns == 0)
+		return;
 	struct rfile *rf = sh->rf;
 	const struct layout *l = &rf->lay;
 	uint32_t chunk = l->chunk, k = l->k, m = l->m, ns = sh->ns;
@@ -463,62 +467,6 @@ static void write_share(void *arg)
 #undef PAR
 }
 
-/* The helper thread: runs one function at a time for whoever finds it
- * free (otherwise the caller does all the work itself). */
-static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t helper_go = PTHREAD_COND_INITIALIZER, helper_done = PTHREAD_COND_INITIALIZER;
-static void (*helper_fn)(void *);
-static void *helper_arg;
-static bool helper_busy, helper_has_work, helper_started;
-
-static void *helper_main(void *unused)
-{
-	(void)unused;
-	pthread_mutex_lock(&helper_lock);
-	for (;;) {
-		while (!helper_has_work)
-			pthread_cond_wait(&helper_go, &helper_lock);
-		pthread_mutex_unlock(&helper_lock);
-		helper_fn(helper_arg);
-		pthread_mutex_lock(&helper_lock);
-		helper_has_work = false;
-		pthread_cond_signal(&helper_done);
-	}
-	return NULL;
-}
-
-/* Run fn(b) on the helper and fn(a) here, both at once when the helper is
- * free; both here, one after the other, when it is not. */
-static void run_pair(void (*fn)(void *), void *a, void *b)
-{
-	pthread_mutex_lock(&helper_lock);
-	if (!helper_started) {
-		pthread_t t;
-		helper_started = pthread_create(&t, NULL, helper_main, NULL) == 0;
-		if (helper_started)
-			pthread_detach(t);
-	}
-	bool use = helper_started && !helper_busy;
-	if (use) {
-		helper_busy = true;
-		helper_fn = fn;
-		helper_arg = b;
-		helper_has_work = true;
-		pthread_cond_signal(&helper_go);
-	}
-	pthread_mutex_unlock(&helper_lock);
-	fn(a);
-	if (!use) {
-		fn(b);
-		return;
-	}
-	pthread_mutex_lock(&helper_lock);
-	while (helper_has_work)
-		pthread_cond_wait(&helper_done, &helper_lock);
-	helper_busy = false;
-	pthread_mutex_unlock(&helper_lock);
-}
-
 /* Stripes [s0, s0+ns), whole: sd[i] holds the data bytes of stripe s0+i
  * (from a request, or from cache lines). */
 static int write_full_stripes(struct rfile *rf, uint64_t s0, uint32_t ns, const uint8_t *const *sd)
@@ -530,9 +478,9 @@ static int write_full_stripes(struct rfile *rf, uint64_t s0, uint32_t ns, const 
 		{ .rf = rf, .s0 = s0 + half, .ns = ns - half, .first = width / 2, .sd = sd + half },
 	};
 	if (half == 0)
-		write_share(&sh[1]);
+		write_share(sh, 1);
 	else
-		run_pair(write_share, &sh[0], &sh[1]);
+		pair_run(write_share, sh);
 	for (int i = 0; i < 2; i++) {
 		if (sh[i].ns == 0)
 			continue;
