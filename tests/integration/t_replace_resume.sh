@@ -25,8 +25,9 @@ members=$(join_members $mem)
 opts="-o write_policy=writethrough,rebuild_min_rate=1,rebuild_max_rate=1"
 expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name rpr $mem
 rfs_mount "$members" "$mnt" $opts || fail "mount"
-# 120 files of 256 KiB in 6 directories
-write_fileset "$mnt" "$T/ref" 11 6 20 262144 262144 || fail "writing the file set"
+# 240 files of 256 KiB in 6 directories: 20 MB per member, 20 s of copy
+# at 1 MB/s, so the copy is still running at the last kill
+write_fileset "$mnt" "$T/ref" 11 6 40 262144 262144 || fail "writing the file set"
 expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$T/new"
 grep -q "keeps serving" "$OUT" || fail "not a replacement in place: $(cat "$OUT")"
 sleep 3.5
