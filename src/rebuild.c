@@ -208,6 +208,11 @@ struct walk {
 	size_t nmissed;
 	uint64_t unchanged;	/* files a re-add left alone */
 	uint64_t resynced;	/* files the first pass rebuilt */
+	/* a re-add's verify pass looks at the files its first pass resynced
+	 * (their paths then), not at the whole tree again (see readd_verify()) */
+	char **resynced_paths;
+	size_t nresynced_paths, capresynced_paths;
+	bool resynced_paths_lost;	/* out of memory: walk it all */
 	int errors;
 	bool count_only;
 	const char *resume_after;	/* skip files up to this path (walk order) */
@@ -582,6 +587,25 @@ static bool readd_unchanged(struct walk *w, const char *rel)
 	return !bsearch(&pm.id, w->missed, w->nmissed, sizeof(uint64_t), cmp_u64);
 }
 
+static void note_resynced(struct walk *w, const char *rel)
+{
+	if (w->nresynced_paths == w->capresynced_paths) {
+		size_t c = w->capresynced_paths ? w->capresynced_paths * 2 : 64;
+		char **n = realloc(w->resynced_paths, c * sizeof(*n));
+		if (!n) {
+			w->resynced_paths_lost = true;
+			return;
+		}
+		w->resynced_paths = n;
+		w->capresynced_paths = c;
+	}
+	char *d = strdup(rel);
+	if (d)
+		w->resynced_paths[w->nresynced_paths++] = d;
+	else
+		w->resynced_paths_lost = true;
+}
+
 static int cmp_rebuilt(const void *x, const void *y)
 {
 	const struct rebuilt *a = x, *b = y;
@@ -761,6 +785,8 @@ static int rebuild_file(struct walk *w, const char *rel, const struct stat *st)
 		return 0;
 	}
 	w->resynced += w->pass == 1;
+	if (w->readd && w->pass == 1)
+		note_resynced(w, rel);
 
 	/* another name of a pinned file whose data this pass did already */
 	size_t li = w->nlinks;
@@ -1094,7 +1120,9 @@ static int walk_dir(struct walk *w, const char *rel)
 	}
 	closedir(d);
 	qsort(names, nn, sizeof(*names), cmp_names);
-	if (!w->count_only && w->pass != 1)
+	/* a re-add does it in its first pass: its verify pass does not walk
+	 * (readd_verify()) */
+	if (!w->count_only && (w->pass != 1 || w->readd))
 		drop_strays(w, rel, names, nn);
 	for (size_t ni = 0; ni < nn && ret == 0; ni++) {
 		char *child;
@@ -1319,6 +1347,29 @@ static int redo_drain(struct walk *w)
 	}
 }
 
+/*
+ * The verify pass of a re-add: the files its first pass resynced, by the
+ * paths they had then.  The others need no second look: a file the first
+ * pass found unchanged (current shard, same metadata version, not open,
+ * not in the missed-write log) has its shard opened by every later open,
+ * so every later change reaches the member as it reaches the others; a
+ * file renamed since (maybe onto a resynced one's path) is in the redo
+ * queue; names the member has and the primary lost were dropped in the
+ * first pass.  A resumed re-add walks it all (the paths resynced before
+ * the interruption are not known).
+ */
+static int readd_verify(struct walk *w)
+{
+	int ret = 0;
+	for (size_t i = 0; i < w->nresynced_paths && ret == 0; i++) {
+		struct stat st;
+		const char *p = w->resynced_paths[i];
+		if (fstatat(SRC(w), p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			ret = walk_entry(w, p, &st);
+	}
+	return ret;
+}
+
 static char resume_path[PATH_MAX];
 static bool resume_set, readd_mode;
 
@@ -1368,7 +1419,10 @@ static void *rebuild_thread(void *arg)
 			w.pass = 2;
 			w.promoted = -1;
 			qsort(w.rebuilt, w.nrebuilt, sizeof(*w.rebuilt), cmp_rebuilt);
-			r = walk_dir(&w, ".");
+			if (w.readd && !w.resume_after && !w.resynced_paths_lost)
+				r = readd_verify(&w);
+			else
+				r = walk_dir(&w, ".");
 			log_info("rebuild of member %u: the verify pass read back %" PRIu64 " file%s unchanged since the first pass and rebuilt the others again",
 				 w.lj, w.read_back, w.read_back == 1 ? "" : "s");
 			if (w.fixed)
@@ -1446,11 +1500,11 @@ static void *rebuild_thread(void *arg)
 		array_missed_clear(a, j);
 		pthread_rwlock_unlock(&a->ns_lock);
 		if (w.readd)
-			snprintf(msg, sizeof(msg), "member %u '%.120s' re-added: %" PRIu64 " changed file%s resynced, %" PRIu64 " unchanged (%.2f s)",
+			snprintf(msg, sizeof(msg), "member %u '%.120s' re-added: %" PRIu64 " changed file%s resynced, %" PRIu64 " unchanged (%.3f s)",
 				 j, a->m[j].path, w.resynced, w.resynced == 1 ? "" : "s",
 				 w.unchanged, (now_ms() - t_start_ms) / 1000.0);
 		else
-			snprintf(msg, sizeof(msg), "member %u rebuilt onto '%.120s' and verified (%" PRIu64 " file%s, %.2f s)",
+			snprintf(msg, sizeof(msg), "member %u rebuilt onto '%.120s' and verified (%" PRIu64 " file%s, %.3f s)",
 				 j, a->m[j].path, info.files_done / 2, info.files_done / 2 == 1 ? "" : "s",
 				 (now_ms() - t_start_ms) / 1000.0);
 		log_info("%s", msg);
@@ -1470,6 +1524,9 @@ static void *rebuild_thread(void *arg)
 	free(w.links);
 	free(w.missed);
 	free(w.rebuilt);
+	for (size_t i = 0; i < w.nresynced_paths; i++)
+		free(w.resynced_paths[i]);
+	free(w.resynced_paths);
 	piece_bufs_free(&w.bufs[0]);
 	piece_bufs_free(&w.bufs[1]);
 	pthread_mutex_lock(&rb_lock);
