@@ -252,6 +252,24 @@ static int attach_shadow(struct array *a, int fd, const struct superblock *sb, c
 /* The recorded replacement was not on the command line: look for it at
  * its recorded path; if it is not there, the record is dropped (member
  * repl_of simply stays in service). */
+/*
+ * sb is the superblock of the member a replacement in place took over,
+ * left behind when the daemon stopped between the commit's superblock
+ * writes and the removal of the old directory's (shadow_take_slot()): it
+ * still records the replacement of its own index, at an older event
+ * counter, while the array's newest table has the replacement's directory
+ * as that member.  Taken back, it would serve the writes it missed since
+ * the commit (the table says the member is online, so the event counter
+ * alone does not make it stale).  A replacement that was abandoned
+ * instead leaves the old path in the table.
+ */
+static bool replaced_member(const struct superblock *cur, const struct superblock *sb)
+{
+	return sb->replacing && !sb_is_replacement(sb) && sb->repl_of == sb->index && sb->events < cur->events &&
+	       !(cur->replacing && cur->repl_of == sb->index) && sb->repl_path[0] &&
+	       strcmp(cur->members[sb->index].path, sb->repl_path) == 0;
+}
+
 static void find_shadow(struct array *a)
 {
 	struct superblock sb;
@@ -393,6 +411,13 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 			errf(err, errlen, "member '%s' claims index %u of a %u-member array (corrupt superblock)",
 			     paths[i], idx, a->width);
 			goto fail;
+		}
+		if (replaced_member(&a->sb, &sbs[i])) {
+			log_warn("'%s' was member %u until its replacement by '%s' finished (the daemon stopped before it could remove this directory's superblock): it missed the writes since and is not used; remove its .raidfs directory to reuse it",
+				 paths[i], idx, sbs[i].repl_path);
+			close(fds[i]);
+			fds[i] = -1;
+			continue;
 		}
 		if (a->m[idx].dirfd >= 0) {
 			errf(err, errlen, "members '%s' and '%s' both claim to be member %u: give each member once",

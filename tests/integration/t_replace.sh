@@ -7,7 +7,10 @@
 # no longer carries a superblock, and with yet another member failed the
 # tree is still byte-identical (the copy holds the right bytes).  A member
 # that fails during its own replacement makes the copy its rebuild target:
-# what was copied is kept (and verified), the rest reconstructed.
+# what was copied is kept (and verified), the rest reconstructed.  A
+# daemon stopped between the commit and the removal of the old
+# directory's superblock: the old directory, given to a later mount, is
+# not taken back (it missed the writes since).
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
@@ -118,4 +121,42 @@ workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
 	{ cat "$C/cmp.out" >&2; fail "promote: tree differs without member 2: the rebuilt member is wrong"; }
 rfs_unmount_wait "$mnt" || fail "promote: unmount"
 log "ok: a member failing during its replacement: the copy became its rebuild target and kept $kept files"
+rm -rf "$C"
+
+# stopped between the commit's superblock writes and the removal of the
+# old directory's superblock: put back the superblock the old directory
+# had during the copy, change data after the commit, and give the old
+# directory to the next mount instead of the new one
+C=$T/st
+mkdir -p "$C/ref" "$C/new1"
+mem=$(make_members 4 st/d)
+mnt=$C/mnt
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name st $mem
+rfs_mount "$(join_members $mem)" "$mnt" || fail "stale: mount"
+head -c 6000000 /dev/urandom > "$C/ref/big"
+cp "$C/ref/big" "$mnt/big"
+"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
+cp "$C/d2/.raidfs/superblock" "$C/sb-during"
+"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+wait_member "$mnt" 1 online "$C/new1" || fail "stale: replacement did not finish: $("$RAIDFS" status "$mnt")"
+[ -e "$C/d2/.raidfs/superblock" ] && fail "stale: the replaced directory still has a superblock"
+cp "$C/sb-during" "$C/d2/.raidfs/superblock"
+head -c 6000000 /dev/urandom > "$C/ref/big"
+cp "$C/ref/big" "$mnt/big"
+rfs_kill "$mnt" || fail "stale: kill -9"
+# the new directory's disk is not there (or not mounted yet)
+mv "$C/new1" "$C/new1.away"
+rfs_mount "$(join_members $mem)" "$mnt" || fail "stale: mount with the old directory"
+grep -q "'$C/d2' was member 1 until its replacement by '$C/new1' finished" "$T/daemon.log" ||
+	fail "stale: the old directory was not refused: $("$RAIDFS" status "$mnt")"
+expect_rc 1 "$RAIDFS" status "$mnt"
+grep -q "degraded" "$OUT" || fail "stale: the array is not degraded without the new directory: $(cat "$OUT")"
+workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
+	{ cat "$C/cmp.out" >&2; fail "stale: tree differs with the old directory given: it was used"; }
+rfs_unmount_wait "$mnt" || fail "stale: unmount"
+mv "$C/new1.away" "$C/new1"
+newmem=$(echo " $mem " | sed "s| $C/d2 | $C/new1 |")
+expect_rc 0 "$RAIDFS" check "$(join_members $newmem)"
+log "ok: the old directory of a finished replacement, with its superblock left behind, is not taken back"
 exit 0
