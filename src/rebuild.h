@@ -12,11 +12,14 @@
  *      member's shard) under the file's write lock: the member's chunk of
  *      every stripe is reconstructed from the online members and written
  *      to its new shard, all-zero chunks are skipped so holes stay holes;
- *      the window's pieces go to this thread and one helper thread;
+ *      two files are rebuilt at a time (the walk queues them for a file
+ *      worker thread and rebuilds one itself when the queue is full); a
+ *      big file's windows are cut in pieces for both threads instead;
  *   4. a verify pass walks again: a file unchanged since step 3 (same
  *      metadata version, not open) is read back and compared with the crc
  *      step 3 kept of its new shard; any other is rebuilt again and
- *      compared, and what differs is rewritten;
+ *      compared, and what differs is rewritten (a re-add's verify pass
+ *      looks only at the files its first pass resynced);
  *   5. when both are done the member becomes ONLINE (events bumped,
  *      superblocks written) and the array optimal again.
  *
