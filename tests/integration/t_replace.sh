@@ -7,10 +7,11 @@
 # no longer carries a superblock, and with yet another member failed the
 # tree is still byte-identical (the copy holds the right bytes).  A member
 # that fails during its own replacement makes the copy its rebuild target:
-# what was copied is kept (and verified), the rest reconstructed.  A
-# daemon stopped between the commit and the removal of the old
-# directory's superblock: the old directory, given to a later mount, is
-# not taken back (it missed the writes since).
+# what was copied is kept (and verified), the rest reconstructed, also
+# across a kill -9 after the promotion.  A daemon stopped between the
+# commit and the removal of the old directory's superblock: the old
+# directory, given to a later mount, is not taken back (it missed the
+# writes since).
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
@@ -121,6 +122,42 @@ workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
 	{ cat "$C/cmp.out" >&2; fail "promote: tree differs without member 2: the rebuilt member is wrong"; }
 rfs_unmount_wait "$mnt" || fail "promote: unmount"
 log "ok: a member failing during its replacement: the copy became its rebuild target and kept $kept files"
+rm -rf "$C"
+
+# kill -9 after a promotion: the copy became member 1's rebuild target;
+# the next mount (given the new directory) resumes it as a rebuild, and
+# the rebuilt member holds the right bytes
+C=$T/pk
+mkdir -p "$C/ref" "$C/new1"
+mem=$(make_members 4 pk/d)
+mnt=$C/mnt
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name pk $mem
+rfs_mount "$(join_members $mem)" "$mnt" || fail "promote kill: mount"
+write_fileset "$mnt" "$C/ref" 5 4 30 100000 200000 || fail "promote kill: file set"
+"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
+for i in $(seq 1 300); do
+	[ -s "$C/new1/.raidfs/rebuild" ] && break
+	sleep 0.05
+done
+"$RAIDFS" fail "$mnt" 1 >/dev/null
+for i in $(seq 1 100); do grep -q "rebuild of member 1 continues onto" "$T/daemon.log" && break; sleep 0.1; done
+grep -q "rebuild of member 1 continues onto" "$T/daemon.log" || fail "promote kill: no promotion"
+"$RAIDFS" status --json "$mnt" | grep -q '"active": true' || fail "promote kill: the rebuild is not running at the kill"
+rfs_kill "$mnt" || fail "promote kill: kill -9"
+newmem=$(echo " $mem " | sed "s| $C/d2 | $C/new1 |")
+: >"$T/daemon.log"
+rfs_mount "$(join_members $newmem)" "$mnt" || fail "promote kill: mount after kill -9"
+grep -q "resuming the rebuild of member 1 onto '$C/new1'" "$T/daemon.log" ||
+	fail "promote kill: the rebuild did not resume: $(grep -i "rebuild\|replace" "$T/daemon.log" | tail -3)"
+"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+wait_member "$mnt" 1 online "$C/new1" || fail "promote kill: not rebuilt: $("$RAIDFS" status "$mnt")"
+workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "promote kill: tree differs"; }
+"$RAIDFS" fail "$mnt" 2 >/dev/null
+workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
+	{ cat "$C/cmp.out" >&2; fail "promote kill: tree differs without member 2: the rebuilt member is wrong"; }
+rfs_unmount_wait "$mnt" || fail "promote kill: unmount"
+log "ok: kill -9 after a promotion: resumed as a rebuild of the copy, data right"
 rm -rf "$C"
 
 # stopped between the commit's superblock writes and the removal of the
