@@ -65,14 +65,31 @@ for cfg in "${CONFIGS[@]}"; do
 	rm -rf "$C"
 done
 
+# new_raid5 NAME: raid5 over 4 members in $T/NAME with ref/ and new1/
+# (sets C, mem, mnt), mounted
+new_raid5() {
+	C=$T/$1
+	mkdir -p "$C/ref" "$C/new1"
+	mem=$(make_members 4 "$1/d")
+	mnt=$C/mnt
+	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name "$1" $mem
+	rfs_mount "$(join_members $mem)" "$mnt" || fail "$1: mount"
+}
+# the copy onto new1 has completed a file (its position is saved on the
+# new directory after each one)
+wait_copy_saved() {
+	for _ in $(seq 1 300); do [ -s "$C/new1/.raidfs/rebuild" ] && return 0; sleep 0.05; done
+	return 1
+}
+# member 1 failed during its replacement: the copy is its rebuild target
+wait_promoted() {
+	for _ in $(seq 1 100); do grep -q "rebuild of member 1 continues onto" "$T/daemon.log" && return 0; sleep 0.1; done
+	return 1
+}
+
 # the member fails during its own replacement, under a workload: the copy
 # becomes its rebuild target (as md does) and keeps what was copied
-C=$T/ab
-mkdir -p "$C/ref" "$C/new1"
-mem=$(make_members 4 ab/d)
-mnt=$C/mnt
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name ab $mem
-rfs_mount "$(join_members $mem)" "$mnt" || fail "promote: mount"
+new_raid5 ab
 workload run --mnt "$mnt" --ref "$C/ref" --seed "$SEED" --ops 200 --chunk 4096 \
 	--max-size 300000 >"$C/w0.out" 2>&1 || fail "promote: workload"
 head -c 24000000 /dev/urandom > "$C/ref/big"
@@ -82,15 +99,11 @@ workload run --mnt "$mnt" --ref "$C/ref" --seed $((SEED + 7)) --ops 800 --chunk 
 	--max-size 300000 --name-prefix w >"$C/w1.out" 2>&1 &
 wpid=$!
 expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
-# fail the member once the copy has completed a file (its position is
-# saved on the new directory after each one) and is still running
-for i in $(seq 1 300); do
-	[ -s "$C/new1/.raidfs/rebuild" ] && break
-	sleep 0.05
-done
+# fail the member once the copy has completed a file and is still running
+wait_copy_saved
 "$RAIDFS" status --json "$mnt" | grep -q '"replace": true' || fail "promote: the copy is not running at the failure"
 "$RAIDFS" fail "$mnt" 1 >/dev/null
-for i in $(seq 1 100); do grep -q "rebuild of member 1 continues onto" "$T/daemon.log" && break; sleep 0.1; done
+wait_promoted
 grep -q "member 1 failed during its replacement: '$C/new1' becomes its rebuild target" "$T/daemon.log" ||
 	fail "promote: the replacement did not become the rebuild target: $(grep -i "replace\|rebuild" "$T/daemon.log" | tail -5)"
 kept=$(grep -o "rebuild of member 1 continues onto '[^']*' from the copy's position ([0-9]* files" "$T/daemon.log" |
@@ -127,22 +140,13 @@ rm -rf "$C"
 # kill -9 after a promotion: the copy became member 1's rebuild target;
 # the next mount (given the new directory) resumes it as a rebuild, and
 # the rebuilt member holds the right bytes
-C=$T/pk
-mkdir -p "$C/ref" "$C/new1"
-mem=$(make_members 4 pk/d)
-mnt=$C/mnt
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name pk $mem
-rfs_mount "$(join_members $mem)" "$mnt" || fail "promote kill: mount"
+new_raid5 pk
 write_fileset "$mnt" "$C/ref" 5 4 30 100000 200000 || fail "promote kill: file set"
 "$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
 expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
-for i in $(seq 1 300); do
-	[ -s "$C/new1/.raidfs/rebuild" ] && break
-	sleep 0.05
-done
+wait_copy_saved || fail "promote kill: the copy saved no position"
 "$RAIDFS" fail "$mnt" 1 >/dev/null
-for i in $(seq 1 100); do grep -q "rebuild of member 1 continues onto" "$T/daemon.log" && break; sleep 0.1; done
-grep -q "rebuild of member 1 continues onto" "$T/daemon.log" || fail "promote kill: no promotion"
+wait_promoted || fail "promote kill: no promotion"
 "$RAIDFS" status --json "$mnt" | grep -q '"active": true' || fail "promote kill: the rebuild is not running at the kill"
 rfs_kill "$mnt" || fail "promote kill: kill -9"
 newmem=$(echo " $mem " | sed "s| $C/d2 | $C/new1 |")
@@ -164,12 +168,7 @@ rm -rf "$C"
 # old directory's superblock: put back the superblock the old directory
 # had during the copy, change data after the commit, and give the old
 # directory to the next mount instead of the new one
-C=$T/st
-mkdir -p "$C/ref" "$C/new1"
-mem=$(make_members 4 st/d)
-mnt=$C/mnt
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name st $mem
-rfs_mount "$(join_members $mem)" "$mnt" || fail "stale: mount"
+new_raid5 st
 head -c 6000000 /dev/urandom > "$C/ref/big"
 cp "$C/ref/big" "$mnt/big"
 "$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
