@@ -249,9 +249,6 @@ static int attach_shadow(struct array *a, int fd, const struct superblock *sb, c
 	return 0;
 }
 
-/* The recorded replacement was not on the command line: look for it at
- * its recorded path; if it is not there, the record is dropped (member
- * repl_of simply stays in service). */
 /*
  * sb is the superblock of the member a replacement in place took over,
  * left behind when the daemon stopped between the commit's superblock
@@ -270,6 +267,9 @@ static bool replaced_member(const struct superblock *cur, const struct superbloc
 	       strcmp(cur->members[sb->index].path, sb->repl_path) == 0;
 }
 
+/* The recorded replacement was not on the command line: look for it at
+ * its recorded path; if it is not there, the record is dropped (member
+ * repl_of simply stays in service). */
 static void find_shadow(struct array *a)
 {
 	struct superblock sb;
@@ -413,8 +413,8 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 			goto fail;
 		}
 		if (replaced_member(&a->sb, &sbs[i])) {
-			log_warn("'%s' was member %u until its replacement by '%s' finished (the daemon stopped before it could remove this directory's superblock): it missed the writes since and is not used; remove its .raidfs directory to reuse it",
-				 paths[i], idx, sbs[i].repl_path);
+			log_warn("'%s' was member %u until its replacement by '%s' finished (the daemon stopped before it could remove this directory's superblock): it missed the writes since and is not used; give '%s' in its place, and remove this directory's .raidfs to reuse it",
+				 paths[i], idx, sbs[i].repl_path, sbs[i].repl_path);
 			close(fds[i]);
 			fds[i] = -1;
 			continue;

@@ -607,29 +607,22 @@ static bool readd_unchanged(struct walk *w, const char *rel)
 	return !bsearch(&pm.id, w->missed, w->nmissed, sizeof(uint64_t), cmp_u64);
 }
 
-static void note_resynced_locked(struct walk *w, const char *rel)
+static void note_resynced(struct walk *w, const char *rel)
 {
+	pthread_mutex_lock(&w->lock);
 	if (w->nresynced_paths == w->capresynced_paths) {
 		size_t c = w->capresynced_paths ? w->capresynced_paths * 2 : 64;
 		char **n = realloc(w->resynced_paths, c * sizeof(*n));
-		if (!n) {
-			w->resynced_paths_lost = true;
-			return;
+		if (n) {
+			w->resynced_paths = n;
+			w->capresynced_paths = c;
 		}
-		w->resynced_paths = n;
-		w->capresynced_paths = c;
 	}
-	char *d = strdup(rel);
+	char *d = w->nresynced_paths < w->capresynced_paths ? strdup(rel) : NULL;
 	if (d)
 		w->resynced_paths[w->nresynced_paths++] = d;
 	else
 		w->resynced_paths_lost = true;
-}
-
-static void note_resynced(struct walk *w, const char *rel)
-{
-	pthread_mutex_lock(&w->lock);
-	note_resynced_locked(w, rel);
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -1111,9 +1104,8 @@ static void worker_wait(void)
  * since the last call (-EINTR: stopped). */
 static int worker_collect(void)
 {
+	worker_wait();
 	pthread_mutex_lock(&fw.lock);
-	while (fw.pending)
-		pthread_cond_wait(&fw.cv, &fw.lock);
 	int r = fw.ret;
 	fw.ret = 0;
 	pthread_mutex_unlock(&fw.lock);

@@ -15,6 +15,32 @@
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
+# new_raid5 NAME: raid5 over 4 members in $T/NAME with ref/ and new1/
+# (sets C, mem, mnt), mounted
+new_raid5() {
+	C=$T/$1
+	mkdir -p "$C/ref" "$C/new1"
+	mem=$(make_members 4 "$1/d")
+	mnt=$C/mnt
+	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name "$1" $mem
+	rfs_mount "$(join_members $mem)" "$mnt" || fail "$1: mount"
+}
+# the copy onto new1 has completed a file (its position is saved on the
+# new directory after each one)
+wait_copy_saved() {
+	for _ in $(seq 1 300); do [ -s "$C/new1/.raidfs/rebuild" ] && return 0; sleep 0.05; done
+	return 1
+}
+# same_tree WHAT: the mount holds the reference tree, byte for byte
+same_tree() {
+	workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "$1"; }
+}
+# member 1 failed during its replacement: the copy is its rebuild target
+wait_promoted() {
+	for _ in $(seq 1 100); do grep -q "rebuild of member 1 continues onto" "$T/daemon.log" && return 0; sleep 0.1; done
+	return 1
+}
+
 
 # level width replaced "failed during" "failed after" (- none)
 CONFIGS=(
@@ -54,8 +80,7 @@ for cfg in "${CONFIGS[@]}"; do
 	wait $wpid || { cat "$C/w1.out" >&2; fail "$level: the workload saw an error during the replacement"; }
 	[ -e "$C/d$((r + 1))/.raidfs/superblock" ] && fail "$level: the replaced directory still has a superblock"
 	[ "$after" = - ] || "$RAIDFS" fail "$mnt" "$after" >/dev/null || fail "$level: fail $after"
-	workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
-		{ cat "$C/cmp.out" >&2; fail "$level: tree differs with members $during and $after failed after replacing member $r"; }
+	same_tree "$level: tree differs with members $during and $after failed after replacing member $r"
 	rfs_unmount_wait "$mnt" || fail "$level: unmount"
 	newmem=$(echo " $mem " | sed "s| $C/d$((r + 1)) | $C/new1 |")
 	expect_rc 1 "$RAIDFS" check "$(join_members $newmem)"
@@ -64,28 +89,6 @@ for cfg in "${CONFIGS[@]}"; do
 	log "ok: $level: member $r replaced in place under load, lost $during during and $after after"
 	rm -rf "$C"
 done
-
-# new_raid5 NAME: raid5 over 4 members in $T/NAME with ref/ and new1/
-# (sets C, mem, mnt), mounted
-new_raid5() {
-	C=$T/$1
-	mkdir -p "$C/ref" "$C/new1"
-	mem=$(make_members 4 "$1/d")
-	mnt=$C/mnt
-	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name "$1" $mem
-	rfs_mount "$(join_members $mem)" "$mnt" || fail "$1: mount"
-}
-# the copy onto new1 has completed a file (its position is saved on the
-# new directory after each one)
-wait_copy_saved() {
-	for _ in $(seq 1 300); do [ -s "$C/new1/.raidfs/rebuild" ] && return 0; sleep 0.05; done
-	return 1
-}
-# member 1 failed during its replacement: the copy is its rebuild target
-wait_promoted() {
-	for _ in $(seq 1 100); do grep -q "rebuild of member 1 continues onto" "$T/daemon.log" && return 0; sleep 0.1; done
-	return 1
-}
 
 # the member fails during its own replacement, under a workload: the copy
 # becomes its rebuild target (as md does) and keeps what was copied
@@ -124,15 +127,14 @@ PYEOF
 wait_member "$mnt" 1 online "$C/new1" || fail "promote: the rebuild onto the replacement did not finish: $("$RAIDFS" status "$mnt")"
 wait $wpid || { cat "$C/w1.out" >&2; fail "promote: the workload saw an error"; }
 grep -q "member 1 rebuilt onto '$C/new1' and verified" "$T/daemon.log" || fail "promote: no rebuild result"
-workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "promote: tree differs"; }
+same_tree "promote: tree differs"
 rfs_unmount_wait "$mnt" || fail "promote: unmount"
 newmem=$(echo " $mem " | sed "s| $C/d2 | $C/new1 |")
 expect_rc 0 "$RAIDFS" check "$(join_members $newmem)"
 # the rebuilt member holds the right bytes: without member 2 it is read
 mv "$C/d3" "$C/d3.away"
 rfs_mount "$(join_members $newmem)" "$mnt" || fail "promote: degraded mount without member 2"
-workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
-	{ cat "$C/cmp.out" >&2; fail "promote: tree differs without member 2: the rebuilt member is wrong"; }
+same_tree "promote: tree differs without member 2: the rebuilt member is wrong"
 rfs_unmount_wait "$mnt" || fail "promote: unmount"
 log "ok: a member failing during its replacement: the copy became its rebuild target and kept $kept files"
 rm -rf "$C"
@@ -156,10 +158,9 @@ grep -q "resuming the rebuild of member 1 onto '$C/new1'" "$T/daemon.log" ||
 	fail "promote kill: the rebuild did not resume: $(grep -i "rebuild\|replace" "$T/daemon.log" | tail -3)"
 "$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
 wait_member "$mnt" 1 online "$C/new1" || fail "promote kill: not rebuilt: $("$RAIDFS" status "$mnt")"
-workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "promote kill: tree differs"; }
+same_tree "promote kill: tree differs"
 "$RAIDFS" fail "$mnt" 2 >/dev/null
-workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
-	{ cat "$C/cmp.out" >&2; fail "promote kill: tree differs without member 2: the rebuilt member is wrong"; }
+same_tree "promote kill: tree differs without member 2: the rebuilt member is wrong"
 rfs_unmount_wait "$mnt" || fail "promote kill: unmount"
 log "ok: kill -9 after a promotion: resumed as a rebuild of the copy, data right"
 rm -rf "$C"
@@ -188,8 +189,7 @@ grep -q "'$C/d2' was member 1 until its replacement by '$C/new1' finished" "$T/d
 	fail "stale: the old directory was not refused: $("$RAIDFS" status "$mnt")"
 expect_rc 1 "$RAIDFS" status "$mnt"
 grep -q "degraded" "$OUT" || fail "stale: the array is not degraded without the new directory: $(cat "$OUT")"
-workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
-	{ cat "$C/cmp.out" >&2; fail "stale: tree differs with the old directory given: it was used"; }
+same_tree "stale: tree differs with the old directory given: it was used"
 rfs_unmount_wait "$mnt" || fail "stale: unmount"
 mv "$C/new1.away" "$C/new1"
 newmem=$(echo " $mem " | sed "s| $C/d2 | $C/new1 |")
