@@ -53,6 +53,9 @@ static bool hidden(const char *path)
 	       (path[sizeof(SB_DIR)] == '\0' || path[sizeof(SB_DIR)] == '/');
 }
 
+/* lookups that found nothing (see fs_rename()) */
+static unsigned long hide_misses;
+
 /* path is NULL for an unlinked or renamed-away object reached by handle */
 #define CHECK_HIDDEN(p) do { if (!(p) || hidden(p)) return -ENOENT; } while (0)
 
@@ -313,6 +316,8 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	CHECK_HIDDEN(path);
 	const char *r = rel(path);
 	int _e = ON_PRIMARY(fstatat(PRIMARY, r, st, AT_SYMLINK_NOFOLLOW));
+	if (_e == -ENOENT)
+		__atomic_add_fetch(&hide_misses, 1, __ATOMIC_RELEASE);	/* see fs_rename() */
 	if (_e < 0)
 		return _e;
 	if (S_ISREG(st->st_mode)) {
@@ -472,14 +477,9 @@ static int link_on_primary(const char *from, const char *to)
 	return linkat(fd, rel(from), fd, rel(to), 0);
 }
 
-static int fs_rename(const char *from, const char *to, unsigned int flags)
+static int rename_everywhere(const char *from, const char *to, unsigned int flags)
 {
 	const char *path = from, *path2 = to;
-	CHECK_HIDDEN(from);
-	CHECK_HIDDEN(to);
-	int r = note_write();
-	if (r < 0)
-		return r;
 	{
 		int _e = ON_PRIMARY(rename_on_primary(from, to, flags));
 		if (_e < 0)
@@ -496,6 +496,95 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 			rebuild_redo(to);
 	}
 	return 0;
+}
+
+/*
+ * rename(a, b) where a and b are hard links of one file does nothing
+ * (POSIX).  The kernel cannot see it here: the high-level libfuse gives
+ * each name its own inode.  When b is open, libfuse first renames b to a
+ * ".fuse_hidden..." name (so the open file survives) and only then asks
+ * for rename(a, b), which would move a away.  So a hide is remembered on
+ * its thread, and the rename that libfuse sends right after it on that
+ * thread, of another link of the hidden file onto the hidden name, puts
+ * the name back instead (as a link: the open file keeps its hidden
+ * name, which libfuse removes at the last close).
+ *
+ * A hide that came from unlink(b) must not count: a later rename(a, b) is
+ * then a real one.  Before any rename onto b after that unlink the kernel
+ * looks b up and gets ENOENT, so every lookup that finds nothing ends the
+ * remembered hide (hide_misses); between a rename's hide and its rename no
+ * lookup is sent.
+ */
+static _Thread_local struct {
+	char *name;		/* b */
+	char *hidden;		/* the name libfuse gave it */
+	unsigned long misses;	/* hide_misses when it was hidden */
+} hide;
+
+static bool hidden_by_libfuse(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	return strncmp(base ? base + 1 : path, ".fuse_hidden", 12) == 0;
+}
+
+static void hide_forget(void)
+{
+	free(hide.name);
+	free(hide.hidden);
+	hide.name = hide.hidden = NULL;
+}
+
+static void hide_remember(const char *from, const char *to)
+{
+	hide_forget();
+	hide.name = strdup(from);
+	hide.hidden = strdup(to);
+	hide.misses = __atomic_load_n(&hide_misses, __ATOMIC_ACQUIRE);
+}
+
+static int fs_link(const char *from, const char *to);
+
+/* true when rename(from, to) is libfuse's follow-up of hiding an open
+ * 'to' that is a link of 'from': 'to' is then back (as a link) */
+static bool rename_between_links(const char *from, const char *to)
+{
+	bool same = false;
+	if (hide.name && strcmp(hide.name, to) == 0 &&
+	    __atomic_load_n(&hide_misses, __ATOMIC_ACQUIRE) == hide.misses) {
+		struct stat a, h, t;
+		int fd = PRIMARY;
+		same = fstatat(fd, rel(from), &a, AT_SYMLINK_NOFOLLOW) == 0 &&
+		       fstatat(fd, rel(hide.hidden), &h, AT_SYMLINK_NOFOLLOW) == 0 &&
+		       fstatat(fd, rel(to), &t, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT &&
+		       a.st_ino == h.st_ino && a.st_dev == h.st_dev;
+		if (same && fs_link(hide.hidden, to) < 0) {
+			log_warn("rename '%s' -> '%s' between links of one file: "
+				 "could not link '%s' back; the open file's hidden name "
+				 "goes back instead", from, to, to);
+			same = rename_everywhere(hide.hidden, to, 0) == 0;
+		}
+	}
+	hide_forget();
+	return same;
+}
+
+static int fs_rename(const char *from, const char *to, unsigned int flags)
+{
+	CHECK_HIDDEN(from);
+	CHECK_HIDDEN(to);
+	int r = note_write();
+	if (r < 0)
+		return r;
+	if (flags == 0 && hidden_by_libfuse(to)) {
+		r = rename_everywhere(from, to, flags);
+		if (r == 0)
+			hide_remember(from, to);
+		return r;
+	}
+	if (flags == 0 && rename_between_links(from, to))
+		return 0;
+	hide_forget();
+	return rename_everywhere(from, to, flags);
 }
 
 static int fs_link(const char *from, const char *to)

@@ -680,6 +680,29 @@ def hard_links(c, d):
     c.expect(os.path.exists(a) and os.path.exists(b),
              "rename of a hard link onto another link of the same file must leave both names")
     c.eq(os.stat(b).st_nlink, 2, "st_nlink after rename between links of the same file")
+    # the same while the target is open: still nothing happens, and the open file is untouched
+    fd = os.open(b, os.O_RDWR)
+    os.rename(a, b)
+    c.expect(os.path.exists(a) and os.path.exists(b),
+             "rename of a hard link onto an open link of the same file must leave both names")
+    c.eq(os.fstat(fd).st_ino, os.stat(a).st_ino, "fstat of the open link after rename between links")
+    pwrite_all(fd, b"OPEN", 0)
+    c.eq(read_file(a)[:4], b"OPEN", "write through the open link seen through the other name")
+    os.close(fd)
+    c.eq(os.stat(a).st_nlink, 2, "st_nlink after the open link was closed")
+    c.eq(sorted(os.listdir(d)), ["a", "sub"], "readdir after the open link was closed")
+    c.eq(sorted(os.listdir(os.path.join(d, "sub"))), ["b"], "readdir after the open link was closed")
+    # but after the open target was unlinked, a rename of the other link is a real one
+    fd = os.open(b, os.O_RDONLY)
+    os.unlink(b)
+    os.rename(a, b)
+    c.expect(not os.path.exists(a) and os.path.exists(b),
+             "rename of the last link onto the name of an unlinked open link must move it")
+    c.eq(os.fstat(fd).st_ino, os.stat(b).st_ino, "fstat of the unlinked open link after the rename")
+    os.close(fd)
+    c.eq(os.stat(b).st_nlink, 1, "st_nlink of the moved link")
+    same_bytes(c, read_file(b)[4:], want[4:5000], "content of the moved link")
+    c.eq(sorted(os.listdir(d)), ["sub"], "readdir after the moved link's rename")
 
 
 @check
