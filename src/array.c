@@ -466,7 +466,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	if (array_state(a) == ARRAY_FAILED && a->primary >= 0) {
 		bool taken = false;
 		for (uint32_t j = 0; j < a->width; j++) {
-			if (stale_fd[j] < 0 || !array_missed_empty(a->m[a->primary].dirfd, j))
+			if (stale_fd[j] < 0 || !array_missed_empty(a, j))
 				continue;
 			log_warn("member %u '%s' was away but nothing changed since it left (its missed-write log is empty): taken back",
 				 j, a->m[j].path);
@@ -578,11 +578,11 @@ int array_write_superblocks_locked(struct array *a)
 	return ret;
 }
 
-static void missed_note_change(struct array *a);
+static void missed_note_change(struct array *a, bool names);
 
-int array_note_write(struct array *a)
+static int note_write(struct array *a, bool names)
 {
-	missed_note_change(a);
+	missed_note_change(a, names);
 	if (__atomic_load_n(&a->absent_recorded, __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_mutex_lock(&a->lock);
@@ -608,6 +608,16 @@ int array_note_write(struct array *a)
 	return ret;
 }
 
+int array_note_write(struct array *a)
+{
+	return note_write(a, true);
+}
+
+int array_note_data_write(struct array *a)
+{
+	return note_write(a, false);
+}
+
 /* ------------------------------------------------------------ dirty log */
 
 /* The dirty-log entry of file id: "<id>", or "<id>.c" for a file whose
@@ -618,9 +628,9 @@ static void dirty_name(uint64_t id, char *buf, size_t len, const char *suffix)
 	snprintf(buf, len, SB_DIRTY_DIR "/%016" PRIx64 "%s", id, suffix);
 }
 
-static void missed_mark(struct array *a, uint64_t id);
+static void missed_mark(struct array *a, uint64_t id, const char *path);
 
-static int mark_links(struct array *a, uint64_t id, const int *fds, const char *suffix)
+static int mark_links(struct array *a, uint64_t id, const int *fds, const char *path, const char *suffix)
 {
 	char name[64], proc[64];
 	int ret = 0;
@@ -645,96 +655,191 @@ static int mark_links(struct array *a, uint64_t id, const int *fds, const char *
 			id, j, a->m[j].path, strerror(errno));
 	}
 	if (array_state(a) != ARRAY_OPTIMAL)
-		missed_mark(a, id);
+		missed_mark(a, id, path);
 	return ret;
 }
 
-int array_mark_dirty(struct array *a, uint64_t id, const int *fds)
+int array_mark_dirty(struct array *a, uint64_t id, const int *fds, const char *path)
 {
-	return mark_links(a, id, fds, "");
+	return mark_links(a, id, fds, path, "");
 }
 
-int array_mark_cached(struct array *a, uint64_t id, const int *fds)
+int array_mark_cached(struct array *a, uint64_t id, const int *fds, const char *path)
 {
-	return mark_links(a, id, fds, CACHED_SUFFIX);
+	return mark_links(a, id, fds, path, CACHED_SUFFIX);
 }
 
 /*
  * Missed-write log (the write-intent bitmap of md, per file): while a
- * member is not in service, every file that changes gets an empty marker
- * .raidfs/missed/<member>/<file id> on the members in service.  A re-add
- * of that member resyncs only the marked files (and any whose metadata
- * version differs); a finished rebuild or re-add clears the markers.
+ * member is not in service, every file whose contents change gets a
+ * marker .raidfs/missed/<member>/<file id> on the members in service,
+ * holding the file's path as it was opened (empty when not known).  Any
+ * other change (names, directories, owners, modes, times, xattrs) leaves
+ * the marker NAMES_MARK, and any change at all CHANGED_MARK (both once
+ * per absence).  A re-add of that member resyncs only the marked files;
+ * without NAMES_MARK it needs no walk of the namespace: the paths lead to
+ * them (rebuild.c).  A finished rebuild or re-add clears the markers.
+ * Readers take the union over the members in service: a member rebuilt
+ * while another was away holds none of that member's markers.
  */
-static bool missed_mark_on(struct array *a, uint32_t on, uint32_t away, const char *id)
+#define CHANGED_MARK "changed"
+static int cmp_id(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+#define NAMES_MARK "namespace"
+
+static bool missed_mark_on(struct array *a, uint32_t on, uint32_t away, const char *id, const char *content)
 {
 	char path[96];
 	snprintf(path, sizeof(path), SB_MISSED_DIR "/%u/%s", away, id);
-	int fd = openat(a->m[on].dirfd, path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (content ? O_TRUNC : 0);
+	int fd = openat(a->m[on].dirfd, path, flags, 0600);
 	if (fd < 0 && errno == ENOENT) {
 		char dir[64];
 		mkdirat(a->m[on].dirfd, SB_MISSED_DIR, 0700);
 		snprintf(dir, sizeof(dir), SB_MISSED_DIR "/%u", away);
 		mkdirat(a->m[on].dirfd, dir, 0700);
-		fd = openat(a->m[on].dirfd, path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		fd = openat(a->m[on].dirfd, path, flags, 0600);
 	}
 	if (fd >= 0) {
+		size_t len = content ? strlen(content) : 0;
+		bool ok = !len || write(fd, content, len) == (ssize_t)len;
 		close(fd);
-		return true;
+		if (ok)
+			return true;
+		unlinkat(a->m[on].dirfd, path, 0);	/* a path cut short leads astray */
 	}
-	log_warn("cannot record file %s as changed for member %u on member %u '%s': %s (its re-add will compare versions only)",
+	log_warn("cannot record %s as changed for member %u on member %u '%s': %s (its re-add will walk the whole tree)",
 		 id, away, on, a->m[on].path, strerror(errno));
 	return false;
 }
 
-/* the marker `name` for member `away`, on every member in service; true
- * if at least one holds it */
-static bool missed_mark_all(struct array *a, uint32_t away, const char *name)
+/* the marker `name` for member `away`, on every member in service; when
+ * one of them cannot hold it, the re-add walks everything */
+static bool missed_mark_all(struct array *a, uint32_t away, const char *name, const char *content)
 {
-	bool ok = false;
-	for (uint32_t on = 0; on < a->width; on++)
-		if (member_online(a, on))
-			ok |= missed_mark_on(a, on, away, name);
+	bool ok = false, all = true;
+	for (uint32_t on = 0; on < a->width; on++) {
+		if (member_online(a, on)) {
+			bool m = missed_mark_on(a, on, away, name, content);
+			ok |= m;
+			all &= m;
+		}
+	}
+	if (!all)
+		__atomic_store_n(&a->m[away].missed_incomplete, true, __ATOMIC_RELEASE);
 	return ok;
 }
 
-static void missed_mark(struct array *a, uint64_t id)
+static void missed_mark(struct array *a, uint64_t id, const char *path)
 {
 	char name[24];
 	snprintf(name, sizeof(name), "%016" PRIx64, id);
 	for (uint32_t away = 0; away < a->width; away++)
 		if (!member_writable(a, away))
-			missed_mark_all(a, away, name);
+			missed_mark_all(a, away, name, path ? path : "");
 }
 
 /* Something changes while members are away (called before every
- * change): a "changed" marker, once per absence, so even a change to the
+ * change): CHANGED_MARK, and NAMES_MARK for a change that is not only a
+ * file's contents, once per absence each, so even a change to the
  * namespace alone keeps a returning member from being taken back as is. */
-static void missed_note_change(struct array *a)
+static void missed_note_change(struct array *a, bool names)
 {
 	if (array_state(a) == ARRAY_OPTIMAL)
 		return;
 	for (uint32_t away = 0; away < a->width; away++) {
-		if (member_writable(a, away) || __atomic_load_n(&a->m[away].missed_noted, __ATOMIC_ACQUIRE))
+		struct member *m = &a->m[away];
+		if (member_writable(a, away))
 			continue;
-		__atomic_store_n(&a->m[away].missed_noted, missed_mark_all(a, away, "changed"),
-				 __ATOMIC_RELEASE);
+		if (!__atomic_load_n(&m->missed_noted, __ATOMIC_ACQUIRE))
+			__atomic_store_n(&m->missed_noted, missed_mark_all(a, away, CHANGED_MARK, NULL),
+					 __ATOMIC_RELEASE);
+		if (names && !__atomic_load_n(&m->names_noted, __ATOMIC_ACQUIRE))
+			__atomic_store_n(&m->names_noted, missed_mark_all(a, away, NAMES_MARK, NULL),
+					 __ATOMIC_RELEASE);
 	}
 }
 
-bool array_missed_empty(int dirfd, uint32_t away)
+/* Member j leaves service while namespace operations may be under way
+ * (one of them may be what failed on it): they may have reached the
+ * others and not j. */
+static void missed_names_in_flight(struct array *a, uint32_t j)
+{
+	if (pthread_rwlock_trywrlock(&a->ns_lock) == 0) {
+		pthread_rwlock_unlock(&a->ns_lock);
+		return;
+	}
+	__atomic_store_n(&a->m[j].names_noted, missed_mark_all(a, j, NAMES_MARK, NULL), __ATOMIC_RELEASE);
+	missed_mark_all(a, j, CHANGED_MARK, NULL);
+}
+
+/* 1: `name` is in member `away`'s log on member `on`, 0: not, -1: no log
+ * there at all */
+static int missed_has(struct array *a, uint32_t on, uint32_t away, const char *name)
+{
+	char path[96];
+	snprintf(path, sizeof(path), SB_MISSED_DIR "/%u/%s", away, name);
+	if (faccessat(a->m[on].dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	return errno == ENOENT ? 0 : -1;
+}
+
+bool array_missed_empty(struct array *a, uint32_t away)
 {
 	char dir[64];
 	snprintf(dir, sizeof(dir), SB_MISSED_DIR "/%u", away);
-	DIR *d = opendir_at(dirfd, dir);
-	if (!d)
-		return errno == ENOENT;
-	struct dirent *e;
-	bool empty = true;
-	while (empty && (e = readdir(d)))
-		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
-	closedir(d);
-	return empty;
+	for (uint32_t on = 0; on < a->width; on++) {
+		if (on == away || !member_online(a, on) || a->m[on].dirfd < 0)
+			continue;
+		DIR *d = opendir_at(a->m[on].dirfd, dir);
+		if (!d) {
+			if (errno == ENOENT)
+				continue;
+			return false;
+		}
+		struct dirent *e;
+		bool empty = true;
+		while (empty && (e = readdir(d)))
+			empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+		closedir(d);
+		if (!empty)
+			return false;
+	}
+	return true;
+}
+
+bool array_missed_names(struct array *a, uint32_t away)
+{
+	if (__atomic_load_n(&a->m[away].missed_incomplete, __ATOMIC_ACQUIRE))
+		return true;
+	for (uint32_t on = 0; on < a->width; on++)
+		if (on != away && member_online(a, on) && missed_has(a, on, away, NAMES_MARK) != 0)
+			return true;
+	return false;
+}
+
+int array_missed_path(struct array *a, uint32_t away, uint64_t id, char *buf, size_t len)
+{
+	char path[96];
+	snprintf(path, sizeof(path), SB_MISSED_DIR "/%u/%016" PRIx64, away, id);
+	for (uint32_t on = 0; on < a->width; on++) {
+		if (on == away || !member_online(a, on))
+			continue;
+		int fd = openat(a->m[on].dirfd, path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, buf, len - 1);
+		close(fd);
+		if (n > 0 && (size_t)n < len - 1) {
+			buf[n] = '\0';
+			return (int)n;
+		}
+	}
+	return 0;
 }
 
 /* Member `away` just left service: the files being changed right now
@@ -750,9 +855,11 @@ static void missed_from_dirty(struct array *a, uint32_t away)
 	struct dirent *e;
 	while ((e = readdir(d)))
 		if (e->d_name[0] != '.') {
-			char id[24];
+			char id[24], path[PATH_MAX];
 			snprintf(id, sizeof(id), "%.16s", e->d_name);	/* without ".c" */
-			missed_mark_all(a, away, id);
+			if (!rfile_path_of(strtoull(id, NULL, 16), path, sizeof(path)))
+				path[0] = '\0';	/* not open: found by the walk */
+			missed_mark_all(a, away, id, path);
 		}
 	closedir(d);
 }
@@ -760,30 +867,45 @@ static void missed_from_dirty(struct array *a, uint32_t away)
 int array_missed_load(struct array *a, uint32_t away, uint64_t **ids, size_t *n)
 {
 	char dir[64];
-	int p = __atomic_load_n(&a->primary, __ATOMIC_ACQUIRE);
 	*ids = NULL;
 	*n = 0;
 	snprintf(dir, sizeof(dir), SB_MISSED_DIR "/%u", away);
-	DIR *d = opendir_at(a->m[p].dirfd, dir);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
 	size_t cap = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char *end;
-		uint64_t id = strtoull(e->d_name, &end, 16);
-		if (e->d_name[0] == '.' || *end)
+	for (uint32_t on = 0; on < a->width; on++) {
+		if (on == away || !member_online(a, on))
 			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 256;
-			uint64_t *x = realloc(*ids, cap * sizeof(**ids));
-			if (!x)
-				break;
-			*ids = x;
+		DIR *d = opendir_at(a->m[on].dirfd, dir);
+		if (!d) {
+			if (errno == ENOENT)
+				continue;
+			return -errno;
 		}
-		(*ids)[(*n)++] = id;
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			char *end;
+			uint64_t id = strtoull(e->d_name, &end, 16);
+			if (e->d_name[0] == '.' || *end)
+				continue;
+			if (*n == cap) {
+				cap = cap ? cap * 2 : 256;
+				uint64_t *x = realloc(*ids, cap * sizeof(**ids));
+				if (!x) {
+					closedir(d);
+					return -ENOMEM;
+				}
+				*ids = x;
+			}
+			(*ids)[(*n)++] = id;
+		}
+		closedir(d);
 	}
-	closedir(d);
+	/* sorted, each once */
+	qsort(*ids, *n, sizeof(**ids), cmp_id);
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++)
+		if (k == 0 || (*ids)[k - 1] != (*ids)[i])
+			(*ids)[k++] = (*ids)[i];
+	*n = k;
 	return 0;
 }
 
@@ -805,6 +927,8 @@ void array_missed_clear(struct array *a, uint32_t away)
 		unlinkat(a->m[on].dirfd, dir, AT_REMOVEDIR);
 	}
 	__atomic_store_n(&a->m[away].missed_noted, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&a->m[away].names_noted, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&a->m[away].missed_incomplete, false, __ATOMIC_RELEASE);
 }
 
 void array_dirty_prune(struct array *a, int fd)
@@ -1084,6 +1208,7 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 	if ((int)j == shadow_of(a))
 		rebuild_replaced_member_failed();	/* its copy becomes its rebuild */
 	missed_from_dirty(a, j);
+	missed_names_in_flight(a, j);
 	array_event(a, "Fail", j);
 	if (st == ARRAY_FAILED) {
 		log_err("array '%s' has lost more members than %s tolerates: it refuses writes and returns errors for data it cannot reconstruct; bring the members back (a disk that returns to its path is taken back by itself, or 'raidfs add')",

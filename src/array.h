@@ -67,6 +67,9 @@ struct member {
 	uint64_t reads, writes, errors;	/* counters (atomic) */
 	uint64_t corrected;		/* read errors repaired from redundancy */
 	bool missed_noted;		/* "changed" marker made for this absence */
+	bool names_noted;		/* "namespace" marker made for it */
+	bool missed_incomplete;		/* a marker could not be made: its
+					 * re-add walks everything */
 	bool went_away;			/* failed because its disk vanished (or was
 					 * absent at mount): re-added by itself
 					 * when it comes back */
@@ -250,28 +253,38 @@ void array_monitor_stop(void);
 /* The array refuses changes (too many members lost, or mounted ro). */
 bool array_writable(struct array *a);
 
-/* Record absent members as faulty before the first change (see above). */
+/* Record absent members as faulty before the first change (see above),
+ * and that the change happened in their missed-write logs: any change
+ * (array_note_write), or one to a regular file's contents only, which
+ * its caller puts in the log by its id (array_note_data_write). */
 int array_note_write(struct array *a);
+int array_note_data_write(struct array *a);
 
-/* Dirty-file log. fds[] are the shard descriptors (-1 for absent). */
-int array_mark_dirty(struct array *a, uint64_t id, const int *fds);
+/* Dirty-file log. fds[] are the shard descriptors (-1 for absent); path
+ * is the file's as opened (for the missed-write log; NULL: not known). */
+int array_mark_dirty(struct array *a, uint64_t id, const int *fds, const char *path);
 /* The same for a file changed through the file-backed cache log only:
  * after a crash the log's replay suffices (no parity resync).  Cleared
  * by array_clear_dirty too. */
 #define CACHED_SUFFIX ".c"
-int array_mark_cached(struct array *a, uint64_t id, const int *fds);
+int array_mark_cached(struct array *a, uint64_t id, const int *fds, const char *path);
 void array_clear_dirty(struct array *a, uint64_t id);
 /* A member directory (fd) comes back: drop its dirty-log entries that the
  * members in service cleared while it was away. */
 void array_dirty_prune(struct array *a, int fd);
 
-/* Missed-write log (see array.c): the ids of files changed while member
- * `away` was out of service (malloc'd array), and clearing it once the
- * member is back in sync. */
+/* Missed-write log (see array.c), over the members in service: the ids
+ * of files changed while member `away` was out of service (malloc'd,
+ * sorted, each once), and clearing it once the member is back in sync. */
 int array_missed_load(struct array *a, uint32_t away, uint64_t **ids, size_t *n);
-/* Nothing at all (no file, no namespace change) was logged for member
- * `away` in the log under dirfd. */
-bool array_missed_empty(int dirfd, uint32_t away);
+/* Nothing at all (no file, no namespace change) was logged for `away`. */
+bool array_missed_empty(struct array *a, uint32_t away);
+/* Something other than files' contents changed while `away` was out (or
+ * the log may be incomplete): its re-add must walk the namespace. */
+bool array_missed_names(struct array *a, uint32_t away);
+/* The path the file `id` had when it was logged: its length, or 0 when
+ * not known. */
+int array_missed_path(struct array *a, uint32_t away, uint64_t id, char *buf, size_t len);
 /* Put member j (its old directory fd/path, nothing missed) straight back
  * online: how a failed array recovers when its members return. */
 int array_member_back(struct array *a, uint32_t j, int fd, const char *path);

@@ -34,6 +34,27 @@ static unsigned bucket(uint64_t key)
 	return key % TABLE_SIZE;
 }
 
+bool rfile_path_of(uint64_t id, char *buf, size_t len)
+{
+	bool found = false;
+	pthread_mutex_lock(&table_lock);
+	for (unsigned b = 0; b < TABLE_SIZE && !found; b++)
+		for (struct rfile *rf = table[b]; rf && !found; rf = rf->next)
+			if (rf->id == id && rf->path && strlen(rf->path) < len) {
+				strcpy(buf, rf->path);
+				found = true;
+			}
+	pthread_mutex_unlock(&table_lock);
+	return found;
+}
+
+static void rfile_free(struct rfile *rf)
+{
+	pthread_rwlock_destroy(&rf->rw);
+	free(rf->path);
+	free(rf);
+}
+
 static struct rfile *find_locked(uint64_t key)
 {
 	for (struct rfile *rf = table[bucket(key)]; rf; rf = rf->next)
@@ -336,8 +357,7 @@ static struct rfile *insert_or_share(struct rfile *rf)
 		old->refs++;
 		pthread_mutex_unlock(&table_lock);
 		close_rf_fds(rf);
-		pthread_rwlock_destroy(&rf->rw);
-		free(rf);
+		rfile_free(rf);
 		return old;
 	}
 	rf->refs = 1;
@@ -446,6 +466,7 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 	rf->key = st.st_ino;
 	if (fstat(fd, &st) == 0)
 		rf->key = st.st_ino;
+	rf->path = strdup(relpath);
 	if (nvalid < (int)(a->width - array_absent_count(a)))
 		rf->meta_stale = true;	/* repair the bad copies on close */
 	open_shadow(rf, relpath, false, 0);
@@ -557,7 +578,8 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		fchown(rf->fd[SHADOW], uid, gid);
 	/* in the dirty log before the metadata goes out member by member:
 	 * a crash in between is repaired by the next mount */
-	ret = array_mark_dirty(a, fm.id, fds);
+	rf->path = strdup(relpath);
+	ret = array_mark_dirty(a, fm.id, fds, relpath);
 	if (ret == 0) {
 		rf->marked = true;
 		ret = rfile_write_meta(rf, 0);
@@ -569,8 +591,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 			close(rf->fd[SHADOW]);
 			unlinkat(a->m[SHADOW].dirfd, relpath, 0);
 		}
-		pthread_rwlock_destroy(&rf->rw);
-		free(rf);
+		rfile_free(rf);
 		goto fail;
 	}
 	fstat(fds[p], &st);
@@ -618,7 +639,6 @@ int rfile_release(struct rfile *rf)
 		*pp = rf->next;
 	pthread_mutex_unlock(&table_lock);
 	close_rf_fds(rf);
-	pthread_rwlock_destroy(&rf->rw);
-	free(rf);
+	rfile_free(rf);
 	return ret;
 }

@@ -39,6 +39,8 @@
 struct rfile {
 	struct array *a;
 	uint64_t key;			/* inode of the primary shard */
+	char *path;			/* as first opened (a rename may have
+					 * moved it since); NULL if unknown */
 	uint64_t id;
 	struct layout lay;
 	int fd[MEMBER_SLOTS];		/* -1: member absent; [SHADOW]: see array.h */
@@ -63,6 +65,8 @@ struct rfile {
 
 /* Open-file table. */
 void rfile_table_init(void);
+/* The path the open file `id` was opened by (see struct rfile). */
+bool rfile_path_of(uint64_t id, char *buf, size_t len);
 /* The primary member changed: rekey every open file by its inode there.
  * Called with the array lock held. */
 void rfile_rekey(struct array *a);

@@ -224,6 +224,8 @@ struct walk {
 	uint64_t *missed;	/* sorted ids from .raidfs/missed/<j> */
 	size_t nmissed;
 	uint64_t unchanged;	/* files a re-add left alone */
+	bool targeted;		/* a re-add going straight to the logged files
+				 * (readd_targets()), no walk */
 	uint64_t resynced;	/* files the first pass rebuilt */
 	/* a re-add's verify pass looks at the files its first pass resynced
 	 * (their paths then), not at the whole tree again (see readd_verify()) */
@@ -910,7 +912,8 @@ static void redo_sync(void);
 
 static bool position_due(const struct walk *w)
 {
-	return !w->last_save_ms || now_ms() - w->last_save_ms >= 1000;
+	/* a targeted re-add is not in walk order: a resume walks it all */
+	return !w->targeted && (!w->last_save_ms || now_ms() - w->last_save_ms >= 1000);
 }
 
 /* Persist the position on the new member at most once a second, so a
@@ -1564,6 +1567,63 @@ static int readd_verify(struct walk *w)
 	return ret;
 }
 
+/*
+ * A re-add after changes to files' contents only (no NAMES_MARK, see
+ * array.c): the missed-write log holds every changed file with the path
+ * it was opened by, and nothing else changed, so the first pass goes to
+ * those paths instead of walking the namespace.  Only if each path leads,
+ * on the primary and on the returning member, to the file of that id (a
+ * rename before the member left can have made an open file's path
+ * stale); else the walk.  The paths (sorted, malloc'd) go to *out.
+ */
+static bool readd_targets(struct walk *w, char ***out, size_t *nout)
+{
+	if (array_missed_names(w->a, w->lj))
+		return false;
+	char **paths = calloc(w->nmissed + 1, sizeof(*paths));
+	size_t n = 0;
+	bool ok = paths != NULL;
+	for (size_t i = 0; ok && i < w->nmissed; i++) {
+		char path[PATH_MAX];
+		struct file_meta pm = { 0 }, jm = { 0 };
+		ok = array_missed_path(w->a, w->lj, w->missed[i], path, sizeof(path)) > 0 &&
+		     strncmp(path, ".raidfs", 7) != 0;
+		int pf = ok ? openat(SRC(w), path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+		int jf = pf >= 0 ? openat(w->dst, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+		ok = jf >= 0 && meta_get(pf, &pm) == 0 && meta_get(jf, &jm) == 0 &&
+		     pm.id == w->missed[i] && jm.id == w->missed[i];
+		if (pf >= 0)
+			close(pf);
+		if (jf >= 0)
+			close(jf);
+		if (ok && (paths[n] = strdup(path)) != NULL)
+			n++;
+		else
+			ok = false;
+	}
+	if (!ok) {
+		for (size_t i = 0; i < n; i++)
+			free(paths[i]);
+		free(paths);
+		return false;
+	}
+	qsort(paths, n, sizeof(*paths), cmp_names);
+	*out = paths;
+	*nout = n;
+	return true;
+}
+
+static int readd_targeted(struct walk *w, char **paths, size_t n)
+{
+	int ret = 0;
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		struct stat st;
+		if (fstatat(SRC(w), paths[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			ret = walk_entry(w, paths[i], &st);
+	}
+	return ret;
+}
+
 static char resume_path[PATH_MAX];
 static bool resume_set, readd_mode;
 
@@ -1578,17 +1638,32 @@ static void *rebuild_thread(void *arg)
 		w.resume_after = resume_path;
 	w.readd = readd_mode;
 	redo_open(w.dst, resume_set);
+	bool logged = false;	/* the missed-write log read in full */
 	if (w.readd) {
-		array_missed_load(a, j, &w.missed, &w.nmissed);
-		qsort(w.missed, w.nmissed, sizeof(uint64_t), cmp_u64);
+		int ml = array_missed_load(a, j, &w.missed, &w.nmissed);
+		if (ml < 0)
+			log_warn("re-add of member %u: cannot read its missed-write log (%s): every file's version is compared",
+				 j, strerror(-ml));
+		logged = ml == 0;
 		if (!resume_set)
 			save_position(&w, "");	/* a crash now resumes as a re-add */
 		log_info("re-add of member %u: %zu file%s recorded as changed while it was away",
 			 j, w.nmissed, w.nmissed == 1 ? "" : "s");
 	}
 
+	char **targets = NULL;
+	size_t ntargets = 0;
+	w.targeted = logged && !resume_set && readd_targets(&w, &targets, &ntargets);
 	w.count_only = true;
-	walk_dir(&w, ".");
+	if (w.targeted) {
+		for (size_t i = 0; i < ntargets; i++) {
+			struct stat st;
+			if (fstatat(SRC(&w), targets[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
+				w.total += st.st_size;
+		}
+	} else {
+		walk_dir(&w, ".");
+	}
 	pthread_mutex_lock(&rb_lock);
 	info.total = w.total ? w.total : 1;
 	pthread_mutex_unlock(&rb_lock);
@@ -1597,7 +1672,10 @@ static void *rebuild_thread(void *arg)
 	t_start_ms = window_start_ms = now_ms();
 	window_bytes = 0;
 	pthread_mutex_init(&w.lock, NULL);
-	int r = walk_dir(&w, ".");
+	int r = w.targeted ? readd_targeted(&w, targets, ntargets) : walk_dir(&w, ".");
+	for (size_t i = 0; i < ntargets; i++)
+		free(targets[i]);
+	free(targets);
 	int wr = worker_collect();
 	if (r == 0 && wr == -EINTR)
 		r = wr;
@@ -1700,7 +1778,11 @@ static void *rebuild_thread(void *arg)
 		array_member_rebuilt(a, j);
 		array_missed_clear(a, j);
 		pthread_rwlock_unlock(&a->ns_lock);
-		if (w.readd)
+		if (w.targeted)
+			snprintf(msg, sizeof(msg), "member %u '%.120s' re-added: %" PRIu64 " changed file%s resynced, found through the missed-write log without a walk (%.3f s)",
+				 j, a->m[j].path, w.resynced, w.resynced == 1 ? "" : "s",
+				 (now_ms() - t_start_ms) / 1000.0);
+		else if (w.readd)
 			snprintf(msg, sizeof(msg), "member %u '%.120s' re-added: %" PRIu64 " changed file%s resynced, %" PRIu64 " unchanged (%.3f s)",
 				 j, a->m[j].path, w.resynced, w.resynced == 1 ? "" : "s",
 				 w.unchanged, (now_ms() - t_start_ms) / 1000.0);
@@ -1958,7 +2040,7 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 	if (!same_file(a->m[j].dirfd, fd))
 		rfile_forget_member(j);
 	int p = __atomic_load_n(&a->primary, __ATOMIC_ACQUIRE);
-	bool quiet = p >= 0 && array_missed_empty(a->m[p].dirfd, j);
+	bool quiet = p >= 0 && array_missed_empty(a, j);
 	bool fds_ok = !rfile_any_without(j);
 	char *rp = realpath(dir, NULL);
 	const char *path = rp ? rp : dir;

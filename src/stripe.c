@@ -504,12 +504,12 @@ static int mark_dirty(struct rfile *rf)
 {
 	if (rf->marked)
 		return 0;
-	int r = array_note_write(rf->a);
+	int r = array_note_data_write(rf->a);
 	if (r < 0)
 		return r;
 	/* set first: getattr hides the dirty-log link from st_nlink */
 	__atomic_store_n(&rf->marked, true, __ATOMIC_RELEASE);
-	r = array_mark_dirty(rf->a, rf->id, rf->fd);
+	r = array_mark_dirty(rf->a, rf->id, rf->fd, rf->path);
 	if (r < 0) {
 		__atomic_store_n(&rf->marked, false, __ATOMIC_RELEASE);
 		return r;
@@ -568,11 +568,11 @@ int stripe_mark_cached(struct rfile *rf)
 	pthread_mutex_lock(&mark_lock);
 	int r = 0;
 	if (!rf->marked && !rf->cmarked) {
-		r = array_note_write(rf->a);
+		r = array_note_data_write(rf->a);
 		if (r == 0) {
 			/* set first: getattr hides the dirty-log link */
 			__atomic_store_n(&rf->cmarked, true, __ATOMIC_RELEASE);
-			r = array_mark_cached(rf->a, rf->id, rf->fd);
+			r = array_mark_cached(rf->a, rf->id, rf->fd, rf->path);
 			if (r < 0)
 				__atomic_store_n(&rf->cmarked, false, __ATOMIC_RELEASE);
 		}

@@ -20,6 +20,20 @@ new_array() {
 	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name "$1" $mem
 	rfs_mount "$(join_members $mem)" "$mnt" || fail "$1: mount"
 }
+# readd WHAT DIR J: 'raidfs add' DIR back, wait until member J is online
+readd() {
+	expect_rc 0 "$RAIDFS" add "$mnt" "$2"
+	wait_member "$mnt" "$3" online || fail "$1: member $3 not online: $("$RAIDFS" status "$mnt")"
+}
+# lose_and_compare WHAT J...: fail members J..., the tree must still be
+# the reference's; unmount
+lose_and_compare() {
+	local what=$1 j
+	shift
+	for j in "$@"; do "$RAIDFS" fail "$mnt" "$j" >/dev/null || fail "$what: fail $j"; done
+	workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "$what: tree differs"; }
+	rfs_unmount_wait "$mnt" || fail "$what: unmount"
+}
 # put_file NAME BYTES: new random content, in the reference and the mount
 put_file() {
 	head -c "$2" /dev/urandom > "$C/ref/$1"
@@ -43,12 +57,96 @@ expect_rc 1 "$RAIDFS" status "$mnt"
 expect_rc 0 "$RAIDFS" add "$mnt" "$T/exact/d3"
 for i in $(seq 1 300); do "$RAIDFS" status "$mnt" >/dev/null && break; sleep 0.1; done
 expect_rc 0 "$RAIDFS" status "$mnt"
-grep -q "re-added: 2 changed files resynced, 198 unchanged" "$T/daemon.log" ||
-	fail "exact: expected 2 resynced and 198 unchanged: $(grep -o 're-added: .*' "$T/daemon.log" | tail -n 1)"
+# only contents changed: the log's paths lead to the 2 files, no walk
+grep -q "re-added: 2 changed files resynced, found through the missed-write log without a walk" "$T/daemon.log" ||
+	fail "exact: expected 2 resynced without a walk: $(grep -o 're-added: .*' "$T/daemon.log" | tail -n 1)"
 "$RAIDFS" fail "$mnt" 0 >/dev/null
 workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "exact: tree differs"; }
-rfs_unmount_wait "$mnt" || fail "exact: unmount"
-log "ok: 1% changed, kill -9 while away: exactly 2 of 200 files resynced"
+log "ok: 1% changed, kill -9 while away: exactly 2 of 200 files resynced, without a walk"
+
+# A path in the log that leads elsewhere: f7 is opened, renamed to g7
+# and a new f7 made while the array is optimal; member 2 fails and f7's
+# old content is written through the open descriptor (the log records
+# the path it was opened by, f7, which is now another file).  The re-add
+# must notice and walk; every byte right after losing another member.
+readd exact "$T/exact/d1" 0
+"$PY" - "$mnt" "$C/ref" "$RAIDFS" <<'PYEOF' || fail "stale path: the writer failed"
+import os, subprocess, sys
+mnt, ref, raidfs = sys.argv[1:4]
+fd = os.open(os.path.join(mnt, "f7"), os.O_RDWR)
+for d in (mnt, ref):
+    os.rename(os.path.join(d, "f7"), os.path.join(d, "g7"))
+    with open(os.path.join(d, "f7"), "wb") as f:
+        f.write(b"a new file under the old name\n" * 100)
+subprocess.run([raidfs, "fail", mnt, "2"], check=True, stdout=subprocess.DEVNULL)
+data = os.urandom(9000)
+os.pwrite(fd, data, 1500)
+os.close(fd)
+with open(os.path.join(ref, "g7"), "r+b") as f:
+    f.seek(1500)
+    f.write(data)
+PYEOF
+readd "stale path" "$T/exact/d3" 2
+grep -o "member 2 '.*' re-added: .*" "$T/daemon.log" | tail -n 1 | grep -q "unchanged" ||
+	fail "stale path: the re-add did not walk: $(grep -o 're-added: .*' "$T/daemon.log" | tail -n 1)"
+lose_and_compare "stale path" 1
+log "ok: a logged path that now leads to another file: the re-add walked, data right"
+rm -rf "$C"
+
+# The log is read from every member in service: raid6, member 2 fails,
+# files change, member 0 fails and is rebuilt onto a new directory (which
+# holds none of member 2's log).  After a remount member 0 (the rebuilt
+# one) serves the namespace; member 2 must still be seen as having missed
+# the changes, and after its re-add the array survives losing 1 and 3.
+C=$T/union
+mkdir -p "$C/ref"
+mem=$(make_members 4 "union/d")
+mnt=$C/mnt
+expect_rc 0 "$RAIDFS" create --level raid6 --chunk 4K --name union $mem
+rfs_mount "$(join_members $mem)" "$mnt" || fail "union: mount"
+for i in $(seq 1 20); do put_file "f$i" $((20000 + i * 977)); done
+"$RAIDFS" fail "$mnt" 2 >/dev/null
+for i in 3 11; do put_file "f$i" 30000; done
+"$RAIDFS" fail "$mnt" 0 >/dev/null
+mkdir -p "$C/new0"
+expect_rc 0 "$RAIDFS" replace "$mnt" 0 "$C/new0"
+wait_member "$mnt" 0 online || fail "union: member 0 not rebuilt: $("$RAIDFS" status "$mnt")"
+rfs_unmount_wait "$mnt" || fail "union: unmount"
+set -- $mem
+rfs_mount "$C/new0:$2:$3:$4" "$mnt" || fail "union: mount with the rebuilt member 0"
+readd union "$3" 2
+grep -q "member 2 '$3' re-added: 2 changed files resynced" "$T/daemon.log" ||
+	fail "union: member 2 was not resynced: $(grep -E "member 2 .*(re-added|back|taken back)" "$T/daemon.log" | tail -n 2)"
+lose_and_compare union 1 3
+log "ok: a member rebuilt while another was away: the returning one is still resynced"
+rm -rf "$C"
+
+# A member that fails in the middle of a namespace operation missed that
+# operation: member 2 lives on its own tmpfs, remounted read-only, so the
+# rename of f2 succeeds on the others and fails on it (EROFS fails it).
+# Nothing else changes; when it is writable again and added back it must
+# be resynced (not taken back as it is), and with member 0 failed g2
+# reads right.
+C=$T/inflight
+mkdir -p "$C/ref" "$C/t3"
+mount -t tmpfs -o size=64m tmpfs "$C/t3" || fail "inflight: tmpfs"
+mkdir "$C/t3/d3" "$C/d1" "$C/d2"
+mnt=$C/mnt
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name inflight "$C/d1" "$C/d2" "$C/t3/d3"
+rfs_mount "$C/d1:$C/d2:$C/t3/d3" "$mnt" || fail "inflight: mount"
+MOUNTS+=("$C/t3")	# unmounted after the array by the cleanup
+for i in $(seq 1 5); do put_file "f$i" $((40000 + i * 1000)); done
+mount -o remount,ro "$C/t3" || fail "inflight: remount ro"
+mv "$mnt/f2" "$mnt/g2" || fail "inflight: rename"
+mv "$C/ref/f2" "$C/ref/g2"
+wait_member "$mnt" 2 faulty || fail "inflight: member 2 not failed by the rename: $("$RAIDFS" status "$mnt")"
+mount -o remount,rw "$C/t3" || fail "inflight: remount rw"
+readd inflight "$C/t3/d3" 2
+grep -q "member 2 '$C/t3/d3' re-added" "$T/daemon.log" ||
+	fail "inflight: member 2 was taken back without a resync: $(grep "member 2" "$T/daemon.log" | tail -n 2)"
+lose_and_compare inflight 0
+umount "$C/t3" || fail "inflight: umount of the tmpfs"
+log "ok: a member failed by a namespace operation is resynced when it comes back"
 rm -rf "$C"
 
 # kill -9 in the middle of a re-add: the next mount goes on with it as a
