@@ -743,6 +743,11 @@ static void missed_mark(struct array *a, uint64_t id, const char *path)
 			missed_mark_all(a, away, name, path ? path : "");
 }
 
+void array_missed_file(struct array *a, uint64_t id, const char *path)
+{
+	missed_mark(a, id, path);
+}
+
 /* Something changes while members are away (called before every
  * change): CHANGED_MARK, and NAMES_MARK for a change that is not only a
  * file's contents, once per absence each, so even a change to the

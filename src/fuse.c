@@ -606,10 +606,37 @@ static int fs_link(const char *from, const char *to)
 	return 0;
 }
 
+/*
+ * Owner, mode, times or xattrs are about to change.  Members out of
+ * service miss it: a regular file goes into their missed-write logs (its
+ * resync at the re-add brings all of them: rebuild_file()), anything else
+ * makes the re-add walk the namespace (note_write()).
+ */
+static int note_meta_write(const char *path, struct fuse_file_info *fi)
+{
+	if (array_state(A) == ARRAY_OPTIMAL)
+		return note_write();
+	struct rfile *rf = RF(fi);
+	int fd = rf ? rf->fd[PRIMARY_IDX]
+		    : path && !hidden(path) ? openat(PRIMARY, rel(path), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+					     : -1;
+	struct stat st;
+	struct file_meta fm;
+	bool file = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && meta_get(fd, &fm) == 0;
+	if (!rf && fd >= 0)
+		close(fd);
+	if (!file)
+		return note_write();
+	int r = array_note_data_write(A);
+	if (r == 0)
+		array_missed_file(A, fm.id, rf ? rf->path : rel(path));
+	return r;
+}
+
 static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	struct rfile *rf = RF(fi);
-	int r = note_write();
+	int r = note_meta_write(path, fi);
 	if (r < 0)
 		return r;
 	if (rf) {
@@ -635,7 +662,7 @@ static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 static int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
 	struct rfile *rf = RF(fi);
-	int r = note_write();
+	int r = note_meta_write(path, fi);
 	if (r < 0)
 		return r;
 	if (rf) {
@@ -661,7 +688,7 @@ static int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_inf
 static int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
 	struct rfile *rf = RF(fi);
-	int r = note_write();
+	int r = note_meta_write(path, fi);
 	if (r < 0)
 		return r;
 	if (rf) {
@@ -950,7 +977,7 @@ static int fs_setxattr(const char *path, const char *name, const char *val,
 	CHECK_HIDDEN(path);
 	if (reserved_xattr(name))
 		return -EPERM;
-	int r = note_write();
+	int r = note_meta_write(path, NULL);
 	if (r < 0)
 		return r;
 	int fd = xattr_fd(PRIMARY, path);
@@ -1029,7 +1056,7 @@ static int fs_removexattr(const char *path, const char *name)
 	CHECK_HIDDEN(path);
 	if (reserved_xattr(name))
 		return -EPERM;
-	int r = note_write();
+	int r = note_meta_write(path, NULL);
 	if (r < 0)
 		return r;
 	int fd = xattr_fd(PRIMARY, path);

@@ -260,17 +260,26 @@ static bool file_worker_busy(void);
  * when a member fails (raid6 rebuilding with a second failure). */
 #define SRC(w) ((w)->a->m[__atomic_load_n(&(w)->a->primary, __ATOMIC_ACQUIRE)].dirfd)
 
+/* The user's xattrs of `to` made those of `from` (raidfs's own stay):
+ * copied, and the ones `from` no longer has removed. */
 static void copy_xattrs(int from, int to)
 {
-	char names[4096];
+	char names[4096], theirs[4096];
+	const size_t own = sizeof(META_XATTR_PREFIX) - 1;
 	ssize_t n = flistxattr(from, names, sizeof(names));
 	for (ssize_t i = 0; i < n; i += strlen(names + i) + 1) {
-		if (!strncmp(names + i, META_XATTR_PREFIX, sizeof(META_XATTR_PREFIX) - 1))
+		if (!strncmp(names + i, META_XATTR_PREFIX, own))
 			continue;
 		char val[65536];
 		ssize_t v = fgetxattr(from, names + i, val, sizeof(val));
 		if (v >= 0)
 			fsetxattr(to, names + i, val, v, 0);
+	}
+	ssize_t m = n < 0 ? -1 : flistxattr(to, theirs, sizeof(theirs));
+	for (ssize_t i = 0; i < m; i += strlen(theirs + i) + 1) {
+		if (strncmp(theirs + i, META_XATTR_PREFIX, own) != 0 &&
+		    fgetxattr(from, theirs + i, NULL, 0) < 0 && errno == ENODATA)
+			fremovexattr(to, theirs + i);
 	}
 }
 
@@ -857,6 +866,8 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 		if (r == 0 && w->pass == 1)
 			note_rebuilt(w, fc, rf);
 		struct stat now;
+		if (rf->fd[a->primary] >= 0 && had)
+			copy_xattrs(rf->fd[a->primary], rf->fd[w->j]);	/* may have missed changes */
 		if (rf->fd[a->primary] >= 0 && fstat(rf->fd[a->primary], &now) == 0) {
 			struct timespec tv[2] = { now.st_atim, now.st_mtim };
 			futimens(rf->fd[w->j], tv);

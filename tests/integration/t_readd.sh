@@ -11,13 +11,14 @@
 need_fuse
 
 
-# new_array NAME: raid5 over 4 members in $T/NAME (sets C, mem, mnt), mounted
+# new_array NAME [LEVEL]: raid5 (or LEVEL) over 4 members in $T/NAME
+# (sets C, mem, mnt), mounted
 new_array() {
 	C=$T/$1
 	mkdir -p "$C/ref"
 	mem=$(make_members 4 "$1/d")
 	mnt=$C/mnt
-	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name "$1" $mem
+	expect_rc 0 "$RAIDFS" create --level "${2:-raid5}" --chunk 4K --name "$1" $mem
 	rfs_mount "$(join_members $mem)" "$mnt" || fail "$1: mount"
 }
 # readd WHAT DIR J: 'raidfs add' DIR back, wait until member J is online
@@ -93,17 +94,52 @@ lose_and_compare "stale path" 1
 log "ok: a logged path that now leads to another file: the re-add walked, data right"
 rm -rf "$C"
 
+# Metadata of files changed while away (xattr set and removed, mode,
+# times): those files are logged like written ones and their resync
+# brings it all; no walk.  raid6, so that with members 0 and 1 failed
+# the re-added member 2 serves the metadata.
+new_array meta raid6
+for i in $(seq 1 8); do put_file "f$i" $((10000 + i * 3000)); done
+"$PY" -c 'import os, sys; [os.setxattr(os.path.join(sys.argv[1], f), "user.a", b"old") for f in ("f1", "f2")]' "$mnt"
+"$RAIDFS" fail "$mnt" 2 >/dev/null
+"$PY" - "$mnt" "$C/ref" <<'PYEOF' || fail "meta: changing metadata"
+import os, sys
+mnt, ref = sys.argv[1:3]
+os.setxattr(os.path.join(mnt, "f1"), "user.a", b"new")
+os.removexattr(os.path.join(mnt, "f2"), "user.a")
+os.setxattr(os.path.join(mnt, "f5"), "user.b", b"added while away")
+for d in (mnt, ref):
+    os.chmod(os.path.join(d, "f3"), 0o600)
+os.utime(os.path.join(mnt, "f4"), ns=(1000000000123456789, 1000000000123456789))
+PYEOF
+readd meta "$T/meta/d3" 2
+grep -q "member 2 '$T/meta/d3' re-added: 5 changed files resynced, found through the missed-write log without a walk" "$T/daemon.log" ||
+	fail "meta: expected 5 files resynced without a walk: $(grep -o 're-added: .*' "$T/daemon.log" | tail -n 1)"
+"$RAIDFS" fail "$mnt" 0 >/dev/null
+"$RAIDFS" fail "$mnt" 1 >/dev/null
+"$PY" - "$mnt" <<'PYEOF' || fail "meta: the re-added member does not hold the metadata changed while it was away"
+import os, sys
+m = sys.argv[1]
+p = lambda f: os.path.join(m, f)
+bad = []
+if os.getxattr(p("f1"), "user.a") != b"new": bad.append("f1 user.a")
+if "user.a" in os.listxattr(p("f2")): bad.append("f2 user.a still there")
+if os.getxattr(p("f5"), "user.b") != b"added while away": bad.append("f5 user.b")
+if os.stat(p("f4")).st_mtime_ns != 1000000000123456789: bad.append("f4 mtime %d" % os.stat(p("f4")).st_mtime_ns)
+if bad:
+    print("meta:", ", ".join(bad))
+    sys.exit(1)
+PYEOF
+lose_and_compare meta
+log "ok: xattrs, mode and times changed while away: 5 files resynced without a walk, all on the member"
+rm -rf "$C"
+
 # The log is read from every member in service: raid6, member 2 fails,
 # files change, member 0 fails and is rebuilt onto a new directory (which
 # holds none of member 2's log).  After a remount member 0 (the rebuilt
 # one) serves the namespace; member 2 must still be seen as having missed
 # the changes, and after its re-add the array survives losing 1 and 3.
-C=$T/union
-mkdir -p "$C/ref"
-mem=$(make_members 4 "union/d")
-mnt=$C/mnt
-expect_rc 0 "$RAIDFS" create --level raid6 --chunk 4K --name union $mem
-rfs_mount "$(join_members $mem)" "$mnt" || fail "union: mount"
+new_array union raid6
 for i in $(seq 1 20); do put_file "f$i" $((20000 + i * 977)); done
 "$RAIDFS" fail "$mnt" 2 >/dev/null
 for i in 3 11; do put_file "f$i" 30000; done
