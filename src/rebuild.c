@@ -416,18 +416,25 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 		return -ENOMEM;
 	for (uint32_t mj = 0; mj < l->width; mj++) {
 		uint64_t bits = v->need[mj] & mask;
-		if (!bits)
-			continue;
-		uint32_t a = __builtin_ctzll(bits), b = 64 - __builtin_clzll(bits);
-		if (!piece_buf(&pb->src[mj], PIECE_MAX))
+		if (bits && !piece_buf(&pb->src[mj], PIECE_MAX))
 			return -ENOMEM;
-		ssize_t r = member_pread(w->a, mj, rf->fd[mj], pb->src[mj] + (size_t)(a - x0) * chunk,
-					 (size_t)(b - a) * chunk, (v->s0 + a) * chunk);
-		if (r < 0) {
-			log_err("read error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
-				mj, w->a->m[mj].path, rf->id, (v->s0 + a) * chunk, strerror((int)-r));
-			array_member_io_error(w->a, mj, (int)r, false);
-			return 1;
+		/* one read per run of stripes that need this member's chunk: a
+		 * raid6 rebuild needs two of the other three chunks of each
+		 * stripe over 4 members, and reading across the gaps would
+		 * read half as much again */
+		while (bits) {
+			uint32_t a = __builtin_ctzll(bits);
+			uint64_t from_a = bits >> a;
+			uint32_t len = ~from_a ? (uint32_t)__builtin_ctzll(~from_a) : 64 - a;
+			bits &= ~(len == 64 ? ~0ull : ((1ull << len) - 1) << a);
+			ssize_t r = member_pread(w->a, mj, rf->fd[mj], pb->src[mj] + (size_t)(a - x0) * chunk,
+						 (size_t)len * chunk, (v->s0 + a) * chunk);
+			if (r < 0) {
+				log_err("read error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
+					mj, w->a->m[mj].path, rf->id, (v->s0 + a) * chunk, strerror((int)-r));
+				array_member_io_error(w->a, mj, (int)r, false);
+				return 1;
+			}
 		}
 	}
 	bool zero[64], look = w->verify;
