@@ -16,7 +16,18 @@ write_fileset "$mnt" "$T/ref" 7 6 20 262144 262144 || fail "writing the file set
 "$RAIDFS" fail "$mnt" 1 >/dev/null || fail "fail 1"
 "$RAIDFS" rebuild "$mnt" --max-rate 1 --min-rate 1 >/dev/null || fail "rebuild rates"
 expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$T/new"
+# the limit holds with both file threads at work: bytes done between two
+# status reads (the interval taken wide: from before the first read to
+# after the second) stay within 1 MiB/s, plus one window per thread (1
+# MiB each) in flight.  A slow machine only makes it fewer.
+done_bytes() { "$RAIDFS" status --json "$mnt" | grep -o '"done": [0-9]*' | grep -o '[0-9]*$'; }
+t0=$(date +%s.%N); d0=$(done_bytes)
 sleep 3.5
+d1=$(done_bytes); t1=$(date +%s.%N)
+"$PY" -c 'import sys; d0, d1, t0, t1 = map(float, sys.argv[1:]); lim = (t1 - t0) * 1048576 + 2 * 1048576
+sys.exit(0 if d1 - d0 <= lim else "rebuild went %.0f bytes in %.2f s at --max-rate 1 (at most %.0f allowed)" % (d1 - d0, t1 - t0, lim))' \
+	"$d0" "$d1" "$t0" "$t1" || fail "the rebuild ran over its rate limit"
+log "ok: $((d1 - d0)) bytes rebuilt in about 3.5 s at --max-rate 1"
 "$RAIDFS" status --json "$mnt" | grep -q '"active": true' || fail "rebuild not running at the kill: $("$RAIDFS" status "$mnt")"
 [ -f "$T/new/.raidfs/rebuild" ] || fail "no rebuild position saved on the new member after 3 s"
 rfs_kill "$mnt" || fail "kill -9 during the rebuild"
