@@ -1592,11 +1592,22 @@ static int readd_verify(struct walk *w)
  * those paths instead of walking the namespace.  Only if each path leads,
  * on the primary and on the returning member, to the file of that id (a
  * rename before the member left can have made an open file's path
- * stale); else the walk.  The paths (sorted, malloc'd) go to *out.
+ * stale), and if no file is open without a shard on the member; else
+ * the walk.  The paths (sorted, malloc'd) go to *out.
  */
 static bool readd_targets(struct walk *w, char ***out, size_t *nout)
 {
 	if (array_missed_names(w->a, w->lj))
+		return false;
+	/* A file opened while the member was away has no shard of it open:
+	 * every write through that handle would miss the member, also after
+	 * the re-add.  The walk gives it one (shard_current() does not pass
+	 * an open file); only files written while it was away are logged.
+	 * Under the namespace lock: no open is halfway. */
+	pthread_rwlock_wrlock(&w->a->ns_lock);
+	bool open_without = rfile_any_without(w->j);
+	pthread_rwlock_unlock(&w->a->ns_lock);
+	if (open_without)
 		return false;
 	char **paths = calloc(w->nmissed + 1, sizeof(*paths));
 	size_t n = 0;

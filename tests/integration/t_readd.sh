@@ -21,10 +21,22 @@ new_array() {
 	expect_rc 0 "$RAIDFS" create --level "${2:-raid5}" --chunk 4K --name "$1" $mem
 	rfs_mount "$(join_members $mem)" "$mnt" || fail "$1: mount"
 }
+# wait_log PATTERN: until the daemon's log has a line matching PATTERN
+# (the line saying how a re-add ended comes just after the member is
+# online), at most 10 s
+wait_log() {
+	for _ in $(seq 1 100); do
+		grep -q "$1" "$T/daemon.log" && return 0
+		sleep 0.1
+	done
+	return 1
+}
 # readd WHAT DIR J: 'raidfs add' DIR back, wait until member J is online
+# and the daemon has logged how (re-added, or back as it was)
 readd() {
 	expect_rc 0 "$RAIDFS" add "$mnt" "$2"
 	wait_member "$mnt" "$3" online || fail "$1: member $3 not online: $("$RAIDFS" status "$mnt")"
+	wait_log "member $3 '$2' \(re-added\|is back\)" || fail "$1: no line on how member $3 came back in the log"
 }
 # lose_and_compare WHAT J...: fail members J..., the tree must still be
 # the reference's; unmount
@@ -44,7 +56,7 @@ put_file() {
 # Exact count, and the log survives kill -9: 200 files, member 2 fails,
 # 2 files (1%) change, the daemon is killed and mounted again (member 2 is
 # stale and stays out), then member 2 is added back: exactly those 2 files
-# are resynced, the 198 others are left alone.
+# are resynced, found through the log without looking at the 198 others.
 new_array exact
 for i in $(seq 1 200); do put_file "f$i" $((3000 + i * 131)); done
 "$RAIDFS" fail "$mnt" 2 >/dev/null || fail "exact: fail 2"
@@ -59,18 +71,36 @@ expect_rc 0 "$RAIDFS" add "$mnt" "$T/exact/d3"
 for i in $(seq 1 300); do "$RAIDFS" status "$mnt" >/dev/null && break; sleep 0.1; done
 expect_rc 0 "$RAIDFS" status "$mnt"
 # only contents changed: the log's paths lead to the 2 files, no walk
-grep -q "re-added: 2 changed files resynced, found through the missed-write log without a walk" "$T/daemon.log" ||
+wait_log "re-added: 2 changed files resynced, found through the missed-write log without a walk" ||
 	fail "exact: expected 2 resynced without a walk: $(grep -o 're-added: .*' "$T/daemon.log" | tail -n 1)"
 "$RAIDFS" fail "$mnt" 0 >/dev/null
 workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "exact: tree differs"; }
 log "ok: 1% changed, kill -9 while away: exactly 2 of 200 files resynced, without a walk"
+
+# A file opened while the member was away (and not written then) has no
+# shard of the member open; the re-add must give it one, or writes made
+# through that handle after the re-add miss the member: f9 is opened
+# while member 2 is away and f10 written (so the re-add has work), the
+# member comes back, then f9 is written through the handle opened before.
+readd exact "$T/exact/d1" 0
+"$RAIDFS" fail "$mnt" 2 >/dev/null
+exec 7<>"$mnt/f9"
+put_file f10 7777
+readd "open while away" "$T/exact/d3" 2
+head -c 20000 /dev/urandom > "$C/w9"
+dd if="$C/w9" of="$C/ref/f9" bs=1000 seek=1 conv=notrunc status=none
+dd if="$C/w9" bs=1000 seek=1 conv=notrunc status=none >&7
+exec 7>&-
+"$RAIDFS" fail "$mnt" 0 >/dev/null
+workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "open while away: tree differs"; }
+readd "open while away" "$T/exact/d1" 0
+log "ok: a file opened while the member was away is written on it after the re-add"
 
 # A path in the log that leads elsewhere: f7 is opened, renamed to g7
 # and a new f7 made while the array is optimal; member 2 fails and f7's
 # old content is written through the open descriptor (the log records
 # the path it was opened by, f7, which is now another file).  The re-add
 # must notice and walk; every byte right after losing another member.
-readd exact "$T/exact/d1" 0
 "$PY" - "$mnt" "$C/ref" "$RAIDFS" <<'PYEOF' || fail "stale path: the writer failed"
 import os, subprocess, sys
 mnt, ref, raidfs = sys.argv[1:4]
@@ -200,7 +230,7 @@ rfs_mount "$(join_members $mem)" "$mnt" || fail "resume: mount after kill -9 dur
 "$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
 wait_member "$mnt" 1 online || fail "resume: member 1 not online: $("$RAIDFS" status "$mnt")"
 grep -q "resuming the rebuild of member 1" "$T/daemon.log" || fail "resume: the re-add was not resumed"
-grep -q "member 1 '.*' re-added: " "$T/daemon.log" || fail "resume: it did not finish as a re-add"
+wait_log "member 1 '.*' re-added: " || fail "resume: it did not finish as a re-add"
 "$RAIDFS" fail "$mnt" 3 >/dev/null
 workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "resume: tree differs"; }
 rfs_unmount_wait "$mnt" || fail "resume: unmount"
