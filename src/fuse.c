@@ -516,8 +516,9 @@ static int rename_everywhere(const char *from, const char *to, unsigned int flag
  * lookup is sent.
  */
 static _Thread_local struct {
-	char *name;		/* b */
-	char *hidden;		/* the name libfuse gave it */
+	bool armed;
+	char name[PATH_MAX];	/* b */
+	char hidden[PATH_MAX];	/* the name libfuse gave it */
 	unsigned long misses;	/* hide_misses when it was hidden */
 } hide;
 
@@ -529,17 +530,17 @@ static bool hidden_by_libfuse(const char *path)
 
 static void hide_forget(void)
 {
-	free(hide.name);
-	free(hide.hidden);
-	hide.name = hide.hidden = NULL;
+	hide.armed = false;
 }
 
 static void hide_remember(const char *from, const char *to)
 {
-	hide_forget();
-	hide.name = strdup(from);
-	hide.hidden = strdup(to);
-	hide.misses = __atomic_load_n(&hide_misses, __ATOMIC_ACQUIRE);
+	hide.armed = strlen(from) < sizeof(hide.name) && strlen(to) < sizeof(hide.hidden);
+	if (hide.armed) {
+		strcpy(hide.name, from);
+		strcpy(hide.hidden, to);
+		hide.misses = __atomic_load_n(&hide_misses, __ATOMIC_ACQUIRE);
+	}
 }
 
 static int fs_link(const char *from, const char *to);
@@ -549,7 +550,7 @@ static int fs_link(const char *from, const char *to);
 static bool rename_between_links(const char *from, const char *to)
 {
 	bool same = false;
-	if (hide.name && strcmp(hide.name, to) == 0 &&
+	if (hide.armed && strcmp(hide.name, to) == 0 &&
 	    __atomic_load_n(&hide_misses, __ATOMIC_ACQUIRE) == hide.misses) {
 		struct stat a, h, t;
 		int fd = PRIMARY;
