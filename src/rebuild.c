@@ -2082,6 +2082,17 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 		fd = -1;	/* array_member_back's now */
 		if (r == -EBUSY)
 			snprintf(err, errlen, "member %d came back meanwhile", j);
+		else if (r >= 0 && !array_missed_empty(a, j)) {
+			/* A change began between the look at the log and the
+			 * member's return: it logged itself before it touched
+			 * anything (a write logs its file before it looks at
+			 * which members to write), so its marker is there now,
+			 * and it may have passed the member by.  Out again, and
+			 * back through a resync. */
+			array_fail_member(a, j, "a change began while it was coming back");
+			free(rp);
+			return rebuild_readd(a, dir, err, errlen);
+		}
 	} else if (quiet && array_state(a) == ARRAY_FAILED) {
 		snprintf(err, errlen, "member %d can come back once the files opened while it was away are closed (nothing else changed)",
 			 j);
