@@ -578,11 +578,13 @@ int array_write_superblocks_locked(struct array *a)
 	return ret;
 }
 
-static void missed_note_change(struct array *a, bool names);
+static int missed_note_change(struct array *a, bool names);
 
 static int note_write(struct array *a, bool names)
 {
-	missed_note_change(a, names);
+	int r = missed_note_change(a, names);
+	if (r < 0)
+		return r;	/* unrecorded, the change would be lost to the absent */
 	if (__atomic_load_n(&a->absent_recorded, __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_mutex_lock(&a->lock);
@@ -628,7 +630,7 @@ static void dirty_name(uint64_t id, char *buf, size_t len, const char *suffix)
 	snprintf(buf, len, SB_DIRTY_DIR "/%016" PRIx64 "%s", id, suffix);
 }
 
-static void missed_mark(struct array *a, uint64_t id, const char *path);
+static int missed_mark(struct array *a, uint64_t id, const char *path);
 
 static int mark_links(struct array *a, uint64_t id, const int *fds, const char *path, const char *suffix)
 {
@@ -654,8 +656,11 @@ static int mark_links(struct array *a, uint64_t id, const int *fds, const char *
 		log_err("cannot mark file %016" PRIx64 " dirty on member %u '%s': %s",
 			id, j, a->m[j].path, strerror(errno));
 	}
-	if (array_state(a) != ARRAY_OPTIMAL)
-		missed_mark(a, id, path);
+	if (array_state(a) != ARRAY_OPTIMAL) {
+		int r = missed_mark(a, id, path);
+		if (r < 0 && ret == 0)
+			ret = r;	/* the write must not go ahead unrecorded */
+	}
 	return ret;
 }
 
@@ -691,82 +696,114 @@ static int cmp_id(const void *x, const void *y)
 
 #define NAMES_MARK "namespace"
 
-static bool missed_mark_on(struct array *a, uint32_t on, uint32_t away, const char *id, const char *content)
+/* 0, or -errno */
+static int missed_mark_on(struct array *a, uint32_t on, uint32_t away, const char *id, const char *content)
 {
 	char path[96];
 	snprintf(path, sizeof(path), SB_MISSED_DIR "/%u/%s", away, id);
 	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (content ? O_TRUNC : 0);
 	int fd = openat(a->m[on].dirfd, path, flags, 0600);
-	if (fd < 0 && errno == ENOENT) {
+	int err = fd < 0 ? errno : 0;
+	if (fd < 0 && err == ENOENT) {
 		char dir[64];
-		mkdirat(a->m[on].dirfd, SB_MISSED_DIR, 0700);
 		snprintf(dir, sizeof(dir), SB_MISSED_DIR "/%u", away);
-		mkdirat(a->m[on].dirfd, dir, 0700);
-		fd = openat(a->m[on].dirfd, path, flags, 0600);
+		if ((mkdirat(a->m[on].dirfd, SB_MISSED_DIR, 0700) < 0 && errno != EEXIST) ||
+		    (mkdirat(a->m[on].dirfd, dir, 0700) < 0 && errno != EEXIST))
+			err = errno;	/* why the log has no directory */
+		else if ((fd = openat(a->m[on].dirfd, path, flags, 0600)) < 0)
+			err = errno;
+		else
+			err = 0;
 	}
 	if (fd >= 0) {
 		size_t len = content ? strlen(content) : 0;
-		bool ok = !len || write(fd, content, len) == (ssize_t)len;
+		ssize_t n = len ? write(fd, content, len) : 0;
+		err = n == (ssize_t)len ? 0 : n < 0 ? errno : ENOSPC;
 		close(fd);
-		if (ok)
-			return true;
-		unlinkat(a->m[on].dirfd, path, 0);	/* a path cut short leads astray */
+		if (err)
+			unlinkat(a->m[on].dirfd, path, 0);	/* a path cut short leads astray */
 	}
-	log_warn("cannot record %s as changed for member %u on member %u '%s': %s (its re-add will walk the whole tree)",
-		 id, away, on, a->m[on].path, strerror(errno));
-	return false;
+	if (err)
+		log_warn("cannot record %s as changed for member %u on member %u '%s': %s",
+			 id, away, on, a->m[on].path, strerror(err));
+	return -err;
 }
 
-/* the marker `name` for member `away`, on every member in service; when
- * one of them cannot hold it, the re-add walks everything */
-static bool missed_mark_all(struct array *a, uint32_t away, const char *name, const char *content)
+/* The marker `name` for member `away`, on every member in service: 0
+ * when at least one holds it, else -errno (the change must not go ahead
+ * unrecorded).  When some cannot hold it, the re-add walks everything. */
+static int missed_mark_all(struct array *a, uint32_t away, const char *name, const char *content)
 {
 	bool ok = false, all = true;
+	int err = -EIO;
 	for (uint32_t on = 0; on < a->width; on++) {
 		if (member_online(a, on)) {
-			bool m = missed_mark_on(a, on, away, name, content);
-			ok |= m;
-			all &= m;
+			int r = missed_mark_on(a, on, away, name, content);
+			ok |= r == 0;
+			all &= r == 0;
+			if (r < 0)
+				err = r;
 		}
 	}
 	if (!all)
 		__atomic_store_n(&a->m[away].missed_incomplete, true, __ATOMIC_RELEASE);
-	return ok;
+	return ok ? 0 : err;
 }
 
-static void missed_mark(struct array *a, uint64_t id, const char *path)
+/* A change that has happened (a member left during it) and that no member
+ * could record: said loudly, since only this daemon knows it now. */
+static void missed_unrecorded(struct array *a, uint32_t away, int err)
+{
+	if (err < 0)
+		log_err("member %u: a change it missed could not be recorded on any member (%s): its re-add by this daemon walks everything, but after a restart it would look current: replace it ('raidfs replace') instead of adding it back",
+			away, strerror(-err));
+}
+
+static int missed_mark(struct array *a, uint64_t id, const char *path)
 {
 	char name[24];
+	int ret = 0;
 	snprintf(name, sizeof(name), "%016" PRIx64, id);
-	for (uint32_t away = 0; away < a->width; away++)
-		if (!member_writable(a, away))
-			missed_mark_all(a, away, name, path ? path : "");
+	for (uint32_t away = 0; away < a->width; away++) {
+		int r = member_writable(a, away) ? 0 : missed_mark_all(a, away, name, path ? path : "");
+		if (r < 0)
+			ret = r;
+	}
+	return ret;
 }
 
-void array_missed_file(struct array *a, uint64_t id, const char *path)
+int array_missed_file(struct array *a, uint64_t id, const char *path)
 {
-	missed_mark(a, id, path);
+	return missed_mark(a, id, path);
 }
 
-/* Something changes while members are away (called before every
- * change): CHANGED_MARK, and NAMES_MARK for a change that is not only a
- * file's contents, once per absence each, so even a change to the
- * namespace alone keeps a returning member from being taken back as is. */
-static void missed_note_change(struct array *a, bool names)
+/* Something is about to change while members are away: CHANGED_MARK, and
+ * NAMES_MARK for a change that is not only a file's contents, once per
+ * absence each, so even a change to the namespace alone keeps a returning
+ * member from being taken back as is.  -errno when a marker could not be
+ * made on any member: the change is refused. */
+static int missed_note_change(struct array *a, bool names)
 {
 	if (array_state(a) == ARRAY_OPTIMAL)
-		return;
+		return 0;
+	int ret = 0;
 	for (uint32_t away = 0; away < a->width; away++) {
 		struct member *m = &a->m[away];
+		int r = 0;
 		if (member_writable(a, away))
 			continue;
-		if (!__atomic_load_n(&m->missed_noted, __ATOMIC_ACQUIRE))
-			__atomic_store_n(&m->missed_noted, missed_mark_all(a, away, CHANGED_MARK, NULL),
-					 __ATOMIC_RELEASE);
-		if (names && !__atomic_load_n(&m->names_noted, __ATOMIC_ACQUIRE))
-			__atomic_store_n(&m->names_noted, missed_mark_all(a, away, NAMES_MARK, NULL),
-					 __ATOMIC_RELEASE);
+		if (!__atomic_load_n(&m->missed_noted, __ATOMIC_ACQUIRE)) {
+			r = missed_mark_all(a, away, CHANGED_MARK, NULL);
+			__atomic_store_n(&m->missed_noted, r == 0, __ATOMIC_RELEASE);
+		}
+		if (r == 0 && names && !__atomic_load_n(&m->names_noted, __ATOMIC_ACQUIRE)) {
+			r = missed_mark_all(a, away, NAMES_MARK, NULL);
+			__atomic_store_n(&m->names_noted, r == 0, __ATOMIC_RELEASE);
+		}
+		if (r < 0)
+			ret = r;
 	}
+	return ret;
 }
 
 /* Member j leaves service while namespace operations may be under way
@@ -778,8 +815,11 @@ static void missed_names_in_flight(struct array *a, uint32_t j)
 		pthread_rwlock_unlock(&a->ns_lock);
 		return;
 	}
-	__atomic_store_n(&a->m[j].names_noted, missed_mark_all(a, j, NAMES_MARK, NULL), __ATOMIC_RELEASE);
-	missed_mark_all(a, j, CHANGED_MARK, NULL);
+	int r = missed_mark_all(a, j, NAMES_MARK, NULL);
+	__atomic_store_n(&a->m[j].names_noted, r == 0, __ATOMIC_RELEASE);
+	if (r == 0)
+		r = missed_mark_all(a, j, CHANGED_MARK, NULL);
+	missed_unrecorded(a, j, r);
 }
 
 /* 1: `name` is in member `away`'s log on member `on`, 0: not, -1: no log
@@ -795,6 +835,8 @@ static int missed_has(struct array *a, uint32_t on, uint32_t away, const char *n
 
 bool array_missed_empty(struct array *a, uint32_t away)
 {
+	if (__atomic_load_n(&a->m[away].missed_incomplete, __ATOMIC_ACQUIRE))
+		return false;	/* a marker could not be made */
 	char dir[64];
 	snprintf(dir, sizeof(dir), SB_MISSED_DIR "/%u", away);
 	for (uint32_t on = 0; on < a->width; on++) {
@@ -864,7 +906,7 @@ static void missed_from_dirty(struct array *a, uint32_t away)
 			snprintf(id, sizeof(id), "%.16s", e->d_name);	/* without ".c" */
 			if (!rfile_path_of(strtoull(id, NULL, 16), path, sizeof(path)))
 				path[0] = '\0';	/* not open: found by the walk */
-			missed_mark_all(a, away, id, path);
+			missed_unrecorded(a, away, missed_mark_all(a, away, id, path));
 		}
 	closedir(d);
 }

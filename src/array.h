@@ -282,9 +282,10 @@ bool array_missed_empty(struct array *a, uint32_t away);
 /* Something other than files' contents changed while `away` was out (or
  * the log may be incomplete): its re-add must walk the namespace. */
 bool array_missed_names(struct array *a, uint32_t away);
-/* File `id` (opened by `path`, NULL if not known) changes while members
- * are out of service: into their logs. */
-void array_missed_file(struct array *a, uint64_t id, const char *path);
+/* File `id` (opened by `path`, NULL if not known) is about to change
+ * while members are out of service: into their logs; -errno when no
+ * member can hold the record (the change must then be refused). */
+int array_missed_file(struct array *a, uint64_t id, const char *path);
 /* The path the file `id` had when it was logged: its length, or 0 when
  * not known. */
 int array_missed_path(struct array *a, uint32_t away, uint64_t id, char *buf, size_t len);

@@ -630,7 +630,7 @@ static int note_meta_write(const char *path, struct fuse_file_info *fi)
 		return note_write();
 	int r = array_note_data_write(A);
 	if (r == 0)
-		array_missed_file(A, fm.id, rf ? rf->path : rel(path));
+		r = array_missed_file(A, fm.id, rf ? rf->path : rel(path));
 	return r;
 }
 

@@ -2082,7 +2082,10 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 		fd = -1;	/* array_member_back's now */
 		if (r == -EBUSY)
 			snprintf(err, errlen, "member %d came back meanwhile", j);
-		else if (r >= 0 && !array_missed_empty(a, j)) {
+		else if (r < 0)
+			snprintf(err, errlen, "member %d is back in service, but the superblocks could not record it (%s; see the log): after a restart it is out again",
+				 j, strerror(-r));
+		if (r != -EBUSY && !array_missed_empty(a, j)) {
 			/* A change began between the look at the log and the
 			 * member's return: it logged itself before it touched
 			 * anything (a write logs its file before it looks at

@@ -215,6 +215,48 @@ umount "$C/t3" || fail "inflight: umount of the tmpfs"
 log "ok: a member failed by a namespace operation is resynced when it comes back"
 rm -rf "$C"
 
+# A change that cannot be recorded for the absent member is refused:
+# three members on tmpfs mounts without free inodes (filled with files),
+# member 2 failed; a rename or a write would need a marker file (an
+# inode) and gets ENOSPC instead of passing the member by unrecorded.
+# Nothing changed, so member 2 comes back as it was, and with member 0
+# failed the tree is the reference's.
+C=$T/full
+mkdir -p "$C/ref"
+for i in 1 2 3; do
+	mkdir -p "$C/t$i"
+	mount -t tmpfs -o size=64m,nr_inodes=48 tmpfs "$C/t$i" || fail "full: tmpfs"
+	MOUNTS+=("$C/t$i")	# after the array's mount: the cleanup unmounts in order
+	mkdir "$C/t$i/d"
+done
+mnt=$C/mnt
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name full "$C/t1/d" "$C/t2/d" "$C/t3/d"
+rfs_mount "$C/t1/d:$C/t2/d:$C/t3/d" "$mnt" || fail "full: mount"
+# the array's mount point goes first, before the tmpfs under it
+rest=()
+for m in "${MOUNTS[@]}"; do [ "$m" = "$mnt" ] || rest+=("$m"); done
+MOUNTS=("$mnt" "${rest[@]}")
+n=0
+while [ $n -lt 100 ] && head -c 3000 /dev/urandom > "$C/ref/f$n" && cp "$C/ref/f$n" "$mnt/f$n" 2>/dev/null; do
+	n=$((n + 1))
+done
+rm -f "$C/ref/f$n"
+[ -e "$mnt/f$n" ] && fail "full: a file whose create failed is there"
+[ $n -gt 5 ] && [ $n -lt 100 ] || fail "full: $n files before the members ran out of inodes"
+"$RAIDFS" fail "$mnt" 2 >/dev/null
+mv "$mnt/f1" "$mnt/g1" 2>"$C/mv.err" && fail "full: a rename went ahead though nothing could record it for member 2"
+grep -q "No space left" "$C/mv.err" || fail "full: the refused rename said: $(cat "$C/mv.err")"
+head -c 100 /dev/urandom | dd of="$mnt/f2" conv=notrunc status=none 2>"$C/dd.err" &&
+	fail "full: a write went ahead though nothing could record it for member 2"
+grep -q "cannot record" "$T/daemon.log" || fail "full: nothing in the log about the unrecorded change"
+# room again (the superblocks need it to record the member's return)
+for i in 1 2 3; do mount -o remount,nr_inodes=4096 "$C/t$i" || fail "full: remount"; done
+readd full "$C/t3/d" 2
+lose_and_compare full 0
+for i in 1 2 3; do umount "$C/t$i" || fail "full: umount of a tmpfs"; done
+log "ok: with no room to record a change for the absent member, the change is refused ($n files filled the inodes)"
+rm -rf "$C"
+
 # kill -9 in the middle of a re-add: the next mount goes on with it as a
 # re-add (the mode is in the saved position), and the result is right
 new_array resume

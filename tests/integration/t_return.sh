@@ -111,7 +111,7 @@ log "ok: a member moved away is failed, and re-added when it is back"
 
 # 3: a member vanishes during writes and comes back: incremental re-add
 workload run --mnt "$mnt" --ref "$T/ref" --seed $((SEED + 1)) --ops 300 --chunk 4096 \
-	--max-size 200000 --name-prefix v >"$T/w1.out" 2>&1 &
+	--max-size 200000 --name-prefix v --log "$T/w1.log" >"$T/w1.out" 2>&1 &
 wpid=$!
 sleep 0.3
 "$RAIDFS" inject "$mnt" 3 vanish >/dev/null
