@@ -350,32 +350,37 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 		return -ENOMEM;
 	uint64_t want = 0;
 	bool rebuild = false;
+	/* The old bytes are loaded into scratch only, never into the
+	 * caller's buffer: a read that fails during the load makes
+	 * load_group() read the old contents of every other slot too (the
+	 * reconstruction needs them), and read into the new data, it put the
+	 * old data on the members in place of an acknowledged write. */
 	for (uint32_t j = 0; j < n; j++)
 		blk[j] = scr + (size_t)j * len;
 	for (uint32_t j = 0; j < l->k; j++) {
-		if (w->src[j] && w->a[j] == w->lo && w->b[j] == w->hi) {
-			blk[j] = (uint8_t *)w->src[j];	/* read only below */
-			continue;
-		}
+		if (w->src[j] && w->a[j] == w->lo && w->b[j] == w->hi)
+			continue;	/* all new: its old bytes are not needed */
 		want |= 1ull << j;
 		if (!usable(rf, layout_slot_member(l, s, g, j)))
 			rebuild = true;
 	}
-	if (rebuild) {
-		/* An absent slot keeps old bytes we must reconstruct, which
-		 * needs the old contents of every slot, not the new ones. */
-		for (uint32_t j = 0; j < l->k; j++)
-			blk[j] = scr + (size_t)j * len;
+	if (rebuild)	/* an absent slot keeps old bytes we must reconstruct,
+			 * which needs the old contents of every slot */
 		want = (l->k == 64) ? ~0ull : ((1ull << l->k) - 1);
-	}
 	if (want) {
 		ret = load_group(rf, s, g, w->lo, len, blk, want);
 		if (ret < 0)
 			return ret;
 	}
-	for (uint32_t j = 0; j < l->k; j++)
-		if (w->src[j] && blk[j] != w->src[j])
+	/* then the new bytes over the old */
+	for (uint32_t j = 0; j < l->k; j++) {
+		if (!w->src[j])
+			continue;
+		if (w->a[j] == w->lo && w->b[j] == w->hi)
+			blk[j] = (uint8_t *)w->src[j];	/* read only below */
+		else
 			memcpy(blk[j] + (w->a[j] - w->lo), w->src[j], w->b[j] - w->a[j]);
+	}
 	ret = parity_encode(l->k, l->m, len, blk);
 	if (ret < 0)
 		return ret;
