@@ -630,7 +630,6 @@ static void dirty_name(uint64_t id, char *buf, size_t len, const char *suffix)
 	snprintf(buf, len, SB_DIRTY_DIR "/%016" PRIx64 "%s", id, suffix);
 }
 
-static int missed_mark(struct array *a, uint64_t id, const char *path);
 
 static int mark_links(struct array *a, uint64_t id, const int *fds, const char *path, const char *suffix)
 {
@@ -657,7 +656,7 @@ static int mark_links(struct array *a, uint64_t id, const int *fds, const char *
 			id, j, a->m[j].path, strerror(errno));
 	}
 	if (array_state(a) != ARRAY_OPTIMAL) {
-		int r = missed_mark(a, id, path);
+		int r = array_missed_file(a, id, path);
 		if (r < 0 && ret == 0)
 			ret = r;	/* the write must not go ahead unrecorded */
 	}
@@ -688,13 +687,24 @@ int array_mark_cached(struct array *a, uint64_t id, const int *fds, const char *
  * while another was away holds none of that member's markers.
  */
 #define CHANGED_MARK "changed"
-static int cmp_id(const void *x, const void *y)
+#define NAMES_MARK "namespace"
+
+/* Member `on` holds logs for member `away` (every member in service). */
+static bool log_holder(const struct array *a, uint32_t on, uint32_t away)
 {
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return a < b ? -1 : a > b;
+	return on != away && member_online(a, on) && a->m[on].dirfd >= 0;
 }
 
-#define NAMES_MARK "namespace"
+/* `away`'s log on member `on`: NULL with *err 0 when there is none,
+ * -errno when it cannot be read. */
+static DIR *missed_dir_open(const struct array *a, uint32_t on, uint32_t away, int *err)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), SB_MISSED_DIR "/%u", away);
+	DIR *d = opendir_at(a->m[on].dirfd, dir);
+	*err = d || errno == ENOENT ? 0 : -errno;
+	return d;
+}
 
 /* 0, or -errno */
 static int missed_mark_on(struct array *a, uint32_t on, uint32_t away, const char *id, const char *content)
@@ -724,7 +734,7 @@ static int missed_mark_on(struct array *a, uint32_t on, uint32_t away, const cha
 			unlinkat(a->m[on].dirfd, path, 0);	/* a path cut short leads astray */
 	}
 	if (err)
-		log_warn("cannot record %s as changed for member %u on member %u '%s': %s",
+		log_warn("cannot record %s as changed for member %u on member %u '%s': %s (while no member can, changes are refused: make room there)",
 			 id, away, on, a->m[on].path, strerror(err));
 	return -err;
 }
@@ -759,7 +769,7 @@ static void missed_unrecorded(struct array *a, uint32_t away, int err)
 			away, strerror(-err));
 }
 
-static int missed_mark(struct array *a, uint64_t id, const char *path)
+int array_missed_file(struct array *a, uint64_t id, const char *path)
 {
 	char name[24];
 	int ret = 0;
@@ -772,34 +782,33 @@ static int missed_mark(struct array *a, uint64_t id, const char *path)
 	return ret;
 }
 
-int array_missed_file(struct array *a, uint64_t id, const char *path)
-{
-	return missed_mark(a, id, path);
-}
-
 /* Something is about to change while members are away: CHANGED_MARK, and
  * NAMES_MARK for a change that is not only a file's contents, once per
  * absence each, so even a change to the namespace alone keeps a returning
  * member from being taken back as is.  -errno when a marker could not be
  * made on any member: the change is refused. */
+static int note_absent(struct array *a, uint32_t away, bool names)
+{
+	struct member *m = &a->m[away];
+	int r = 0;
+	if (!__atomic_load_n(&m->missed_noted, __ATOMIC_ACQUIRE)) {
+		r = missed_mark_all(a, away, CHANGED_MARK, NULL);
+		__atomic_store_n(&m->missed_noted, r == 0, __ATOMIC_RELEASE);
+	}
+	if (r == 0 && names && !__atomic_load_n(&m->names_noted, __ATOMIC_ACQUIRE)) {
+		r = missed_mark_all(a, away, NAMES_MARK, NULL);
+		__atomic_store_n(&m->names_noted, r == 0, __ATOMIC_RELEASE);
+	}
+	return r;
+}
+
 static int missed_note_change(struct array *a, bool names)
 {
 	if (array_state(a) == ARRAY_OPTIMAL)
 		return 0;
 	int ret = 0;
 	for (uint32_t away = 0; away < a->width; away++) {
-		struct member *m = &a->m[away];
-		int r = 0;
-		if (member_writable(a, away))
-			continue;
-		if (!__atomic_load_n(&m->missed_noted, __ATOMIC_ACQUIRE)) {
-			r = missed_mark_all(a, away, CHANGED_MARK, NULL);
-			__atomic_store_n(&m->missed_noted, r == 0, __ATOMIC_RELEASE);
-		}
-		if (r == 0 && names && !__atomic_load_n(&m->names_noted, __ATOMIC_ACQUIRE)) {
-			r = missed_mark_all(a, away, NAMES_MARK, NULL);
-			__atomic_store_n(&m->names_noted, r == 0, __ATOMIC_RELEASE);
-		}
+		int r = member_writable(a, away) ? 0 : note_absent(a, away, names);
 		if (r < 0)
 			ret = r;
 	}
@@ -815,38 +824,30 @@ static void missed_names_in_flight(struct array *a, uint32_t j)
 		pthread_rwlock_unlock(&a->ns_lock);
 		return;
 	}
-	int r = missed_mark_all(a, j, NAMES_MARK, NULL);
-	__atomic_store_n(&a->m[j].names_noted, r == 0, __ATOMIC_RELEASE);
-	if (r == 0)
-		r = missed_mark_all(a, j, CHANGED_MARK, NULL);
-	missed_unrecorded(a, j, r);
+	missed_unrecorded(a, j, note_absent(a, j, true));
 }
 
-/* 1: `name` is in member `away`'s log on member `on`, 0: not, -1: no log
- * there at all */
-static int missed_has(struct array *a, uint32_t on, uint32_t away, const char *name)
+/* `name` is in member `away`'s log on member `on` (or it cannot be told) */
+static bool missed_has(struct array *a, uint32_t on, uint32_t away, const char *name)
 {
 	char path[96];
 	snprintf(path, sizeof(path), SB_MISSED_DIR "/%u/%s", away, name);
-	if (faccessat(a->m[on].dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		return 1;
-	return errno == ENOENT ? 0 : -1;
+	return faccessat(a->m[on].dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
 }
 
 bool array_missed_empty(struct array *a, uint32_t away)
 {
 	if (__atomic_load_n(&a->m[away].missed_incomplete, __ATOMIC_ACQUIRE))
 		return false;	/* a marker could not be made */
-	char dir[64];
-	snprintf(dir, sizeof(dir), SB_MISSED_DIR "/%u", away);
 	for (uint32_t on = 0; on < a->width; on++) {
-		if (on == away || !member_online(a, on) || a->m[on].dirfd < 0)
+		if (!log_holder(a, on, away))
 			continue;
-		DIR *d = opendir_at(a->m[on].dirfd, dir);
+		int err;
+		DIR *d = missed_dir_open(a, on, away, &err);
 		if (!d) {
-			if (errno == ENOENT)
-				continue;
-			return false;
+			if (err)
+				return false;
+			continue;
 		}
 		struct dirent *e;
 		bool empty = true;
@@ -864,7 +865,7 @@ bool array_missed_names(struct array *a, uint32_t away)
 	if (__atomic_load_n(&a->m[away].missed_incomplete, __ATOMIC_ACQUIRE))
 		return true;
 	for (uint32_t on = 0; on < a->width; on++)
-		if (on != away && member_online(a, on) && missed_has(a, on, away, NAMES_MARK) != 0)
+		if (log_holder(a, on, away) && missed_has(a, on, away, NAMES_MARK))
 			return true;
 	return false;
 }
@@ -874,9 +875,7 @@ int array_missed_path(struct array *a, uint32_t away, uint64_t id, char *buf, si
 	char path[96];
 	snprintf(path, sizeof(path), SB_MISSED_DIR "/%u/%016" PRIx64, away, id);
 	for (uint32_t on = 0; on < a->width; on++) {
-		if (on == away || !member_online(a, on))
-			continue;
-		int fd = openat(a->m[on].dirfd, path, O_RDONLY | O_CLOEXEC);
+		int fd = log_holder(a, on, away) ? openat(a->m[on].dirfd, path, O_RDONLY | O_CLOEXEC) : -1;
 		if (fd < 0)
 			continue;
 		ssize_t n = read(fd, buf, len - 1);
@@ -913,19 +912,18 @@ static void missed_from_dirty(struct array *a, uint32_t away)
 
 int array_missed_load(struct array *a, uint32_t away, uint64_t **ids, size_t *n)
 {
-	char dir[64];
 	*ids = NULL;
 	*n = 0;
-	snprintf(dir, sizeof(dir), SB_MISSED_DIR "/%u", away);
 	size_t cap = 0;
 	for (uint32_t on = 0; on < a->width; on++) {
-		if (on == away || !member_online(a, on))
+		if (!log_holder(a, on, away))
 			continue;
-		DIR *d = opendir_at(a->m[on].dirfd, dir);
+		int err;
+		DIR *d = missed_dir_open(a, on, away, &err);
 		if (!d) {
-			if (errno == ENOENT)
-				continue;
-			return -errno;
+			if (err)
+				return err;
+			continue;
 		}
 		struct dirent *e;
 		while ((e = readdir(d))) {
@@ -947,7 +945,7 @@ int array_missed_load(struct array *a, uint32_t away, uint64_t **ids, size_t *n)
 		closedir(d);
 	}
 	/* sorted, each once */
-	qsort(*ids, *n, sizeof(**ids), cmp_id);
+	qsort(*ids, *n, sizeof(**ids), cmp_u64);
 	size_t k = 0;
 	for (size_t i = 0; i < *n; i++)
 		if (k == 0 || (*ids)[k - 1] != (*ids)[i])

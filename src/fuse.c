@@ -528,11 +528,6 @@ static bool hidden_by_libfuse(const char *path)
 	return strncmp(base ? base + 1 : path, ".fuse_hidden", 12) == 0;
 }
 
-static void hide_forget(void)
-{
-	hide.armed = false;
-}
-
 static void hide_remember(const char *from, const char *to)
 {
 	hide.armed = strlen(from) < sizeof(hide.name) && strlen(to) < sizeof(hide.hidden);
@@ -546,7 +541,8 @@ static void hide_remember(const char *from, const char *to)
 static int fs_link(const char *from, const char *to);
 
 /* true when rename(from, to) is libfuse's follow-up of hiding an open
- * 'to' that is a link of 'from': 'to' is then back (as a link) */
+ * 'to' that is a link of 'from': 'to' is then back (as a link).  Every
+ * rename ends the remembered hide (fs_rename()). */
 static bool rename_between_links(const char *from, const char *to)
 {
 	bool same = false;
@@ -565,7 +561,6 @@ static bool rename_between_links(const char *from, const char *to)
 			same = rename_everywhere(hide.hidden, to, 0) == 0;
 		}
 	}
-	hide_forget();
 	return same;
 }
 
@@ -582,10 +577,9 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 			hide_remember(from, to);
 		return r;
 	}
-	if (flags == 0 && rename_between_links(from, to))
-		return 0;
-	hide_forget();
-	return rename_everywhere(from, to, flags);
+	bool no_op = flags == 0 && rename_between_links(from, to);
+	hide.armed = false;
+	return no_op ? 0 : rename_everywhere(from, to, flags);
 }
 
 static int fs_link(const char *from, const char *to)

@@ -290,12 +290,6 @@ static void copy_owner_times(struct walk *w, const char *rel, const struct stat 
 	utimensat(w->dst, rel, tv, AT_SYMLINK_NOFOLLOW);
 }
 
-static int cmp_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return a < b ? -1 : a > b;
-}
-
 /* Are the two descriptors open on the same file or directory? */
 static bool same_file(int fd1, int fd2)
 {
@@ -1256,8 +1250,9 @@ static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 		}
 		bool alone = w->pass == 0 || st->st_nlink > 1 || (uint64_t)st->st_size >= BIG_FILE;
 		int r;
-		if (w->readd && w->pass && readd_unchanged(w, child)) {
-			/* most files of a re-add: a look, too little to hand over */
+		if (w->readd && w->pass && !w->targeted && readd_unchanged(w, child)) {
+			/* most files of a re-add: a look, too little to hand over
+			 * (a targeted re-add's files are all logged: no look) */
 			__atomic_add_fetch(&w->unchanged, w->pass == 1, __ATOMIC_RELAXED);
 			r = file_result(w, child, 0);
 		} else if (!alone && worker_give(w, child, st)) {
@@ -1593,7 +1588,8 @@ static int readd_verify(struct walk *w)
  * on the primary and on the returning member, to the file of that id (a
  * rename before the member left can have made an open file's path
  * stale), and if no file is open without a shard on the member; else
- * the walk.  The paths (sorted, malloc'd) go to *out.
+ * the walk.  The paths (sorted, malloc'd) go to *out, their sizes to
+ * w->total.
  */
 static bool readd_targets(struct walk *w, char ***out, size_t *nout)
 {
@@ -1619,8 +1615,11 @@ static bool readd_targets(struct walk *w, char ***out, size_t *nout)
 		     strncmp(path, ".raidfs", 7) != 0;
 		int pf = ok ? openat(SRC(w), path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
 		int jf = pf >= 0 ? openat(w->dst, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+		struct stat st;
 		ok = jf >= 0 && meta_get(pf, &pm) == 0 && meta_get(jf, &jm) == 0 &&
-		     pm.id == w->missed[i] && jm.id == w->missed[i];
+		     pm.id == w->missed[i] && jm.id == w->missed[i] && fstat(pf, &st) == 0;
+		if (ok)
+			w->total += st.st_size;	/* what the progress counts */
 		if (pf >= 0)
 			close(pf);
 		if (jf >= 0)
@@ -1634,6 +1633,7 @@ static bool readd_targets(struct walk *w, char ***out, size_t *nout)
 		for (size_t i = 0; i < n; i++)
 			free(paths[i]);
 		free(paths);
+		w->total = 0;
 		return false;
 	}
 	qsort(paths, n, sizeof(*paths), cmp_names);
@@ -1684,15 +1684,8 @@ static void *rebuild_thread(void *arg)
 	size_t ntargets = 0;
 	w.targeted = logged && !resume_set && readd_targets(&w, &targets, &ntargets);
 	w.count_only = true;
-	if (w.targeted) {
-		for (size_t i = 0; i < ntargets; i++) {
-			struct stat st;
-			if (fstatat(SRC(&w), targets[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
-				w.total += st.st_size;
-		}
-	} else {
+	if (!w.targeted)
 		walk_dir(&w, ".");
-	}
 	pthread_mutex_lock(&rb_lock);
 	info.total = w.total ? w.total : 1;
 	pthread_mutex_unlock(&rb_lock);

@@ -143,6 +143,12 @@ void random_bytes(void *buf, size_t len)
 	}
 }
 
+int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
 uint64_t random_u64(void)
 {
 	uint64_t v;

@@ -44,6 +44,9 @@ int parse_size(const char *s, uint64_t *out);
 /* Human-readable size ("1.5 GiB") into buf. */
 const char *fmt_size(uint64_t bytes, char *buf, size_t len);
 
+/* qsort/bsearch order of uint64_t values */
+int cmp_u64(const void *x, const void *y);
+
 /* 64 random bits from getrandom(). */
 uint64_t random_u64(void);
 void random_bytes(void *buf, size_t len);
