@@ -218,8 +218,16 @@ static void close_rf_fds(struct rfile *rf)
 	rf->fd[SHADOW] = -1;
 }
 
-int rfile_best_meta(const struct array *a, const int *fds,
-		    struct file_meta *best, int *nvalid)
+/* What rfile_open() learns of the shards' records besides the best one. */
+struct meta_look {
+	bool read[LAYOUT_MAX_WIDTH];	/* shard j has a readable record */
+	uint64_t id[LAYOUT_MAX_WIDTH];	/* the file id in it */
+	bool agree;			/* the valid records all hold the best one's version */
+};
+
+/* As rfile_best_meta(), and what `look` holds (when given). */
+static int best_meta(const struct array *a, const int *fds, struct file_meta *best, int *nvalid,
+		     struct meta_look *look)
 {
 	struct file_meta fm[LAYOUT_MAX_WIDTH];
 	bool ok[LAYOUT_MAX_WIDTH];
@@ -228,8 +236,12 @@ int rfile_best_meta(const struct array *a, const int *fds,
 
 	for (uint32_t j = 0; j < a->width; j++) {
 		struct layout l;
-		ok[j] = fds[j] >= 0 && meta_get(fds[j], &fm[j]) == 0 &&
-			meta_layout(&fm[j], &l) == 0 && fm[j].width == a->width;
+		bool got = fds[j] >= 0 && meta_get(fds[j], &fm[j]) == 0;
+		if (look) {
+			look->read[j] = got;
+			look->id[j] = got ? fm[j].id : 0;
+		}
+		ok[j] = got && meta_layout(&fm[j], &l) == 0 && fm[j].width == a->width;
 	}
 	/* Version counters belong to one file: first decide which file this
 	 * is (the primary's, which serves the namespace, else the majority),
@@ -259,7 +271,19 @@ int rfile_best_meta(const struct array *a, const int *fds,
 			have = true;
 		}
 	}
+	if (look) {
+		look->agree = have && !best->flags;
+		for (uint32_t j = 0; j < a->width; j++)
+			if (fds[j] >= 0 && (!ok[j] || fm[j].id != want || fm[j].version != best->version ||
+					    fm[j].size != best->size || fm[j].flags))
+				look->agree = false;
+	}
 	return have ? 0 : -EIO;
+}
+
+int rfile_best_meta(const struct array *a, const int *fds, struct file_meta *best, int *nvalid)
+{
+	return best_meta(a, fds, best, nvalid, NULL);
 }
 
 void rfile_new_meta(const struct array *a, uint64_t id, struct file_meta *fm)
@@ -283,14 +307,6 @@ bool rfile_shards_empty(const struct array *a, const int *fds)
 			return false;
 	}
 	return true;
-}
-
-/* Does shard j belong to the file described by m? */
-static bool shard_matches(int fd, const struct file_meta *m)
-{
-	struct file_meta fm;
-	int r = meta_get(fd, &fm);
-	return r < 0 || fm.id == m->id;	/* unreadable metadata: repaired on close */
 }
 
 int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
@@ -344,7 +360,34 @@ int rfile_write_meta(struct rfile *rf, uint32_t flags)
 	}
 	if (ret == 0)
 		rf->meta_stale = false;
+	rf->meta_agree = ret == 0 && !flags;
 	return ret;
+}
+
+int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
+{
+	pthread_mutex_lock(&table_lock);
+	bool alone = rf->refs == 1;
+	pthread_mutex_unlock(&table_lock);
+	if (!alone || !rf->meta_agree || rf->meta_stale || rf->marked || rf->cmarked)
+		return rfile_write_meta(rf, 0);
+	int sj = j == SHADOW ? shadow_of(rf->a) : (int)j;
+	struct file_meta fm = {
+		.id = rf->id,
+		.size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE),
+		.version = rf->meta_version,
+		.level = rf->lay.level,
+		.chunk = rf->lay.chunk,
+		.width = rf->lay.width,
+		.groups = rf->lay.groups,
+		.rotation = rf->lay.rotation,
+		.index = (uint32_t)sj,
+	};
+	int r = sj >= 0 ? meta_set(rf->fd[j], &fm) : -EINVAL;
+	if (r < 0)
+		log_err("cannot write metadata of file %016" PRIx64 " on the new shard of member %d: %s", rf->id, sj,
+			strerror(-r));
+	return r;
 }
 
 /* Put a freshly built rfile into the table, or take the one another
@@ -431,8 +474,9 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 		}
 	}
 	struct file_meta fm;
+	struct meta_look look;
 	int nvalid;
-	int ret = rfile_best_meta(a, fds, &fm, &nvalid);
+	int ret = best_meta(a, fds, &fm, &nvalid, &look);
 	if (ret < 0) {
 		/* A crash between creating the shards and writing their
 		 * metadata leaves empty shards without it: adopt them. */
@@ -448,7 +492,8 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 			 relpath);
 	}
 	for (uint32_t j = 0; ret == 0 && j < a->width; j++) {
-		if (fds[j] >= 0 && !shard_matches(fds[j], &fm)) {
+		/* (a shard without a readable record is repaired on close) */
+		if (fds[j] >= 0 && look.read[j] && look.id[j] != fm.id) {
 			/* on a member being rebuilt: a leftover the rebuild replaces */
 			if (!member_rebuilding(a, j))
 				log_err("file '%s': the shard on member %u '%s' belongs to another file (interrupted rename?); not used (run 'raidfs check')",
@@ -464,11 +509,10 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 		return ret;
 	}
 	rf->key = st.st_ino;
-	if (fstat(fd, &st) == 0)
-		rf->key = st.st_ino;
 	rf->path = strdup(relpath);
 	if (nvalid < (int)(a->width - array_absent_count(a)))
 		rf->meta_stale = true;	/* repair the bad copies on close */
+	rf->meta_agree = ret == 0 && look.agree;
 	open_shadow(rf, relpath, false, 0);
 	*out = insert_or_share(rf);
 	return 0;

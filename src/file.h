@@ -50,6 +50,8 @@ struct rfile {
 					 * reserve(); atomic) */
 	uint64_t meta_version;
 	bool meta_stale;		/* size changed since metadata written */
+	bool meta_agree;		/* every shard holds the record of
+					 * meta_version (as opened or last written) */
 	bool marked;			/* in the dirty log */
 	bool cmarked;			/* in it as changed through the cache log only */
 	int refs;			/* protected by the table lock */
@@ -119,6 +121,12 @@ bool rfile_shards_empty(const struct array *a, const int *fds);
 
 /* Write the metadata (size, flags) to every present shard. */
 int rfile_write_meta(struct rfile *rf, uint32_t flags);
+/* After a rebuild wrote shard j (SHADOW: the replacement) of a file nobody
+ * else has open and whose other shards all hold the current record: that
+ * same record onto shard j alone (the others need no write, and no new
+ * version is needed); otherwise rfile_write_meta(rf, 0).  Caller holds
+ * rf->rw exclusively. */
+int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j);
 
 /* Stripe I/O (stripe.c). Callers hold no lock; these take rf->rw. */
 ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off);

@@ -261,8 +261,9 @@ static bool file_worker_busy(void);
 #define SRC(w) ((w)->a->m[__atomic_load_n(&(w)->a->primary, __ATOMIC_ACQUIRE)].dirfd)
 
 /* The user's xattrs of `to` made those of `from` (raidfs's own stay):
- * copied, and the ones `from` no longer has removed. */
-static void copy_xattrs(int from, int to)
+ * copied, and the ones `from` no longer has removed (none when `to` was
+ * just created). */
+static void copy_xattrs(int from, int to, bool created)
 {
 	char names[4096], theirs[4096];
 	const size_t own = sizeof(META_XATTR_PREFIX) - 1;
@@ -275,7 +276,7 @@ static void copy_xattrs(int from, int to)
 		if (v >= 0)
 			fsetxattr(to, names + i, val, v, 0);
 	}
-	ssize_t m = n < 0 ? -1 : flistxattr(to, theirs, sizeof(theirs));
+	ssize_t m = n < 0 || created ? -1 : flistxattr(to, theirs, sizeof(theirs));
 	for (ssize_t i = 0; i < m; i += strlen(theirs + i) + 1) {
 		if (strncmp(theirs + i, META_XATTR_PREFIX, own) != 0 &&
 		    fgetxattr(from, theirs + i, NULL, 0) < 0 && errno == ENODATA)
@@ -773,10 +774,17 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 			rf->fd[j] = -1;
 		}
 	}
+	/* owner and mode as the primary has them now (the walk's stat may be
+	 * stale, and a chmod through an open handle skipped this member while
+	 * it had no shard here) */
+	struct stat cur = *st, mine;
+	bool know = rf->fd[a->primary] >= 0 && fstat(rf->fd[a->primary], &cur) == 0;
 	if (rf->fd[j] < 0) {
-		unlinkat(w->dst, rel, 0);
-		int fd = openat(w->dst, rel, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-				st->st_mode & 07777);
+		int fd = openat(w->dst, rel, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, cur.st_mode & 07777);
+		if (fd < 0 && errno == EEXIST) {
+			unlinkat(w->dst, rel, 0);
+			fd = openat(w->dst, rel, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, cur.st_mode & 07777);
+		}
 		if (fd < 0) {
 			/* no parent directory there: an operation that failed on
 			 * the new member queued it; it comes back as a redo */
@@ -788,19 +796,18 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 			rfile_release(rf);
 			return r;
 		}
-		fchown(fd, st->st_uid, st->st_gid);
-		fchmod(fd, st->st_mode & 07777);
+		fchown(fd, cur.st_uid, cur.st_gid);
+		fchmod(fd, cur.st_mode & 07777);	/* after the chown, which drops set-id bits */
 		if (rf->fd[a->primary] >= 0)
-			copy_xattrs(rf->fd[a->primary], fd);
+			copy_xattrs(rf->fd[a->primary], fd, true);
 		rf->fd[j] = fd;
 		had = false;
-	}
-	/* owner and mode as the primary has them now (a chmod through an
-	 * open handle skipped this member while it had no shard here) */
-	struct stat cur;
-	if (rf->fd[a->primary] >= 0 && fstat(rf->fd[a->primary], &cur) == 0) {
-		fchown(rf->fd[j], cur.st_uid, cur.st_gid);
-		fchmod(rf->fd[j], cur.st_mode & 07777);
+	} else if (know && fstat(rf->fd[j], &mine) == 0) {
+		bool chown = mine.st_uid != cur.st_uid || mine.st_gid != cur.st_gid;
+		if (chown)
+			fchown(rf->fd[j], cur.st_uid, cur.st_gid);
+		if (chown || (mine.st_mode & 07777) != (cur.st_mode & 07777))
+			fchmod(rf->fd[j], cur.st_mode & 07777);
 	}
 	bool skip = false;
 	if (w->readd && had && w->pass) {
@@ -863,12 +870,12 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 		if (ftruncate(rf->fd[w->j], layout_shard_size(&rf->lay, w->lj, rf->size)) < 0)
 			r = -errno;
 		if (r == 0)
-			r = rfile_write_meta(rf, 0);
+			r = rfile_write_meta_rebuilt(rf, w->j);
 		if (r == 0 && w->pass == 1)
 			note_rebuilt(w, fc, rf);
 		struct stat now;
 		if (rf->fd[a->primary] >= 0 && had)
-			copy_xattrs(rf->fd[a->primary], rf->fd[w->j]);	/* may have missed changes */
+			copy_xattrs(rf->fd[a->primary], rf->fd[w->j], false);	/* may have missed changes */
 		if (rf->fd[a->primary] >= 0 && fstat(rf->fd[a->primary], &now) == 0) {
 			struct timespec tv[2] = { now.st_atim, now.st_mtim };
 			futimens(rf->fd[w->j], tv);
@@ -1213,7 +1220,7 @@ static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 		int dfd = openat(SRC(w), child, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		int nfd = openat(w->dst, child, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd >= 0 && nfd >= 0)
-			copy_xattrs(dfd, nfd);
+			copy_xattrs(dfd, nfd, false);
 		if (dfd >= 0) close(dfd);
 		if (nfd >= 0) close(nfd);
 		ret = walk_dir(w, child);

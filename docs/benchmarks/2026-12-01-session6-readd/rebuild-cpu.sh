@@ -7,8 +7,14 @@
 # print the daemon's own line ("... verified (2048 files, S s)") and the
 # member's bytes.  Alternate two binaries in a loop to compare them:
 #   for r in 1 2 3; do for b in old new; do ./rebuild-cpu.sh ./raidfs.$b raid6 4; done; done
+# A fourth argument "warm" (added the session after) writes 2 GiB to a file
+# on the same tmpfs and deletes it right before the rebuild, so the new
+# member's pages are pages freed a moment ago: on this machine (a guest
+# with free page reporting) the first write to a page handed back to the
+# host costs about three times as much (../2026-12-01-session7-rebuild/
+# first-touch.sh), and how many of those a rebuild met varied by run.
 set -eu
-R=$1 L=$2 N=$3
+R=$1 L=$2 N=$3 MODE=${4:-cold}
 W=$(mktemp -d /tmp/raidfs-rbonly.XXXXXX)
 mkdir -p "$W/t" "$W/mnt"
 mount -t tmpfs -o size=10g tmpfs "$W/t"
@@ -29,9 +35,13 @@ sync
 "$R" rebuild "$W/mnt" --min-rate 0 --max-rate 0 >/dev/null
 "$R" fail "$W/mnt" 1 >/dev/null
 mkdir "$W/t/new1"
+if [ "$MODE" = warm ]; then
+	head -c 2048M /dev/zero > "$W/t/warm"
+	rm "$W/t/warm"
+fi
 pid=$(pgrep -f "mount -o log=$W/log")
 c0=$(awk '{print $14 + $15}' /proc/$pid/stat)
 "$R" replace "$W/mnt" 1 "$W/t/new1" >/dev/null
 while ! "$R" status --json "$W/mnt" | grep -q '"index": 1, [^}]*"state": "online"'; do sleep 0.02; done
 c1=$(awk '{print $14 + $15}' /proc/$pid/stat)
-echo "cpu $((c1 - c0)) ticks; $L/$N $(grep -o "verified.*" "$W/log" | tail -n 1), member bytes $(du -sb --exclude=.raidfs "$W/t/d2" | cut -f1)"
+echo "cpu $((c1 - c0)) ticks; $MODE $L/$N $(grep -o "verified.*" "$W/log" | tail -n 1), member bytes $(du -sb --exclude=.raidfs "$W/t/d2" | cut -f1)"
