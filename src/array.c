@@ -267,6 +267,25 @@ static bool replaced_member(const struct superblock *cur, const struct superbloc
 	       strcmp(cur->members[sb->index].path, sb->repl_path) == 0;
 }
 
+/*
+ * sb is a replacement's own superblock (the table from before its commit,
+ * which records the replacement), and the newest table no longer records
+ * a replacement but has the replacement's directory as the member it
+ * replaced, online: the daemon stopped during the commit's superblock
+ * writes (shadow_take_slot()), after some members got the new table and
+ * before this directory did.  The commit starts only once the copy is
+ * complete, and a write since would have recorded the member as faulty
+ * (note_write()), so the directory is that member, up to date.  (A
+ * promotion leaves the member rebuilding, an abandoned replacement the old
+ * path: neither matches.)
+ */
+static bool committed_replacement(const struct superblock *cur, const struct superblock *sb)
+{
+	return sb_is_replacement(sb) && sb->replacing && !cur->replacing && sb->repl_of < cur->width &&
+	       sb->events < cur->events && cur->members[sb->repl_of].state == MS_ONLINE && sb->repl_path[0] &&
+	       strcmp(cur->members[sb->repl_of].path, sb->repl_path) == 0;
+}
+
 /* The recorded replacement was not on the command line: look for it at
  * its recorded path; if it is not there, the record is dropped (member
  * repl_of simply stays in service). */
@@ -388,11 +407,17 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		a->m[j].state = a->sb.members[j].state;
 		snprintf(a->m[j].path, sizeof(a->m[j].path), "%s", a->sb.members[j].path);
 	}
+	bool settle = false;	/* a commit's superblock writes were cut short */
 	for (i = 0; i < n; i++) {
 		if (!ok[i])
 			continue;
 		uint32_t idx = sbs[i].index;
-		if (sb_is_replacement(&sbs[i])) {
+		if (committed_replacement(&a->sb, &sbs[i])) {
+			idx = sbs[i].repl_of;
+			settle = true;
+			log_warn("'%s' replaced member %u, and the daemon stopped while it recorded that: taken as member %u",
+				 paths[i], idx, idx);
+		} else if (sb_is_replacement(&sbs[i])) {
 			/* given on the command line: the replacement in place */
 			if (attach_shadow(a, fds[i], &sbs[i], paths[i]) == 0)
 				fds[i] = -1;
@@ -458,6 +483,11 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 			a->primary = j;	/* never a member still being rebuilt */
 	if (a->sb.replacing && a->m[SHADOW].dirfd < 0)
 		find_shadow(a);
+	if (settle) {
+		/* every member present gets the newest table */
+		a->sb.events++;
+		array_write_superblocks_locked(a);
+	}
 
 	/* Too many members away for the array to run, but some came back:
 	 * a stale member for which the others logged no change at all since

@@ -1,0 +1,97 @@
+#!/bin/bash
+# t_replace_crash - a replacement in place whose commit was cut short.
+# The commit of 'raidfs replace' writes the new table (the new directory
+# is member 1, no replacement recorded) to each member's superblock in
+# turn, member 0 first, then removes the old directory's superblock.  A
+# crash after k of those writes leaves the first k members with the new
+# table and the rest with the old one (which records the replacement and
+# names the old directory as member 1); the new directory holds the old
+# table's replacement superblock unless it was among the k.  This test
+# makes every such state from the superblocks saved during and after a
+# real replacement (the commit changes nothing else on the members), and
+# mounts each one twice:
+#  - with the new directory in the member list: the array is optimal, the
+#    copy serves as member 1 (it was complete: the commit only starts
+#    then), the tree is byte-identical (and at the end, with member 2
+#    failed: the copy holds member 1's bytes);
+#  - with the old directory instead (the list from before the
+#    replacement): the array mounts, the tree is byte-identical, and once
+#    the new table is on a member the old directory is not used (it may
+#    have missed writes since; the array runs degraded or finds the new
+#    directory at the path the table records).
+# k = 0 (the daemon died before the commit) resumes the copy.
+. "$(dirname "$0")/lib.sh"
+need_fuse
+need_python
+
+C=$T/c
+mkdir -p "$C/ref" "$C/new1" "$C/sbB" "$C/sbA"
+mem=$(make_members 4 c/d)
+mnt=$C/mnt
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name rc $mem
+rfs_mount "$(join_members $mem)" "$mnt" || fail "mount"
+write_fileset "$mnt" "$C/ref" 7 4 25 1000 200000 || fail "file set"
+head -c 3000000 /dev/urandom >"$C/ref/big"
+cp "$C/ref/big" "$mnt/big"
+
+# the superblocks during the copy (the old table) and after the commit
+"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
+for d in d1 d2 d3 d4 new1; do cp "$C/$d/.raidfs/superblock" "$C/sbB/$d"; done
+"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+wait_member "$mnt" 1 online "$C/new1" || fail "the replacement did not finish: $("$RAIDFS" status "$mnt")"
+rfs_unmount_wait "$mnt" || fail "unmount after the replacement"
+for d in d1 new1 d3 d4; do cp "$C/$d/.raidfs/superblock" "$C/sbA/$d"; done
+[ -e "$C/d2/.raidfs/superblock" ] && fail "the replaced directory kept its superblock"
+newlist=$(join_members "$C/d1 $C/new1 $C/d3 $C/d4")
+oldlist=$(join_members $mem)
+
+# crash_state K: the superblocks as a crash after K of the commit's
+# superblock writes leaves them (order of the writes: member 0 .. 3)
+crash_state() {
+	local order=(d1 new1 d3 d4) i
+	for i in 0 1 2 3; do
+		if [ "$i" -lt "$1" ]; then
+			cp "$C/sbA/${order[$i]}" "$C/${order[$i]}/.raidfs/superblock"
+		else
+			cp "$C/sbB/${order[$i]}" "$C/${order[$i]}/.raidfs/superblock"
+		fi
+	done
+	cp "$C/sbB/d2" "$C/d2/.raidfs/superblock"
+	rm -f "$C/new1/.raidfs/rebuild" "$C/new1/.raidfs/rebuild.tmp"
+}
+same_tree() {
+	workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "$1"; }
+}
+
+for k in 0 1 2 3 4; do
+	crash_state "$k"
+	rfs_mount "$newlist" "$mnt" || fail "k=$k: mount with the new directory: $(tail -3 "$T/daemon.log")"
+	wait_member "$mnt" 1 online "$C/new1" ||
+		fail "k=$k: the new directory is not member 1: $("$RAIDFS" status "$mnt"; grep -i "replace\|partial\|stale" "$T/daemon.log" | tail -3)"
+	expect_rc 0 "$RAIDFS" status "$mnt"
+	grep -q "optimal" "$OUT" || fail "k=$k: not optimal with the new directory: $(cat "$OUT")"
+	same_tree "k=$k: tree differs with the new directory"
+	rfs_unmount_wait "$mnt" || fail "k=$k: unmount"
+
+	crash_state "$k"
+	rfs_mount "$oldlist" "$mnt" || fail "k=$k: mount with the old directory: $(tail -3 "$T/daemon.log")"
+	same_tree "k=$k: tree differs with the old directory given"
+	if [ "$k" -gt 0 ]; then
+		"$RAIDFS" status "$mnt" >"$C/st.out"
+		grep -q " $C/d2 " "$C/st.out" && fail "k=$k: the old directory was taken back: $(cat "$C/st.out")"
+	fi
+	rfs_unmount_wait "$mnt" || fail "k=$k: unmount (old directory)"
+	log "ok: crash after $k of the commit's superblock writes"
+done
+
+# the commit done: clean, and the copy holds member 1's bytes
+crash_state 4
+rm -f "$C/d2/.raidfs/superblock"
+expect_rc 0 "$RAIDFS" check "$newlist"
+rfs_mount "$newlist" "$mnt" || fail "mount after the commit"
+expect_rc 0 "$RAIDFS" fail "$mnt" 2
+same_tree "tree differs with member 2 failed: the copy is wrong"
+rfs_unmount_wait "$mnt" || fail "unmount after the commit"
+log "ok: the copy holds member 1's bytes (member 2 failed), check clean"
+exit 0
