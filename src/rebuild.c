@@ -1712,8 +1712,10 @@ static void *rebuild_thread(void *arg)
 		log_info("rebuild of member %u resumed after '%s': %" PRIu64 " files already rebuilt were skipped",
 			 w.lj, w.resume_after, w.skipped);
 	bool locked = false, committed = false;
+	uint64_t first_ms = now_ms() - t_start_ms;
 	for (;;) {
 		if (r == 0 && w.errors == 0) {
+			uint64_t verify_start = now_ms();
 			/* verify: every chunk again, compared with the new member;
 			 * also catches files renamed into an already rebuilt
 			 * directory */
@@ -1731,8 +1733,9 @@ static void *rebuild_thread(void *arg)
 			wr = worker_collect();
 			if (r == 0 && wr == -EINTR)
 				r = wr;
-			log_info("rebuild of member %u: the verify pass read back %" PRIu64 " file%s unchanged since the first pass and rebuilt the others again",
-				 w.lj, w.read_back, w.read_back == 1 ? "" : "s");
+			log_info("rebuild of member %u: the verify pass read back %" PRIu64 " file%s unchanged since the first pass and rebuilt the others again (%.3f s; the first pass took %.3f s)",
+				 w.lj, w.read_back, w.read_back == 1 ? "" : "s", (now_ms() - verify_start) / 1000.0,
+				 first_ms / 1000.0);
 			if (w.fixed)
 				log_warn("rebuild of member %u: the verify pass rewrote %" PRIu64 " chunk%s changed during the rebuild",
 					 w.lj, w.fixed, w.fixed == 1 ? "" : "s");

@@ -20,6 +20,11 @@
 #    have missed writes since; the array runs degraded or finds the new
 #    directory at the path the table records).
 # k = 0 (the daemon died before the commit) resumes the copy.
+# The same for the end of a rebuild (member 1 failed, rebuilt onto new2):
+# a crash after k of the superblock writes that record it online leaves
+# an array that mounts optimal with new2 as member 1 (k > 0: the rebuild
+# was complete and verified) or resumes the rebuild (k = 0), the tree
+# byte-identical, and the tree again with member 2 failed.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
@@ -94,4 +99,41 @@ expect_rc 0 "$RAIDFS" fail "$mnt" 2
 same_tree "tree differs with member 2 failed: the copy is wrong"
 rfs_unmount_wait "$mnt" || fail "unmount after the commit"
 log "ok: the copy holds member 1's bytes (member 2 failed), check clean"
+
+# the end of a rebuild: member 1 (new1 now) failed, rebuilt onto new2
+crash_state 4
+rm -f "$C/d2/.raidfs/superblock"
+rm -rf "$C/sbA" "$C/sbB"
+mkdir -p "$C/new2" "$C/sbA" "$C/sbB"
+rfs_mount "$newlist" "$mnt" || fail "rebuild: mount"
+expect_rc 0 "$RAIDFS" fail "$mnt" 1
+"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new2"
+wait_member "$mnt" 1 rebuilding "$C/new2" || fail "rebuild: not rebuilding: $("$RAIDFS" status "$mnt")"
+for d in d1 new2 d3 d4; do cp "$C/$d/.raidfs/superblock" "$C/sbB/$d"; done
+"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+wait_member "$mnt" 1 online "$C/new2" || fail "rebuild: did not finish: $("$RAIDFS" status "$mnt")"
+rfs_unmount_wait "$mnt" || fail "rebuild: unmount"
+for d in d1 new2 d3 d4; do cp "$C/$d/.raidfs/superblock" "$C/sbA/$d"; done
+list2=$(join_members "$C/d1 $C/new2 $C/d3 $C/d4")
+for k in 0 1 2 3; do
+	order=(d1 new2 d3 d4)
+	for i in 0 1 2 3; do
+		if [ "$i" -lt "$k" ]; then src=$C/sbA; else src=$C/sbB; fi
+		cp "$src/${order[$i]}" "$C/${order[$i]}/.raidfs/superblock"
+	done
+	rfs_mount "$list2" "$mnt" || fail "rebuild k=$k: mount: $(tail -3 "$T/daemon.log")"
+	if [ "$k" -gt 0 ]; then
+		expect_rc 0 "$RAIDFS" status "$mnt"
+		grep -q "optimal" "$OUT" || fail "rebuild k=$k: not optimal: $(cat "$OUT")"
+	fi
+	wait_member "$mnt" 1 online "$C/new2" || fail "rebuild k=$k: new2 is not member 1: $("$RAIDFS" status "$mnt")"
+	same_tree "rebuild k=$k: tree differs"
+	rfs_unmount_wait "$mnt" || fail "rebuild k=$k: unmount"
+	log "ok: crash after $k of the rebuild's last superblock writes"
+done
+rfs_mount "$list2" "$mnt" || fail "rebuild: mount at the end"
+expect_rc 0 "$RAIDFS" fail "$mnt" 2
+same_tree "rebuild: tree differs with member 2 failed: the rebuilt member is wrong"
+rfs_unmount_wait "$mnt" || fail "rebuild: unmount at the end"
 exit 0
