@@ -268,22 +268,31 @@ static bool replaced_member(const struct superblock *cur, const struct superbloc
 }
 
 /*
- * sb is a replacement's own superblock (the table from before its commit,
- * which records the replacement), and the newest table no longer records
- * a replacement but has the replacement's directory as the member it
- * replaced, online: the daemon stopped during the commit's superblock
- * writes (shadow_take_slot()), after some members got the new table and
- * before this directory did.  The commit starts only once the copy is
- * complete, and a write since would have recorded the member as faulty
- * (note_write()), so the directory is that member, up to date.  (A
- * promotion leaves the member rebuilding, an abandoned replacement the old
- * path: neither matches.)
+ * sb is a replacement's own superblock (the table from before the step
+ * that ended the replacement, which still records it), and the newest
+ * table records no replacement but has the replacement's directory as
+ * the member it replaced: the daemon stopped during that step's
+ * superblock writes (shadow_take_slot()), after some members got the new
+ * table and before this directory did.  Returns the state the directory
+ * takes as that member, or -1:
+ *  - MS_ONLINE after a commit: it starts only once the copy is complete,
+ *    and a write since would have recorded the member as faulty
+ *    (note_write()), so the directory is that member, up to date;
+ *  - MS_REBUILDING after a promotion (the replaced member failed during
+ *    the copy), the promotion being the newest state change: the copy
+ *    is the rebuild's target, which keeps what was copied and rewrites
+ *    what differs.
+ * An abandoned replacement leaves the old path in the table.
  */
-static bool committed_replacement(const struct superblock *cur, const struct superblock *sb)
+static int replacement_taken_as(const struct superblock *cur, const struct superblock *sb)
 {
-	return sb_is_replacement(sb) && sb->replacing && !cur->replacing && sb->repl_of < cur->width &&
-	       sb->events < cur->events && cur->members[sb->repl_of].state == MS_ONLINE && sb->repl_path[0] &&
-	       strcmp(cur->members[sb->repl_of].path, sb->repl_path) == 0;
+	if (!sb_is_replacement(sb) || cur->replacing || sb->repl_of >= cur->width || sb->events >= cur->events ||
+	    !sb->repl_path[0] || strcmp(cur->members[sb->repl_of].path, sb->repl_path) != 0)
+		return -1;
+	enum member_state st = cur->members[sb->repl_of].state;
+	if (st == MS_ONLINE || (st == MS_REBUILDING && sb->events + 1 == cur->events))
+		return st;
+	return -1;
 }
 
 /* The recorded replacement was not on the command line: look for it at
@@ -412,11 +421,13 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		if (!ok[i])
 			continue;
 		uint32_t idx = sbs[i].index;
-		if (committed_replacement(&a->sb, &sbs[i])) {
+		int taken = replacement_taken_as(&a->sb, &sbs[i]);
+		if (taken >= 0) {
 			idx = sbs[i].repl_of;
 			settle = true;
-			log_warn("'%s' replaced member %u, and the daemon stopped while it recorded that: taken as member %u",
-				 paths[i], idx, idx);
+			log_warn("'%s' %s member %u, and the daemon stopped while it recorded that: taken as member %u%s",
+				 paths[i], taken == MS_ONLINE ? "replaced" : "became the rebuild target of", idx, idx,
+				 taken == MS_ONLINE ? "" : ", to be rebuilt (what was copied is kept)");
 		} else if (sb_is_replacement(&sbs[i])) {
 			/* given on the command line: the replacement in place */
 			if (attach_shadow(a, fds[i], &sbs[i], paths[i]) == 0)
@@ -452,7 +463,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		abs_path(paths[i], a->m[idx].path, sizeof(a->m[idx].path));
 		/* Stale: it missed state changes (md's event counter), or the
 		 * survivors recorded it as failed while it was away. */
-		if (sbs[i].events < a->sb.events && a->sb.members[idx].state != MS_ONLINE) {
+		if (sbs[i].events < a->sb.events && a->sb.members[idx].state != MS_ONLINE && taken < 0) {
 			a->m[idx].stale = true;
 			log_warn("member %u '%s' is stale (events %" PRIu64 " < %" PRIu64 "): it missed writes while it was away and is not used",
 				 idx, paths[i], sbs[i].events, a->sb.events);
@@ -460,7 +471,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 			fds[i] = -1;
 			continue;
 		}
-		if (a->sb.members[idx].state == MS_REBUILDING && sbs[i].events == a->sb.events) {
+		if (a->sb.members[idx].state == MS_REBUILDING && (sbs[i].events == a->sb.events || taken >= 0)) {
 			/* a rebuild was interrupted: it is resumed after mount */
 			a->m[idx].dirfd = fds[i];
 			a->m[idx].state = MS_REBUILDING;

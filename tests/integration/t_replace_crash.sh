@@ -20,6 +20,9 @@
 #    have missed writes since; the array runs degraded or finds the new
 #    directory at the path the table records).
 # k = 0 (the daemon died before the commit) resumes the copy.
+# The same for a promotion (member 1 failed during its replacement: the
+# copy becomes its rebuild target): whatever the cut, the mount with the
+# new directory rebuilds onto it and ends optimal, tree byte-identical.
 # The same for the end of a rebuild (member 1 failed, rebuilt onto new2):
 # a crash after k of the superblock writes that record it online leaves
 # an array that mounts optimal with new2 as member 1 (k > 0: the rebuild
@@ -51,17 +54,23 @@ for d in d1 new1 d3 d4; do cp "$C/$d/.raidfs/superblock" "$C/sbA/$d"; done
 newlist=$(join_members "$C/d1 $C/new1 $C/d3 $C/d4")
 oldlist=$(join_members $mem)
 
-# crash_state K: the superblocks as a crash after K of the commit's
-# superblock writes leaves them (order of the writes: member 0 .. 3)
-crash_state() {
-	local order=(d1 new1 d3 d4) i
-	for i in 0 1 2 3; do
-		if [ "$i" -lt "$1" ]; then
-			cp "$C/sbA/${order[$i]}" "$C/${order[$i]}/.raidfs/superblock"
-		else
-			cp "$C/sbB/${order[$i]}" "$C/${order[$i]}/.raidfs/superblock"
-		fi
+# cut K BASE DIR...: the superblocks of BASE/DIR... (given in the order
+# the daemon writes them: member 0 first) as a crash after K of the
+# writes leaves them: the first K from BASE/sbA (after), the rest from
+# BASE/sbB (before)
+cut() {
+	local k=$1 base=$2 i=0 d src
+	shift 2
+	for d in "$@"; do
+		if [ "$i" -lt "$k" ]; then src=$base/sbA; else src=$base/sbB; fi
+		cp "$src/$d" "$base/$d/.raidfs/superblock"
+		i=$((i + 1))
 	done
+}
+# crash_state K: cut K of the commit's writes (the old directory's
+# superblock is removed only after them)
+crash_state() {
+	cut "$1" "$C" d1 new1 d3 d4
 	cp "$C/sbB/d2" "$C/d2/.raidfs/superblock"
 	rm -f "$C/new1/.raidfs/rebuild" "$C/new1/.raidfs/rebuild.tmp"
 }
@@ -117,11 +126,7 @@ rfs_unmount_wait "$mnt" || fail "rebuild: unmount"
 for d in d1 new2 d3 d4; do cp "$C/$d/.raidfs/superblock" "$C/sbA/$d"; done
 list2=$(join_members "$C/d1 $C/new2 $C/d3 $C/d4")
 for k in 0 1 2 3; do
-	order=(d1 new2 d3 d4)
-	for i in 0 1 2 3; do
-		if [ "$i" -lt "$k" ]; then src=$C/sbA; else src=$C/sbB; fi
-		cp "$src/${order[$i]}" "$C/${order[$i]}/.raidfs/superblock"
-	done
+	cut "$k" "$C" d1 new2 d3 d4
 	rfs_mount "$list2" "$mnt" || fail "rebuild k=$k: mount: $(tail -3 "$T/daemon.log")"
 	if [ "$k" -gt 0 ]; then
 		expect_rc 0 "$RAIDFS" status "$mnt"
@@ -136,4 +141,45 @@ rfs_mount "$list2" "$mnt" || fail "rebuild: mount at the end"
 expect_rc 0 "$RAIDFS" fail "$mnt" 2
 same_tree "rebuild: tree differs with member 2 failed: the rebuilt member is wrong"
 rfs_unmount_wait "$mnt" || fail "rebuild: unmount at the end"
+
+# a promotion cut short: a fresh array, member 1 replaced onto new1 and
+# failed while the copy is inside a big file (the promotion waits for the
+# file's end): the superblocks then (failure recorded, replacement still
+# recorded) and after the promotion (new1 is member 1, rebuilding)
+P=$T/p
+mkdir -p "$P/ref" "$P/new1" "$P/sbA" "$P/sbB"
+pmem=$(make_members 4 p/d)
+mnt=$P/mnt
+C=$P	# (same_tree compares with $C/ref)
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name rp $pmem
+rfs_mount "$(join_members $pmem)" "$mnt" || fail "promotion: mount"
+head -c 3000000 /dev/urandom >"$P/ref/big"
+cp "$P/ref/big" "$mnt/big"
+write_fileset "$mnt" "$P/ref" 8 3 5 1000 100000 || fail "promotion: file set"
+"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$P/new1"
+sleep 0.5
+expect_rc 0 "$RAIDFS" fail "$mnt" 1
+for d in d1 d3 d4 new1; do cp "$P/$d/.raidfs/superblock" "$P/sbB/$d"; done
+grep -q "rebuild of member 1 continues onto" "$T/daemon.log" &&
+	fail "promotion: promoted before the superblocks were saved (the big file was copied already)"
+for _ in $(seq 1 200); do grep -q "rebuild of member 1 continues onto" "$T/daemon.log" && break; sleep 0.05; done
+grep -q "rebuild of member 1 continues onto" "$T/daemon.log" || fail "promotion: no promotion"
+for d in d1 new1 d3 d4; do cp "$P/$d/.raidfs/superblock" "$P/sbA/$d"; done
+rfs_kill "$mnt" || fail "promotion: kill -9"
+plist=$(join_members "$P/d1 $P/new1 $P/d3 $P/d4")
+for k in 0 1 2 3; do
+	cut "$k" "$P" d1 new1 d3 d4
+	rfs_mount "$plist" "$mnt" || fail "promotion k=$k: mount: $(tail -3 "$T/daemon.log")"
+	"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+	wait_member "$mnt" 1 online "$P/new1" ||
+		fail "promotion k=$k: new1 is not member 1: $("$RAIDFS" status "$mnt"; grep -i "partial\|replace\|promot" "$T/daemon.log" | tail -3)"
+	same_tree "promotion k=$k: tree differs"
+	rfs_unmount_wait "$mnt" || fail "promotion k=$k: unmount"
+	log "ok: crash after $k of the promotion's superblock writes"
+done
+rfs_mount "$plist" "$mnt" || fail "promotion: mount at the end"
+expect_rc 0 "$RAIDFS" fail "$mnt" 2
+same_tree "promotion: tree differs with member 2 failed: the rebuilt member is wrong"
+rfs_unmount_wait "$mnt" || fail "promotion: unmount at the end"
 exit 0
