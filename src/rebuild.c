@@ -232,6 +232,9 @@ struct walk {
 	char **resynced_paths;
 	size_t nresynced_paths, capresynced_paths;
 	bool resynced_paths_lost;	/* out of memory: walk it all */
+	bool log_unread;		/* a re-add whose missed-write log could
+					 * not be read: metadata changes (which
+					 * keep the version) are not known */
 	int errors;
 	bool count_only;
 	const char *resume_after;	/* skip files up to this path (walk order) */
@@ -820,6 +823,14 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 				      fm.version == rf->meta_version && !rf->meta_stale;
 		if (skip)
 			__atomic_add_fetch(&w->unchanged, w->pass == 1, __ATOMIC_RELAXED);
+		if (skip && w->log_unread && w->pass == 1 && know) {
+			/* xattrs and times, changed while away without a new
+			 * version (setxattr and utimens hold the namespace lock
+			 * shared: nothing changes them meanwhile) */
+			struct timespec tv[2] = { cur.st_atim, cur.st_mtim };
+			copy_xattrs(rf->fd[a->primary], rf->fd[j], false);
+			futimens(rf->fd[j], tv);
+		}
 	}
 	pthread_rwlock_unlock(&rf->rw);
 	pthread_rwlock_unlock(&a->ns_lock);
@@ -1257,9 +1268,10 @@ static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 		}
 		bool alone = w->pass == 0 || st->st_nlink > 1 || (uint64_t)st->st_size >= BIG_FILE;
 		int r;
-		if (w->readd && w->pass && !w->targeted && readd_unchanged(w, child)) {
+		if (w->readd && w->pass && !w->targeted && !w->log_unread && readd_unchanged(w, child)) {
 			/* most files of a re-add: a look, too little to hand over
-			 * (a targeted re-add's files are all logged: no look) */
+			 * (a targeted re-add's files are all logged: no look; with
+			 * the log unread, rebuild_file() brings metadata over) */
 			__atomic_add_fetch(&w->unchanged, w->pass == 1, __ATOMIC_RELAXED);
 			r = file_result(w, child, 0);
 		} else if (!alone && worker_give(w, child, st)) {
@@ -1681,6 +1693,7 @@ static void *rebuild_thread(void *arg)
 			log_warn("re-add of member %u: cannot read its missed-write log (%s): every file's version is compared",
 				 j, strerror(-ml));
 		logged = ml == 0;
+		w.log_unread = ml < 0;
 		if (!resume_set)
 			save_position(&w, "");	/* a crash now resumes as a re-add */
 		log_info("re-add of member %u: %zu file%s recorded as changed while it was away",
