@@ -128,11 +128,14 @@ rm -rf "$C"
 # times): those files are logged like written ones and their resync
 # brings it all; no walk.  raid6, so that with members 0 and 1 failed
 # the re-added member 2 serves the metadata.
-new_array meta raid6
-for i in $(seq 1 8); do put_file "f$i" $((10000 + i * 3000)); done
-"$PY" -c 'import os, sys; [os.setxattr(os.path.join(sys.argv[1], f), "user.a", b"old") for f in ("f1", "f2")]' "$mnt"
-"$RAIDFS" fail "$mnt" 2 >/dev/null
-"$PY" - "$mnt" "$C/ref" <<'PYEOF' || fail "meta: changing metadata"
+# meta_away WHAT: files f1..f8 (f1 and f2 with user.a "old"), member 2
+# failed, then xattrs set (f1), removed (f2) and added (f5), mode (f3)
+# and times (f4) changed
+meta_away() {
+	for i in $(seq 1 8); do put_file "f$i" $((10000 + i * 3000)); done
+	"$PY" -c 'import os, sys; [os.setxattr(os.path.join(sys.argv[1], f), "user.a", b"old") for f in ("f1", "f2")]' "$mnt"
+	"$RAIDFS" fail "$mnt" 2 >/dev/null
+	"$PY" - "$mnt" "$C/ref" <<'PYEOF' || fail "$1: changing metadata"
 import os, sys
 mnt, ref = sys.argv[1:3]
 os.setxattr(os.path.join(mnt, "f1"), "user.a", b"new")
@@ -142,14 +145,15 @@ for d in (mnt, ref):
     os.chmod(os.path.join(d, "f3"), 0o600)
 os.utime(os.path.join(mnt, "f4"), ns=(1000000000123456789, 1000000000123456789))
 PYEOF
-readd meta "$T/meta/d3" 2
-grep -q "member 2 '$T/meta/d3' re-added: 5 changed files resynced, found through the missed-write log without a walk" "$T/daemon.log" ||
-	fail "meta: expected 5 files resynced without a walk: $(grep -o 're-added: .*' "$T/daemon.log" | tail -n 1)"
-"$RAIDFS" fail "$mnt" 0 >/dev/null
-"$RAIDFS" fail "$mnt" 1 >/dev/null
-"$PY" - "$mnt" <<'PYEOF' || fail "meta: the re-added member does not hold the metadata changed while it was away"
+}
+# meta_served WHAT: with members 0 and 1 failed, member 2 serves what
+# meta_away changed, and the tree is the reference's; unmount
+meta_served() {
+	"$RAIDFS" fail "$mnt" 0 >/dev/null
+	"$RAIDFS" fail "$mnt" 1 >/dev/null
+	"$PY" - "$mnt" "$1" <<'PYEOF' || fail "$1: the re-added member does not hold the metadata changed while it was away"
 import os, sys
-m = sys.argv[1]
+m, what = sys.argv[1:3]
 p = lambda f: os.path.join(m, f)
 bad = []
 if os.getxattr(p("f1"), "user.a") != b"new": bad.append("f1 user.a")
@@ -157,36 +161,31 @@ if "user.a" in os.listxattr(p("f2")): bad.append("f2 user.a still there")
 if os.getxattr(p("f5"), "user.b") != b"added while away": bad.append("f5 user.b")
 if os.stat(p("f4")).st_mtime_ns != 1000000000123456789: bad.append("f4 mtime %d" % os.stat(p("f4")).st_mtime_ns)
 if bad:
-    print("meta:", ", ".join(bad))
+    print(what + ":", ", ".join(bad))
     sys.exit(1)
 PYEOF
-lose_and_compare meta
+	lose_and_compare "$1"
+}
+new_array meta raid6
+meta_away meta
+readd meta "$T/meta/d3" 2
+grep -q "member 2 '$T/meta/d3' re-added: 5 changed files resynced, found through the missed-write log without a walk" "$T/daemon.log" ||
+	fail "meta: expected 5 files resynced without a walk: $(grep -o 're-added: .*' "$T/daemon.log" | tail -n 1)"
+meta_served meta
 log "ok: xattrs, mode and times changed while away: 5 files resynced without a walk, all on the member"
 rm -rf "$C"
 
 # A log that cannot be read at the re-add (here: every member's log
 # directory for member 2 replaced by a file, after the changes were
-# logged) must not pass for an empty one: every file's version is
-# compared, the changed files (contents, xattrs, mode, times, names) are
-# resynced, and with members 0 and 1 failed member 2 serves them.
+# logged) must not pass for an empty one: every file is compared, the
+# changes (metadata as in "meta", contents, a rename, a new file) reach
+# the member, and with members 0 and 1 failed member 2 serves them.
 new_array unread raid6
-for i in $(seq 1 12); do put_file "f$i" $((10000 + i * 3000)); done
-"$PY" -c 'import os, sys; os.setxattr(os.path.join(sys.argv[1], "f1"), "user.a", b"old")' "$mnt"
-"$RAIDFS" fail "$mnt" 2 >/dev/null
-put_file f2 12000
-put_file f3 90000
-"$PY" - "$mnt" "$C/ref" <<'PYEOF' || fail "unread: changing metadata and names"
-import os, sys
-mnt, ref = sys.argv[1:3]
-os.setxattr(os.path.join(mnt, "f1"), "user.a", b"new")
-os.setxattr(os.path.join(mnt, "f5"), "user.b", b"added while away")
-os.utime(os.path.join(mnt, "f6"), ns=(1000000000123456789, 1000000000123456789))
-for d in (mnt, ref):
-    os.chmod(os.path.join(d, "f4"), 0o600)
-    os.rename(os.path.join(d, "f7"), os.path.join(d, "f7.moved"))
-    os.unlink(os.path.join(d, "f8"))
-PYEOF
-put_file f13 5000
+meta_away unread
+put_file f6 12000
+put_file f7 90000
+for d in "$mnt" "$C/ref"; do mv "$d/f8" "$d/f8.moved"; done
+put_file f9 5000
 for d in d1 d2 d4; do
 	[ -d "$C/$d/.raidfs/missed/2" ] || fail "unread: no log for member 2 on $d"
 	rm -rf "$C/$d/.raidfs/missed/2"
@@ -195,21 +194,7 @@ done
 readd unread "$C/d3" 2
 grep -q "re-add of member 2: cannot read its missed-write log" "$T/daemon.log" ||
 	fail "unread: the unreadable log was not reported: $(grep -i "missed" "$T/daemon.log" | tail -n 2)"
-"$RAIDFS" fail "$mnt" 0 >/dev/null
-"$RAIDFS" fail "$mnt" 1 >/dev/null
-"$PY" - "$mnt" <<'PYEOF' || fail "unread: the re-added member does not hold the metadata changed while it was away"
-import os, sys
-m = sys.argv[1]
-p = lambda f: os.path.join(m, f)
-bad = []
-if os.getxattr(p("f1"), "user.a") != b"new": bad.append("f1 user.a")
-if os.getxattr(p("f5"), "user.b") != b"added while away": bad.append("f5 user.b")
-if os.stat(p("f6")).st_mtime_ns != 1000000000123456789: bad.append("f6 mtime %d" % os.stat(p("f6")).st_mtime_ns)
-if bad:
-    print("unread:", ", ".join(bad))
-    sys.exit(1)
-PYEOF
-lose_and_compare unread
+meta_served unread
 log "ok: a missed-write log that cannot be read: every file compared, changes on the member"
 rm -rf "$C"
 
