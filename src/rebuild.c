@@ -806,10 +806,10 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 		rf->fd[j] = fd;
 		had = false;
 	} else if (know && fstat(rf->fd[j], &mine) == 0) {
-		bool chown = mine.st_uid != cur.st_uid || mine.st_gid != cur.st_gid;
-		if (chown)
+		bool owner = mine.st_uid != cur.st_uid || mine.st_gid != cur.st_gid;
+		if (owner)
 			fchown(rf->fd[j], cur.st_uid, cur.st_gid);
-		if (chown || (mine.st_mode & 07777) != (cur.st_mode & 07777))
+		if (owner || (mine.st_mode & 07777) != (cur.st_mode & 07777))
 			fchmod(rf->fd[j], cur.st_mode & 07777);
 	}
 	bool skip = false;
