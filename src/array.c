@@ -268,31 +268,52 @@ static bool replaced_member(const struct superblock *cur, const struct superbloc
 }
 
 /*
- * sb is a replacement's own superblock (the table from before the step
- * that ended the replacement, which still records it), and the newest
- * table records no replacement but has the replacement's directory as
- * the member it replaced: the daemon stopped during that step's
- * superblock writes (shadow_take_slot()), after some members got the new
- * table and before this directory did.  Returns the state the directory
- * takes as that member, or -1:
- *  - MS_ONLINE after a commit: it starts only once the copy is complete,
- *    and a write since would have recorded the member as faulty
- *    (note_write()), so the directory is that member, up to date;
- *  - MS_REBUILDING after a promotion (the replaced member failed during
- *    the copy), the promotion being the newest state change: the copy
- *    is the rebuild's target, which keeps what was copied and rewrites
- *    what differs.
- * An abandoned replacement leaves the old path in the table.
+ * A state change that makes a directory member j writes the new table to
+ * each member in turn, j's new directory among them; a daemon stopped in
+ * between leaves that directory with the superblock it had before, which
+ * the newest table (some member's) contradicts.  sb is such a superblock
+ * when the newest table has the directory's recorded path as member j:
+ *  - a replacement's own superblock (it still records the replacement,
+ *    the newest table no longer does): after a commit, j is online (the
+ *    commit starts only once the copy is complete, and a write since
+ *    would have recorded j as faulty, note_write()); after a promotion
+ *    (the replaced member failed during the copy), j is rebuilding;
+ *  - a hot spare's (array_take_spare(), then install_member()): j is
+ *    rebuilding.
+ * Returns j's state, with *jp = j, or -1.  A rebuilding member is only
+ * written until its rebuild, which rewrites what differs and verifies
+ * every file, is complete: taking a directory with older contents as the
+ * target is safe.  An abandoned replacement leaves the old path in the
+ * table; a spare still listed as one stays a spare.
  */
-static int replacement_taken_as(const struct superblock *cur, const struct superblock *sb)
+static int taken_as(const struct superblock *cur, const struct superblock *sb, uint32_t *jp)
 {
-	if (!sb_is_replacement(sb) || cur->replacing || sb->repl_of >= cur->width || sb->events >= cur->events ||
-	    !sb->repl_path[0] || strcmp(cur->members[sb->repl_of].path, sb->repl_path) != 0)
+	const char *path;
+	uint32_t j;
+	if (sb->events >= cur->events)
 		return -1;
-	enum member_state st = cur->members[sb->repl_of].state;
-	if (st == MS_ONLINE || (st == MS_REBUILDING && sb->events + 1 == cur->events))
-		return st;
-	return -1;
+	if (sb_is_replacement(sb)) {
+		if (cur->replacing || sb->repl_of >= cur->width)
+			return -1;
+		j = sb->repl_of;
+		path = sb->repl_path;
+	} else if (sb->index >= sb->width && sb->index < sb->width + sb->nspares && sb->index < LAYOUT_MAX_WIDTH + SB_MAX_SPARES &&
+		   sb->members[sb->index].state == MS_SPARE) {
+		path = sb->members[sb->index].path;
+		for (j = 0; j < cur->width && strcmp(cur->members[j].path, path) != 0; j++)
+			;
+		if (j == cur->width || cur->members[j].state != MS_REBUILDING)
+			return -1;
+	} else {
+		return -1;
+	}
+	if (!path[0] || strcmp(cur->members[j].path, path) != 0)
+		return -1;
+	enum member_state st = cur->members[j].state;
+	if (st != MS_ONLINE && st != MS_REBUILDING)
+		return -1;
+	*jp = j;
+	return st;
 }
 
 /* The recorded replacement was not on the command line: look for it at
@@ -421,13 +442,15 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		if (!ok[i])
 			continue;
 		uint32_t idx = sbs[i].index;
-		int taken = replacement_taken_as(&a->sb, &sbs[i]);
+		int taken = taken_as(&a->sb, &sbs[i], &idx);
 		if (taken >= 0) {
-			idx = sbs[i].repl_of;
 			settle = true;
 			log_warn("'%s' %s member %u, and the daemon stopped while it recorded that: taken as member %u%s",
-				 paths[i], taken == MS_ONLINE ? "replaced" : "became the rebuild target of", idx, idx,
-				 taken == MS_ONLINE ? "" : ", to be rebuilt (what was copied is kept)");
+				 paths[i],
+				 !sb_is_replacement(&sbs[i]) ? "was a hot spare taking the place of"
+				 : taken == MS_ONLINE	     ? "replaced"
+							     : "became the rebuild target of",
+				 idx, idx, taken == MS_ONLINE ? "" : ", to be rebuilt (what is there is kept where right)");
 		} else if (sb_is_replacement(&sbs[i])) {
 			/* given on the command line: the replacement in place */
 			if (attach_shadow(a, fds[i], &sbs[i], paths[i]) == 0)

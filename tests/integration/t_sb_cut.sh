@@ -1,33 +1,31 @@
 #!/bin/bash
-# t_replace_crash - a replacement in place whose commit was cut short.
-# The commit of 'raidfs replace' writes the new table (the new directory
-# is member 1, no replacement recorded) to each member's superblock in
-# turn, member 0 first, then removes the old directory's superblock.  A
-# crash after k of those writes leaves the first k members with the new
-# table and the rest with the old one (which records the replacement and
-# names the old directory as member 1); the new directory holds the old
-# table's replacement superblock unless it was among the k.  This test
-# makes every such state from the superblocks saved during and after a
-# real replacement (the commit changes nothing else on the members), and
-# mounts each one twice:
-#  - with the new directory in the member list: the array is optimal, the
+# t_sb_cut - state changes whose superblock writes a crash cut short.
+# A state change writes the new table to each member's superblock in
+# turn, member 0 first; a crash after k of those writes leaves the first k
+# members with the new table and the rest with the old one.  For each
+# change below the test saves the superblocks before and after a real one
+# (the change writes nothing else on the members), makes every cut, and
+# mounts it:
+#  - the commit of 'raidfs replace' (the new directory becomes member 1;
+#    the old directory's superblock is removed after the writes).  With
+#    the new directory in the member list the array is optimal and the
 #    copy serves as member 1 (it was complete: the commit only starts
-#    then), the tree is byte-identical (and at the end, with member 2
-#    failed: the copy holds member 1's bytes);
-#  - with the old directory instead (the list from before the
-#    replacement): the array mounts, the tree is byte-identical, and once
-#    the new table is on a member the old directory is not used (it may
-#    have missed writes since; the array runs degraded or finds the new
-#    directory at the path the table records).
-# k = 0 (the daemon died before the commit) resumes the copy.
-# The same for a promotion (member 1 failed during its replacement: the
-# copy becomes its rebuild target): whatever the cut, the mount with the
-# new directory rebuilds onto it and ends optimal, tree byte-identical.
-# The same for the end of a rebuild (member 1 failed, rebuilt onto new2):
-# a crash after k of the superblock writes that record it online leaves
-# an array that mounts optimal with new2 as member 1 (k > 0: the rebuild
-# was complete and verified) or resumes the rebuild (k = 0), the tree
-# byte-identical, and the tree again with member 2 failed.
+#    then), tree byte-identical (and at the end, with member 2 failed:
+#    the copy holds member 1's bytes).  With the old directory instead
+#    (the list from before the replacement) the tree is byte-identical
+#    and, once the new table is on a member, the old directory is not
+#    used (it may have missed writes since; the array runs degraded or
+#    finds the new directory at the path the table records).  k = 0 (the
+#    daemon died before the commit) resumes the copy;
+#  - the end of a rebuild (member 1 rebuilt onto new2, recorded online):
+#    optimal with new2 as member 1 (k > 0: the rebuild was complete and
+#    verified) or the rebuild resumed (k = 0);
+#  - a promotion (member 1 failed during its replacement: the copy
+#    becomes its rebuild target): the rebuild goes on onto the copy;
+#  - a hot spare taking a failed member's place: the rebuild goes on
+#    onto the spare.
+# Each ends with the new directory as member 1 and the tree
+# byte-identical, also with member 2 failed.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
@@ -182,4 +180,40 @@ rfs_mount "$plist" "$mnt" || fail "promotion: mount at the end"
 expect_rc 0 "$RAIDFS" fail "$mnt" 2
 same_tree "promotion: tree differs with member 2 failed: the rebuilt member is wrong"
 rfs_unmount_wait "$mnt" || fail "promotion: unmount at the end"
+
+# a hot spare taking a failed member's place: the superblocks before the
+# failure and once the spare s1 is member 1 (rebuilding, slowly); every
+# cut mounts with the spare in the list (not the failed directory) and
+# ends with s1 as member 1, tree byte-identical
+S=$T/s
+mkdir -p "$S/ref" "$S/s1" "$S/sbA" "$S/sbB"
+smem=$(make_members 4 s/d)
+mnt=$S/mnt
+C=$S
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --spare "$S/s1" --name rs $smem
+rfs_mount "$(join_members $smem):$S/s1" "$mnt" || fail "spare: mount"
+head -c 3000000 /dev/urandom >"$S/ref/big"
+cp "$S/ref/big" "$mnt/big"
+write_fileset "$mnt" "$S/ref" 9 3 5 1000 100000 || fail "spare: file set"
+"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+for d in d1 d3 d4 s1; do cp "$S/$d/.raidfs/superblock" "$S/sbB/$d"; done
+expect_rc 0 "$RAIDFS" fail "$mnt" 1
+wait_member "$mnt" 1 rebuilding "$S/s1" || fail "spare: the spare did not take over: $("$RAIDFS" status "$mnt")"
+for d in d1 s1 d3 d4; do cp "$S/$d/.raidfs/superblock" "$S/sbA/$d"; done
+rfs_kill "$mnt" || fail "spare: kill -9"
+slist=$(join_members "$S/d1 $S/d3 $S/d4 $S/s1")
+for k in 0 1 2 3; do
+	cut "$k" "$S" d1 s1 d3 d4
+	rfs_mount "$slist" "$mnt" || fail "spare k=$k: mount: $(tail -3 "$T/daemon.log")"
+	"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+	wait_member "$mnt" 1 online "$S/s1" ||
+		fail "spare k=$k: s1 is not member 1: $("$RAIDFS" status "$mnt"; grep -i "spare\|stale" "$T/daemon.log" | tail -3)"
+	same_tree "spare k=$k: tree differs"
+	rfs_unmount_wait "$mnt" || fail "spare k=$k: unmount"
+	log "ok: crash after $k of the superblock writes that make a spare member 1"
+done
+rfs_mount "$slist" "$mnt" || fail "spare: mount at the end"
+expect_rc 0 "$RAIDFS" fail "$mnt" 2
+same_tree "spare: tree differs with member 2 failed: the rebuilt spare is wrong"
+rfs_unmount_wait "$mnt" || fail "spare: unmount at the end"
 exit 0
