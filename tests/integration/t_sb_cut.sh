@@ -75,6 +75,33 @@ crash_state() {
 same_tree() {
 	workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "$1"; }
 }
+# cuts WHAT LIST NEW DIR...: for every cut of the writes to $C/DIR...
+# (from $C/sbA and $C/sbB), mount LIST (with OPTIMAL=1: the array must be
+# optimal at once), let any rebuild run at full speed: member 1 ends
+# online at $C/NEW, tree byte-identical; at the end the tree again with
+# member 2 failed
+cuts() {
+	local what=$1 list=$2 new=$3 k
+	shift 3
+	for k in $(seq 0 $(($# - 1))); do
+		cut "$k" "$C" "$@"
+		rfs_mount "$list" "$mnt" || fail "$what k=$k: mount: $(tail -3 "$T/daemon.log")"
+		if [ "${OPTIMAL:-0}" = 1 ] && [ "$k" -gt 0 ]; then
+			expect_rc 0 "$RAIDFS" status "$mnt"
+			grep -q "optimal" "$OUT" || fail "$what k=$k: not optimal: $(cat "$OUT")"
+		fi
+		"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+		wait_member "$mnt" 1 online "$C/$new" ||
+			fail "$what k=$k: $new is not member 1: $("$RAIDFS" status "$mnt"; grep -i "partial\|replace\|promot\|spare\|stale" "$T/daemon.log" | tail -3)"
+		same_tree "$what k=$k: tree differs"
+		rfs_unmount_wait "$mnt" || fail "$what k=$k: unmount"
+		log "ok: $what: crash after $k of the superblock writes"
+	done
+	rfs_mount "$list" "$mnt" || fail "$what: mount at the end"
+	expect_rc 0 "$RAIDFS" fail "$mnt" 2
+	same_tree "$what: tree differs with member 2 failed: member 1 is wrong"
+	rfs_unmount_wait "$mnt" || fail "$what: unmount at the end"
+}
 
 for k in 0 1 2 3 4; do
 	crash_state "$k"
@@ -123,22 +150,7 @@ wait_member "$mnt" 1 online "$C/new2" || fail "rebuild: did not finish: $("$RAID
 rfs_unmount_wait "$mnt" || fail "rebuild: unmount"
 for d in d1 new2 d3 d4; do cp "$C/$d/.raidfs/superblock" "$C/sbA/$d"; done
 list2=$(join_members "$C/d1 $C/new2 $C/d3 $C/d4")
-for k in 0 1 2 3; do
-	cut "$k" "$C" d1 new2 d3 d4
-	rfs_mount "$list2" "$mnt" || fail "rebuild k=$k: mount: $(tail -3 "$T/daemon.log")"
-	if [ "$k" -gt 0 ]; then
-		expect_rc 0 "$RAIDFS" status "$mnt"
-		grep -q "optimal" "$OUT" || fail "rebuild k=$k: not optimal: $(cat "$OUT")"
-	fi
-	wait_member "$mnt" 1 online "$C/new2" || fail "rebuild k=$k: new2 is not member 1: $("$RAIDFS" status "$mnt")"
-	same_tree "rebuild k=$k: tree differs"
-	rfs_unmount_wait "$mnt" || fail "rebuild k=$k: unmount"
-	log "ok: crash after $k of the rebuild's last superblock writes"
-done
-rfs_mount "$list2" "$mnt" || fail "rebuild: mount at the end"
-expect_rc 0 "$RAIDFS" fail "$mnt" 2
-same_tree "rebuild: tree differs with member 2 failed: the rebuilt member is wrong"
-rfs_unmount_wait "$mnt" || fail "rebuild: unmount at the end"
+OPTIMAL=1 cuts "end of a rebuild" "$list2" new2 d1 new2 d3 d4
 
 # a promotion cut short: a fresh array, member 1 replaced onto new1 and
 # failed while the copy is inside a big file (the promotion waits for the
@@ -166,20 +178,7 @@ grep -q "rebuild of member 1 continues onto" "$T/daemon.log" || fail "promotion:
 for d in d1 new1 d3 d4; do cp "$P/$d/.raidfs/superblock" "$P/sbA/$d"; done
 rfs_kill "$mnt" || fail "promotion: kill -9"
 plist=$(join_members "$P/d1 $P/new1 $P/d3 $P/d4")
-for k in 0 1 2 3; do
-	cut "$k" "$P" d1 new1 d3 d4
-	rfs_mount "$plist" "$mnt" || fail "promotion k=$k: mount: $(tail -3 "$T/daemon.log")"
-	"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
-	wait_member "$mnt" 1 online "$P/new1" ||
-		fail "promotion k=$k: new1 is not member 1: $("$RAIDFS" status "$mnt"; grep -i "partial\|replace\|promot" "$T/daemon.log" | tail -3)"
-	same_tree "promotion k=$k: tree differs"
-	rfs_unmount_wait "$mnt" || fail "promotion k=$k: unmount"
-	log "ok: crash after $k of the promotion's superblock writes"
-done
-rfs_mount "$plist" "$mnt" || fail "promotion: mount at the end"
-expect_rc 0 "$RAIDFS" fail "$mnt" 2
-same_tree "promotion: tree differs with member 2 failed: the rebuilt member is wrong"
-rfs_unmount_wait "$mnt" || fail "promotion: unmount at the end"
+cuts promotion "$plist" new1 d1 new1 d3 d4
 
 # a hot spare taking a failed member's place: the superblocks before the
 # failure and once the spare s1 is member 1 (rebuilding, slowly); every
@@ -202,18 +201,5 @@ wait_member "$mnt" 1 rebuilding "$S/s1" || fail "spare: the spare did not take o
 for d in d1 s1 d3 d4; do cp "$S/$d/.raidfs/superblock" "$S/sbA/$d"; done
 rfs_kill "$mnt" || fail "spare: kill -9"
 slist=$(join_members "$S/d1 $S/d3 $S/d4 $S/s1")
-for k in 0 1 2 3; do
-	cut "$k" "$S" d1 s1 d3 d4
-	rfs_mount "$slist" "$mnt" || fail "spare k=$k: mount: $(tail -3 "$T/daemon.log")"
-	"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
-	wait_member "$mnt" 1 online "$S/s1" ||
-		fail "spare k=$k: s1 is not member 1: $("$RAIDFS" status "$mnt"; grep -i "spare\|stale" "$T/daemon.log" | tail -3)"
-	same_tree "spare k=$k: tree differs"
-	rfs_unmount_wait "$mnt" || fail "spare k=$k: unmount"
-	log "ok: crash after $k of the superblock writes that make a spare member 1"
-done
-rfs_mount "$slist" "$mnt" || fail "spare: mount at the end"
-expect_rc 0 "$RAIDFS" fail "$mnt" 2
-same_tree "spare: tree differs with member 2 failed: the rebuilt spare is wrong"
-rfs_unmount_wait "$mnt" || fail "spare: unmount at the end"
+cuts "spare takeover" "$slist" s1 d1 s1 d3 d4
 exit 0
