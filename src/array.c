@@ -108,6 +108,11 @@ bool array_dir_is_empty(int dirfd)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
 		    !strcmp(e->d_name, "lost+found"))
 			continue;
+		/* what install_member() makes before the superblock: left by
+		 * a daemon stopped in between */
+		if (!strcmp(e->d_name, SB_DIR) && faccessat(dirfd, SB_FILE, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+		    errno == ENOENT)
+			continue;
 		empty = false;
 		break;
 	}
@@ -347,7 +352,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	struct superblock sbs[LAYOUT_MAX_WIDTH];
 	int fds[LAYOUT_MAX_WIDTH];
 	bool ok[LAYOUT_MAX_WIDTH];
-	int best = -1, i;
+	int best = -1, i, r;
 	char u1[37], u2[37];
 
 	int stale_fd[LAYOUT_MAX_WIDTH];
@@ -373,10 +378,12 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		if (fds[i] < 0) {
 			why = errno == ENOENT ? "no such directory" : "cannot open the directory";
 			log_warn("member '%s' is missing: %s", paths[i], strerror(errno));
-		} else if (sb_read(fds[i], &sbs[i], &why) < 0) {
+		} else if ((r = sb_read(fds[i], &sbs[i], &why)) < 0) {
 			log_warn("member '%s' is not usable: %s", paths[i], why);
-			close(fds[i]);
-			fds[i] = -1;
+			if (r != -ENOENT || !array_dir_is_empty(fds[i])) {
+				close(fds[i]);
+				fds[i] = -1;
+			}	/* else kept: maybe a rebuild target (below) */
 		} else {
 			ok[i] = true;
 			continue;
@@ -515,6 +522,31 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	for (uint32_t j = 0; j < a->width; j++)
 		if (member_online(a, j) && a->primary < 0)
 			a->primary = j;	/* never a member still being rebuilt */
+	/* An empty directory without a superblock that the newest table has
+	 * as a member being rebuilt: the start of that rebuild (the member
+	 * installed by 'raidfs replace', 'raidfs add' or a spare,
+	 * install_member()) was cut short before its superblock was written.
+	 * Nothing of the array is on it yet: it is the rebuild's target. */
+	for (i = 0; i < n; i++) {
+		if (ok[i] || fds[i] < 0)
+			continue;
+		char abs[PATH_MAX];
+		abs_path(paths[i], abs, sizeof(abs));
+		for (uint32_t j = 0; j < a->width && fds[i] >= 0; j++) {
+			if (a->m[j].dirfd >= 0 || a->sb.members[j].state != MS_REBUILDING ||
+			    strcmp(a->sb.members[j].path, abs) != 0)
+				continue;
+			log_warn("'%s' has no superblock yet, but the newest table has it as member %u being rebuilt (the daemon stopped while it recorded that): taken as member %u, to be rebuilt",
+				 paths[i], j, j);
+			a->m[j].dirfd = fds[i];
+			a->m[j].state = MS_REBUILDING;
+			fds[i] = -1;
+			settle = true;
+		}
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
 	if (a->sb.replacing && a->m[SHADOW].dirfd < 0)
 		find_shadow(a);
 	if (settle) {

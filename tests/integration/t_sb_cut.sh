@@ -20,6 +20,9 @@
 #  - the end of a rebuild (member 1 rebuilt onto new2, recorded online):
 #    optimal with new2 as member 1 (k > 0: the rebuild was complete and
 #    verified) or the rebuild resumed (k = 0);
+#  - the start of a rebuild onto a new directory (it has no superblock
+#    before): the rebuild goes onto it (k = 0: nothing records it, and
+#    'raidfs replace' takes it again);
 #  - a promotion (member 1 failed during its replacement: the copy
 #    becomes its rebuild target): the rebuild goes on onto the copy;
 #  - a hot spare taking a failed member's place: the rebuild goes on
@@ -55,13 +58,19 @@ oldlist=$(join_members $mem)
 # cut K BASE DIR...: the superblocks of BASE/DIR... (given in the order
 # the daemon writes them: member 0 first) as a crash after K of the
 # writes leaves them: the first K from BASE/sbA (after), the rest from
-# BASE/sbB (before)
+# BASE/sbB (before; none there: the directory had no superblock, and
+# held nothing but an empty .raidfs)
 cut() {
 	local k=$1 base=$2 i=0 d src
 	shift 2
 	for d in "$@"; do
 		if [ "$i" -lt "$k" ]; then src=$base/sbA; else src=$base/sbB; fi
-		cp "$src/$d" "$base/$d/.raidfs/superblock"
+		if [ -e "$src/$d" ]; then
+			cp "$src/$d" "$base/$d/.raidfs/superblock"
+		else
+			find "$base/$d" -mindepth 1 -maxdepth 1 ! -name .raidfs -exec rm -rf {} +
+			rm -rf "$base/$d/.raidfs" && mkdir -p "$base/$d/.raidfs/dirty"
+		fi
 		i=$((i + 1))
 	done
 }
@@ -76,14 +85,15 @@ same_tree() {
 	workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "$1"; }
 }
 # cuts WHAT LIST NEW DIR...: for every cut of the writes to $C/DIR...
-# (from $C/sbA and $C/sbB), mount LIST (with OPTIMAL=1: the array must be
+# (from $C/sbA and $C/sbB; FROM=K: from K writes on), mount LIST (with
+# OPTIMAL=1: the array must be
 # optimal at once), let any rebuild run at full speed: member 1 ends
 # online at $C/NEW, tree byte-identical; at the end the tree again with
 # member 2 failed
 cuts() {
 	local what=$1 list=$2 new=$3 k
 	shift 3
-	for k in $(seq 0 $(($# - 1))); do
+	for k in $(seq "${FROM:-0}" $(($# - 1))); do
 		cut "$k" "$C" "$@"
 		rfs_mount "$list" "$mnt" || fail "$what k=$k: mount: $(tail -3 "$T/daemon.log")"
 		if [ "${OPTIMAL:-0}" = 1 ] && [ "$k" -gt 0 ]; then
@@ -151,6 +161,32 @@ rfs_unmount_wait "$mnt" || fail "rebuild: unmount"
 for d in d1 new2 d3 d4; do cp "$C/$d/.raidfs/superblock" "$C/sbA/$d"; done
 list2=$(join_members "$C/d1 $C/new2 $C/d3 $C/d4")
 OPTIMAL=1 cuts "end of a rebuild" "$list2" new2 d1 new2 d3 d4
+
+# the start of that rebuild ('raidfs replace' of the failed member 1 onto
+# new3, an empty directory): before, new3 has no superblock; the cut
+# mounts with new3 in the list, the rebuild goes onto it.  (The
+# superblocks first as the rebuild left them: cuts failed member 2.)
+cut 4 "$C" d1 new2 d3 d4
+rm -rf "$C/sbA" "$C/sbB"
+mkdir -p "$C/new3" "$C/sbA" "$C/sbB"
+rfs_mount "$list2" "$mnt" || fail "start: mount"
+expect_rc 0 "$RAIDFS" fail "$mnt" 1
+for d in d1 d3 d4; do cp "$C/$d/.raidfs/superblock" "$C/sbB/$d"; done
+"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new3"
+for d in d1 new3 d3 d4; do cp "$C/$d/.raidfs/superblock" "$C/sbA/$d"; done
+rfs_kill "$mnt" || fail "start: kill -9"
+list3=$(join_members "$C/d1 $C/new3 $C/d3 $C/d4")
+FROM=1 cuts "start of a rebuild" "$list3" new3 d1 new3 d3 d4
+# no write made (k = 0): nothing records new3, which holds only the empty
+# .raidfs the daemon made; 'raidfs replace' takes it again
+cut 0 "$C" d1 new3 d3 d4
+rfs_mount "$list3" "$mnt" || fail "start k=0: mount"
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new3"
+wait_member "$mnt" 1 online "$C/new3" || fail "start k=0: not rebuilt: $("$RAIDFS" status "$mnt")"
+same_tree "start k=0: tree differs"
+rfs_unmount_wait "$mnt" || fail "start k=0: unmount"
+log "ok: start of a rebuild: crash after 0 of the superblock writes, replaced again"
 
 # a promotion cut short: a fresh array, member 1 replaced onto new1 and
 # failed while the copy is inside a big file (the promotion waits for the
