@@ -91,6 +91,29 @@ int array_probe_xattr(int dirfd)
 	return ret;
 }
 
+/* Directory `rel` under dirfd holds nothing but the directories named
+ * in `allowed` (NULL-terminated), each of them empty. */
+static bool holds_only_empty(int dirfd, const char *rel, const char *const *allowed)
+{
+	DIR *d = opendir_at(dirfd, rel);
+	if (!d)
+		return false;
+	struct dirent *e;
+	bool only = true;
+	while (only && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		only = false;
+		for (const char *const *a = allowed; *a && !only; a++) {
+			char sub[PATH_MAX];
+			snprintf(sub, sizeof(sub), "%s/%s", rel, *a);
+			only = !strcmp(e->d_name, *a) && holds_only_empty(dirfd, sub, (const char *const[]){ NULL });
+		}
+	}
+	closedir(d);
+	return only;
+}
+
 bool array_dir_is_empty(int dirfd)
 {
 	int fd = dup(dirfd);
@@ -108,10 +131,10 @@ bool array_dir_is_empty(int dirfd)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
 		    !strcmp(e->d_name, "lost+found"))
 			continue;
-		/* what install_member() makes before the superblock: left by
-		 * a daemon stopped in between */
-		if (!strcmp(e->d_name, SB_DIR) && faccessat(dirfd, SB_FILE, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
-		    errno == ENOENT)
+		/* what install_member() makes before the superblock (.raidfs
+		 * and its empty dirty log): left by a daemon stopped between */
+		if (!strcmp(e->d_name, SB_DIR) &&
+		    holds_only_empty(dirfd, SB_DIR, (const char *const[]){ SB_DIRTY_DIR + sizeof(SB_DIR), NULL }))
 			continue;
 		empty = false;
 		break;
