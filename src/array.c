@@ -508,6 +508,16 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 			fds[i] = -1;
 			continue;
 		}
+		if (taken < 0 && sbs[i].events < a->sb.events && sbs[i].members[idx].gen != a->sb.members[idx].gen) {
+			/* the slot went to another directory since this one's
+			 * last superblock (a rebuild or replacement onto it):
+			 * the table's state is that directory's, not this one's */
+			log_warn("'%s' was member %u, which has been rebuilt onto '%s' since: it missed the writes since and is not used; give '%s' in its place (to use this directory again, remove its .raidfs and add it as a spare)",
+				 paths[i], idx, a->sb.members[idx].path, a->sb.members[idx].path);
+			close(fds[i]);
+			fds[i] = -1;
+			continue;
+		}
 		if (a->m[idx].dirfd >= 0) {
 			errf(err, errlen, "members '%s' and '%s' both claim to be member %u: give each member once",
 			     a->m[idx].path, paths[i], idx);
@@ -1567,6 +1577,7 @@ static int install_member(struct array *a, uint32_t j, int fd, const char *path,
 	__atomic_store_n(&a->m[j].state, state, __ATOMIC_RELEASE);
 	a->sb.members[j].state = state;
 	snprintf(a->sb.members[j].path, SB_PATH_MAX, "%s", path);
+	a->sb.members[j].gen++;	/* another directory: the old one is no longer j */
 	a->sb.events++;
 	mkdirat(fd, SB_DIR, 0700);
 	mkdirat(fd, SB_DIRTY_DIR, 0700);
@@ -1693,6 +1704,7 @@ static int shadow_take_slot(struct array *a, int j, bool complete)
 		a->sb.members[j].state = MS_REBUILDING;
 	}
 	sb_path_set(a->sb.members[j].path, m->path);
+	a->sb.members[j].gen++;
 	a->m[SHADOW].dirfd = -1;
 	a->m[SHADOW].state = MS_REMOVED;
 	__atomic_store_n(&a->shadow_of, -1, __ATOMIC_RELEASE);

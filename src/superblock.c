@@ -10,7 +10,8 @@
  *   96  level, chunk, width, groups, index   5 x u32
  *   116 spares u32 (hot spares; their entries follow the members)
  *   120 events u64, ctime u64, utime u64
- *   144 member entries, (width + spares) x 264: state u8, 7 reserved, path[256]
+ *   144 member entries, (width + spares) x 264: state u8, 3 reserved,
+ *       generation u32, path[256]
  *   ... version 2 only: the replacement entry, 264: state u8 (5), the index
  *       of the member it replaces u8, 6 reserved, path[256]
  *   ... crc32 u32 of all previous bytes
@@ -71,6 +72,7 @@ size_t sb_encode(const struct superblock *sb, uint8_t *buf)
 	for (uint32_t i = 0; i < entries; i++) {
 		uint8_t *e = buf + HDR + i * ENT;
 		e[0] = sb->members[i].state;
+		put_le32(e + 4, sb->members[i].gen);
 		memcpy(e + 8, sb->members[i].path, strnlen(sb->members[i].path, SB_PATH_MAX - 1));
 	}
 	if (sb->replacing) {
@@ -139,6 +141,7 @@ int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
 	for (uint32_t i = 0; i < sb->width + sb->nspares; i++) {
 		const uint8_t *e = buf + HDR + i * ENT;
 		sb->members[i].state = e[0];
+		sb->members[i].gen = get_le32(e + 4);
 		memcpy(sb->members[i].path, e + 8, SB_PATH_MAX - 1);
 	}
 	return 0;

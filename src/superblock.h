@@ -50,6 +50,9 @@ enum member_state {
 
 struct sb_member {
 	uint8_t state;			/* enum member_state */
+	uint32_t gen;			/* bumped each time the slot gets another
+					 * directory (a rebuild or replacement
+					 * onto it); 0 in older superblocks */
 	char path[SB_PATH_MAX];		/* where it was last seen (messages only) */
 };
 

@@ -11,7 +11,8 @@
 # across a kill -9 after the promotion.  A daemon stopped between the
 # commit and the removal of the old directory's superblock: the old
 # directory, given to a later mount, is not taken back (it missed the
-# writes since).
+# writes since); nor is the old directory of a failed member that was
+# rebuilt onto another one.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
@@ -195,4 +196,26 @@ mv "$C/new1.away" "$C/new1"
 newmem=$(echo " $mem " | sed "s| $C/d2 | $C/new1 |")
 expect_rc 0 "$RAIDFS" check "$(join_members $newmem)"
 log "ok: the old directory of a finished replacement, with its superblock left behind, is not taken back"
+
+# a failed member rebuilt onto another directory: its old directory, given
+# again (a member list from before the rebuild), is not taken back - it
+# missed the writes since, and the table's "online" is the new one's
+new_raid5 ol
+head -c 300000 /dev/urandom >"$C/ref/f"
+cp "$C/ref/f" "$mnt/f"
+expect_rc 0 "$RAIDFS" fail "$mnt" 1
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
+wait_member "$mnt" 1 online "$C/new1" || fail "old list: not rebuilt: $("$RAIDFS" status "$mnt")"
+head -c 300000 /dev/urandom >"$C/ref/f"
+cp "$C/ref/f" "$mnt/f"
+rfs_unmount_wait "$mnt" || fail "old list: unmount"
+mv "$C/new1" "$C/new1.away"	# and the new disk not there yet
+rfs_mount "$(join_members $mem)" "$mnt" || fail "old list: mount with the old directory"
+grep -q "'$C/d2' was member 1, which has been rebuilt onto '$C/new1' since" "$T/daemon.log" ||
+	fail "old list: the old directory was not refused: $("$RAIDFS" status "$mnt")"
+"$RAIDFS" status "$mnt" | grep -q " $C/d2 " && fail "old list: the old directory serves: $("$RAIDFS" status "$mnt")"
+same_tree "old list: tree differs with the old directory given"
+rfs_unmount_wait "$mnt" || fail "old list: unmount (old directory)"
+mv "$C/new1.away" "$C/new1"
+log "ok: the old directory of a failed member rebuilt elsewhere is not taken back"
 exit 0
