@@ -2072,6 +2072,14 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 		close(fd);
 		return -EBUSY;
 	}
+	if (sb.members[j].gen != a->sb.members[j].gen) {
+		/* the slot went to another directory since: the missed-write
+		 * log is that one's, not this directory's */
+		snprintf(err, errlen, "'%s' was member %d before it was rebuilt onto '%s': it missed writes the log does not hold; to use this directory, empty it and give it to 'raidfs replace %s %d'",
+			 dir, j, a->sb.members[j].path, a->mountpoint, j);
+		close(fd);
+		return -EINVAL;
+	}
 	if (sb.events > a->sb.events) {
 		snprintf(err, errlen, "'%s' (member %d) is newer than the running array (events %llu > %llu): unmount and mount with it instead",
 			 dir, j, (unsigned long long)sb.events, (unsigned long long)a->sb.events);

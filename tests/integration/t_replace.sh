@@ -198,8 +198,9 @@ expect_rc 0 "$RAIDFS" check "$(join_members $newmem)"
 log "ok: the old directory of a finished replacement, with its superblock left behind, is not taken back"
 
 # a failed member rebuilt onto another directory: its old directory, given
-# again (a member list from before the rebuild), is not taken back - it
-# missed the writes since, and the table's "online" is the new one's
+# again (a member list from before the rebuild, or 'raidfs add'), is not
+# taken back - it missed the writes since, and the table's "online" and
+# the missed-write log are the new one's
 new_raid5 ol
 head -c 300000 /dev/urandom >"$C/ref/f"
 cp "$C/ref/f" "$mnt/f"
@@ -215,6 +216,10 @@ grep -q "'$C/d2' was member 1, which has been rebuilt onto '$C/new1' since" "$T/
 	fail "old list: the old directory was not refused: $("$RAIDFS" status "$mnt")"
 "$RAIDFS" status "$mnt" | grep -q " $C/d2 " && fail "old list: the old directory serves: $("$RAIDFS" status "$mnt")"
 same_tree "old list: tree differs with the old directory given"
+# nor through 'raidfs add' (the missed-write log is the new directory's)
+expect_rc 1 "$RAIDFS" add "$mnt" "$C/d2"
+cat "$OUT" "$ERR" | grep -q "was member 1 before it was rebuilt onto '$C/new1'" || fail "old list: add: $(cat "$OUT" "$ERR")"
+same_tree "old list: tree differs after 'raidfs add' of the old directory"
 rfs_unmount_wait "$mnt" || fail "old list: unmount (old directory)"
 mv "$C/new1.away" "$C/new1"
 log "ok: the old directory of a failed member rebuilt elsewhere is not taken back"
