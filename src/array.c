@@ -1555,10 +1555,11 @@ void array_monitor_stop(void)
 /* ---------------------------------------------------------- replacement */
 
 /* Put directory fd (path) in member j's slot in `state`, events bumped
- * and superblocks written; -EBUSY if j is in service.  fd is ours in
- * every case.  Takes a->lock. */
+ * (and the slot's generation when it is `another` directory than the
+ * member's own) and superblocks written; -EBUSY if j is in service.  fd
+ * is ours in every case.  Takes a->lock. */
 static int install_member(struct array *a, uint32_t j, int fd, const char *path,
-			  enum member_state state, enum array_state *st)
+			  enum member_state state, bool another, enum array_state *st)
 {
 	pthread_mutex_lock(&a->lock);
 	if (member_online(a, j) || member_rebuilding(a, j)) {
@@ -1577,7 +1578,8 @@ static int install_member(struct array *a, uint32_t j, int fd, const char *path,
 	__atomic_store_n(&a->m[j].state, state, __ATOMIC_RELEASE);
 	a->sb.members[j].state = state;
 	snprintf(a->sb.members[j].path, SB_PATH_MAX, "%s", path);
-	a->sb.members[j].gen++;	/* another directory: the old one is no longer j */
+	if (another)
+		a->sb.members[j].gen++;	/* the old directory is no longer j */
 	a->sb.events++;
 	mkdirat(fd, SB_DIR, 0700);
 	mkdirat(fd, SB_DIRTY_DIR, 0700);
@@ -1587,10 +1589,10 @@ static int install_member(struct array *a, uint32_t j, int fd, const char *path,
 	return r;
 }
 
-int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path)
+int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path, bool readd)
 {
 	enum array_state st;
-	int r = install_member(a, j, newfd, path, MS_REBUILDING, &st);
+	int r = install_member(a, j, newfd, path, MS_REBUILDING, !readd, &st);
 	if (r != -EBUSY)
 		log_warn("array '%s': member %u is being rebuilt onto '%s'", a->sb.name, j, path);
 	return r;
@@ -1599,7 +1601,7 @@ int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path
 int array_member_back(struct array *a, uint32_t j, int fd, const char *path)
 {
 	enum array_state st;
-	int r = install_member(a, j, fd, path, MS_ONLINE, &st);
+	int r = install_member(a, j, fd, path, MS_ONLINE, false, &st);
 	if (r == -EBUSY)
 		return r;
 	log_warn("array '%s': member %u '%s' is back, with nothing missed; array is %s", a->sb.name, j, path,

@@ -1992,7 +1992,7 @@ static int launch(struct array *a, int member, uint32_t slot, bool readd, bool r
  * re-add) in member's slot and start. */
 static int start_on(struct array *a, int member, int fd, const char *path, bool readd, char *err, size_t errlen)
 {
-	int r = array_replace_begin(a, member, fd, path);
+	int r = array_replace_begin(a, member, fd, path, readd);
 	if (r == -EBUSY) {
 		snprintf(err, errlen, "member %d is not faulty or missing", member);
 		return r;
