@@ -317,28 +317,27 @@ static bool replaced_member(const struct superblock *cur, const struct superbloc
 static int taken_as(const struct superblock *cur, const struct superblock *sb, uint32_t *jp)
 {
 	const char *path;
-	uint32_t j;
+	uint32_t j = 0;
+	bool spare = !sb_is_replacement(sb);
 	if (sb->events >= cur->events)
 		return -1;
-	if (sb_is_replacement(sb)) {
+	if (!spare) {
 		if (cur->replacing || sb->repl_of >= cur->width)
 			return -1;
 		j = sb->repl_of;
 		path = sb->repl_path;
-	} else if (sb->index >= sb->width && sb->index < sb->width + sb->nspares && sb->index < LAYOUT_MAX_WIDTH + SB_MAX_SPARES &&
+	} else if (sb->index >= sb->width && sb->index < sb->width + sb->nspares &&
 		   sb->members[sb->index].state == MS_SPARE) {
 		path = sb->members[sb->index].path;
-		for (j = 0; j < cur->width && strcmp(cur->members[j].path, path) != 0; j++)
-			;
-		if (j == cur->width || cur->members[j].state != MS_REBUILDING)
-			return -1;
+		while (j < cur->width && strcmp(cur->members[j].path, path) != 0)
+			j++;
 	} else {
 		return -1;
 	}
-	if (!path[0] || strcmp(cur->members[j].path, path) != 0)
+	if (j >= cur->width || !path[0] || strcmp(cur->members[j].path, path) != 0)
 		return -1;
 	enum member_state st = cur->members[j].state;
-	if (st != MS_ONLINE && st != MS_REBUILDING)
+	if (st != MS_REBUILDING && (spare || st != MS_ONLINE))
 		return -1;
 	*jp = j;
 	return st;
@@ -467,7 +466,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		a->m[j].state = a->sb.members[j].state;
 		snprintf(a->m[j].path, sizeof(a->m[j].path), "%s", a->sb.members[j].path);
 	}
-	bool settle = false;	/* a commit's superblock writes were cut short */
+	bool settle = false;	/* some state change's superblock writes were cut short */
 	for (i = 0; i < n; i++) {
 		if (!ok[i])
 			continue;
@@ -512,7 +511,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 			/* the slot went to another directory since this one's
 			 * last superblock (a rebuild or replacement onto it):
 			 * the table's state is that directory's, not this one's */
-			log_warn("'%s' was member %u, which has been rebuilt onto '%s' since: it missed the writes since and is not used; give '%s' in its place (to use this directory again, remove its .raidfs and add it as a spare)",
+			log_warn("'%s' was member %u, which has been rebuilt onto '%s' since: it missed the writes since and is not used; give '%s' in its place (to use this directory again, empty it and give it to 'raidfs replace')",
 				 paths[i], idx, a->sb.members[idx].path, a->sb.members[idx].path);
 			close(fds[i]);
 			fds[i] = -1;

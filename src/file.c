@@ -326,12 +326,13 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	return 0;
 }
 
-int rfile_write_meta(struct rfile *rf, uint32_t flags)
+/* The metadata record of rf at `version` (index: the caller's). */
+static struct file_meta meta_record(struct rfile *rf, uint64_t version, uint32_t flags)
 {
-	struct file_meta fm = {
+	return (struct file_meta){
 		.id = rf->id,
 		.size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE),
-		.version = ++rf->meta_version,
+		.version = version,
 		.flags = flags,
 		.level = rf->lay.level,
 		.chunk = rf->lay.chunk,
@@ -339,6 +340,11 @@ int rfile_write_meta(struct rfile *rf, uint32_t flags)
 		.groups = rf->lay.groups,
 		.rotation = rf->lay.rotation,
 	};
+}
+
+int rfile_write_meta(struct rfile *rf, uint32_t flags)
+{
+	struct file_meta fm = meta_record(rf, ++rf->meta_version, flags);
 	int ret = 0;
 	int sj = shadow_of(rf->a);
 	if (sj >= 0 && rf->fd[SHADOW] >= 0) {
@@ -372,17 +378,8 @@ int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
 	if (!alone || !rf->meta_agree || rf->meta_stale || rf->marked || rf->cmarked)
 		return rfile_write_meta(rf, 0);
 	int sj = j == SHADOW ? shadow_of(rf->a) : (int)j;
-	struct file_meta fm = {
-		.id = rf->id,
-		.size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE),
-		.version = rf->meta_version,
-		.level = rf->lay.level,
-		.chunk = rf->lay.chunk,
-		.width = rf->lay.width,
-		.groups = rf->lay.groups,
-		.rotation = rf->lay.rotation,
-		.index = (uint32_t)sj,
-	};
+	struct file_meta fm = meta_record(rf, rf->meta_version, 0);
+	fm.index = (uint32_t)sj;
 	int r = sj >= 0 ? meta_set(rf->fd[j], &fm) : -EINVAL;
 	if (r < 0)
 		log_err("cannot write metadata of file %016" PRIx64 " on the new shard of member %d: %s", rf->id, sj,
