@@ -154,9 +154,9 @@ static bool throttle(uint64_t bytes)
  *      where that decides something (an all-zero chunk: a hole stays a
  *      hole unless the new shard holds something else there; the verify
  *      pass: compare) and writes with one pwritev per run of chunks;
- *   3. each piece takes the crc of its new chunks; the first pass chains
- *      them into a checksum of the new shard for the verify pass
- *      (reads_back()).
+ *   3. the first pass notes how far it wrote the new shard this way, so
+ *      the verify pass knows which files it needs to look at again
+ *      (unchanged_since_rebuilt()).
  * Anything out of the ordinary (a read error, more members absent than
  * the code can do without) leaves the window to stripe_rebuild_chunk(),
  * stripe by stripe, which repairs read errors and fails members the way
@@ -198,11 +198,11 @@ static void piece_bufs_free(struct piece_bufs *pb)
 /* What rebuilding one file needs of its own. */
 struct fctx {
 	struct piece_bufs bufs[2];	/* this thread's, pair_run()'s helper's */
-	/* the crc of the new shard so far (the crc of its chunks' crcs,
-	 * which both threads compute), for the verify pass */
-	uint32_t crc;
-	uint64_t crc_len;
-	bool crc_ok;
+	/* how far the first pass wrote the new shard, window after window
+	 * the fast way (clean: no window went stripe by stripe, which a read
+	 * error or a missing source makes it do), for the verify pass */
+	uint64_t len;
+	bool clean;
 };
 
 struct walk {
@@ -248,13 +248,14 @@ struct walk {
 	/* the file worker's and the walk's own (files are rebuilt two at a
 	 * time: see "two files at once" below) */
 	struct fctx fc[2];
-	/* the first pass's crc of each new shard it wrote, so the verify
-	 * pass can read a file back instead of rebuilding it again
-	 * (reads_back()); with the paths of a re-add, under lock */
+	/* each new shard the first pass wrote in full, the fast way, at
+	 * which metadata version, so the verify pass knows the files nobody
+	 * changed since (unchanged_since_rebuilt()); with the paths of a
+	 * re-add, under lock */
 	pthread_mutex_t lock;
-	struct rebuilt { uint64_t id, version, len; uint32_t crc; } *rebuilt;
+	struct rebuilt { uint64_t id, version, len; } *rebuilt;
 	size_t nrebuilt, caprebuilt;
-	uint64_t read_back;	/* files the verify pass read back */
+	uint64_t unchanged_since;	/* files the verify pass found so */
 };
 
 static bool file_worker_busy(void);
@@ -387,7 +388,6 @@ struct window {
 	uint32_t ns, per;		/* stripes; stripes per piece */
 	uint64_t tsize;			/* the new shard's size */
 	uint64_t ssize;			/* its size when it is done */
-	uint32_t crc[64];		/* per stripe: crc of lj's chunk (first pass) */
 	uint64_t need[LAYOUT_MAX_WIDTH];	/* per member: bit x when its chunk of stripe s0 + x is read */
 	uint64_t ok[64];		/* per stripe: bit i when slot i's member is there */
 	uint32_t from[64];		/* per stripe: member whose chunk is lj's as it is, or NO_COPY */
@@ -398,8 +398,8 @@ struct window {
 };
 
 /* Stripes [s0 + x0, s0 + x1) of the window, with thread t's buffers:
- * read, compute, compare or check for holes, write; the crc of each
- * chunk for the first pass.  0, 1 (go stripe by stripe), or -errno. */
+ * read, compute, compare or check for holes, write.  0, 1 (go stripe by
+ * stripe), or -errno. */
 static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 {
 	struct walk *w = v->w;
@@ -449,9 +449,6 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 		}
 		zero[x] = !w->verify && all_zero(res[x], chunk);
 		look |= zero[x];
-		uint64_t off = (v->s0 + x) * chunk;
-		if (!w->verify && off < v->ssize)
-			v->crc[x] = parity_crc32(0, res[x], v->ssize - off < chunk ? v->ssize - off : chunk);
 	}
 	int tfd = rf->fd[w->j];
 	/* past the new shard's end it holds zeros: no need to look */
@@ -499,7 +496,7 @@ static void window_worker(void *arg, int t)
  * Stripes [s0, s0 + ns) of member lj's shard onto the new member (slot
  * w->j), as above; with w->verify, compared with what the new member holds
  * and rewritten where they differ (w->fixed counts those).  The first pass
- * also chains the crc of the new shard (w->crc).  Returns 0 with *bytes
+ * also notes how far the new shard is written (fc->len).  Returns 0 with *bytes
  * written, 1 when the window must go stripe by stripe, or -errno.
  * Caller holds rf->rw exclusively.
  */
@@ -543,13 +540,10 @@ static int window_fast(struct walk *w, struct fctx *fc, struct rfile *rf, uint64
 	if (v.ret)
 		return v.ret;
 	__atomic_add_fetch(&w->fixed, v.fixed, __ATOMIC_RELAXED);
-	for (uint32_t x = 0; x < ns && !w->verify; x++) {
-		uint64_t off = (s0 + x) * chunk;
-		if (off >= v.ssize)
-			break;
-		fc->crc_ok &= off == fc->crc_len;
-		fc->crc = parity_crc32(fc->crc, &v.crc[x], sizeof(v.crc[x]));
-		fc->crc_len = off + (v.ssize - off < chunk ? v.ssize - off : chunk);
+	if (!w->verify && s0 * chunk < v.ssize) {
+		uint64_t end = (s0 + ns) * chunk;
+		fc->clean &= s0 * chunk == fc->len;
+		fc->len = end < v.ssize ? end : v.ssize;
 	}
 	*bytes = v.written;
 	return 0;
@@ -562,7 +556,7 @@ static long rebuild_window(struct walk *w, struct fctx *fc, struct rfile *rf, ui
 	int r = window_fast(w, fc, rf, s0, ns, &bytes);
 	if (r <= 0)
 		return r < 0 ? r : bytes;
-	fc->crc_ok = false;
+	fc->clean = false;
 	for (uint32_t x = 0; x < ns; x++) {
 		bool fixed = false;
 		long b = stripe_rebuild_chunk(rf, s0 + x, w->lj, w->j, w->verify, &fixed);
@@ -648,11 +642,11 @@ static int cmp_rebuilt(const void *x, const void *y)
 	return a->id < b->id ? -1 : a->id > b->id;
 }
 
-/* The first pass wrote a file's new shard: remember its crc (up to a
- * million files, 32 MB; the others take the full verify). */
+/* The first pass wrote a file's new shard in full: remember its version
+ * (up to a million files, 24 MB; the others take the full verify). */
 static void note_rebuilt(struct walk *w, const struct fctx *fc, const struct rfile *rf)
 {
-	if (!fc->crc_ok || fc->crc_len != layout_shard_size(&rf->lay, w->lj, rf->size))
+	if (!fc->clean || fc->len != layout_shard_size(&rf->lay, w->lj, rf->size))
 		return;
 	pthread_mutex_lock(&w->lock);
 	if (w->nrebuilt == w->caprebuilt) {
@@ -664,48 +658,26 @@ static void note_rebuilt(struct walk *w, const struct fctx *fc, const struct rfi
 		}
 	}
 	if (w->nrebuilt < w->caprebuilt)
-		w->rebuilt[w->nrebuilt++] = (struct rebuilt){ rf->id, rf->meta_version, fc->crc_len, fc->crc };
+		w->rebuilt[w->nrebuilt++] = (struct rebuilt){ rf->id, rf->meta_version, fc->len };
 	pthread_mutex_unlock(&w->lock);
 }
 
-struct readback {
-	struct walk *w;
-	struct fctx *fc;
-	int fd;
-	uint64_t off;
-	size_t len, piece;
-	uint32_t chunk;
-	int next;
-	bool short_read;
-	uint32_t crc[WINDOW_BYTES / LAYOUT_MIN_CHUNK];	/* per chunk */
-};
-
-static void readback_worker(void *arg, int t)
-{
-	struct readback *rb = arg;
-	for (;;) {
-		size_t p = (size_t)__atomic_fetch_add(&rb->next, 1, __ATOMIC_RELAXED) * rb->piece;
-		if (p >= rb->len)
-			return;
-		size_t len = rb->len - p < rb->piece ? rb->len - p : rb->piece;
-		uint8_t *buf = rb->fc->bufs[t].out;
-		if (member_pread(rb->w->a, rb->w->j, rb->fd, buf, len, rb->off + p) != (ssize_t)len)
-			__atomic_store_n(&rb->short_read, true, __ATOMIC_RELAXED);
-		for (size_t c = 0; c < len; c += rb->chunk)
-			rb->crc[(p + c) / rb->chunk] = parity_crc32(0, buf + c, len - c < rb->chunk ? len - c : rb->chunk);
-	}
-}
-
 /*
- * The verify pass, cheaply: a file nobody changed since the first pass
- * wrote its new shard (shard_current() with the version the first pass
- * left) only has to read back as the first pass wrote it; its chunks
- * were rebuilt from the same data they would be rebuilt from again.  Any
- * doubt (no crc, another version, open, a read error, a different crc)
- * and the file takes the full verify, which rebuilds every chunk again
- * and compares.  The reads go in pieces on both threads.
+ * The verify pass, for a file nobody changed since the first pass wrote
+ * its new shard: shard_current() at the version the first pass left,
+ * the shard as long as it was written.  Every change made through the
+ * mount since (a write, a truncate, an fallocate, also one that raced
+ * with the file's rebuild) bumps the version when its handle closes, and
+ * an open file is not current: such a file, and any doubt (a hard link,
+ * a file the first pass did not write in full the fast way, one it
+ * rebuilt before an interruption), takes the full verify, which rebuilds
+ * every chunk again and compares.  The data of an unchanged file is not
+ * read again: it would come from the page cache the first pass just
+ * filled (no check of the disk), or, on a member larger than the
+ * memory, from the new disk, doubling the time the array stays
+ * degraded (docs/plan-failures.md, "The verify pass").
  */
-static bool reads_back(struct walk *w, struct fctx *fc, const char *rel)
+static bool unchanged_since_rebuilt(struct walk *w, const char *rel)
 {
 	struct file_meta pm;
 	struct stat st;
@@ -713,24 +685,9 @@ static bool reads_back(struct walk *w, struct fctx *fc, const char *rel)
 	if (!w->nrebuilt || !shard_current(w, rel, &pm, &jf))
 		return false;
 	struct rebuilt key = { .id = pm.id }, *e = bsearch(&key, w->rebuilt, w->nrebuilt, sizeof(key), cmp_rebuilt);
-	bool ok = e && e->version == pm.version && fstat(jf, &st) == 0 && (uint64_t)st.st_size == e->len &&
-		  pm.chunk >= LAYOUT_MIN_CHUNK && pm.chunk <= WINDOW_BYTES && piece_buf(&fc->bufs[0].out, PIECE_MAX) &&
-		  piece_buf(&fc->bufs[1].out, PIECE_MAX);
-	uint32_t crc = 0;
-	for (uint64_t off = 0; ok && off < e->len; off += WINDOW_BYTES) {
-		struct readback rb = { .w = w, .fc = fc, .fd = jf, .off = off, .chunk = pm.chunk,
-				       .len = e->len - off < WINDOW_BYTES ? e->len - off : WINDOW_BYTES,
-				       .piece = pm.chunk > PIECE_BYTES ? pm.chunk : PIECE_BYTES };
-		if (file_worker_busy())
-			readback_worker(&rb, 0);
-		else
-			pair_run(readback_worker, &rb);
-		ok = !rb.short_read;
-		crc = parity_crc32(crc, rb.crc, sizeof(rb.crc[0]) * ((rb.len + pm.chunk - 1) / pm.chunk));
-	}
+	bool ok = e && e->version == pm.version && fstat(jf, &st) == 0 && (uint64_t)st.st_size == e->len;
 	close(jf);
-	ok = ok && crc == e->crc;
-	__atomic_add_fetch(&w->read_back, ok, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&w->unchanged_since, ok, __ATOMIC_RELAXED);
 	return ok;
 }
 
@@ -749,7 +706,7 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 	struct rfile *rf;
 	/* (a re-add's unchanged files do not get here: walk_entry()); a
 	 * hard-linked file takes the full path: it settles each name */
-	if (w->pass == 2 && st->st_nlink == 1 && reads_back(w, fc, rel)) {
+	if (w->pass == 2 && st->st_nlink == 1 && unchanged_since_rebuilt(w, rel)) {
 		pthread_mutex_lock(&rb_lock);
 		info.files_done++;
 		pthread_mutex_unlock(&rb_lock);
@@ -854,9 +811,8 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
 	uint32_t ws = window_stripes(&rf->lay);
-	fc->crc = 0;
-	fc->crc_len = 0;
-	fc->crc_ok = true;
+	fc->len = 0;
+	fc->clean = true;
 	for (uint64_t s = 0;; s += ws) {
 		long bytes = 0;
 		pthread_rwlock_wrlock(&rf->rw);
@@ -1746,8 +1702,8 @@ static void *rebuild_thread(void *arg)
 			wr = worker_collect();
 			if (r == 0 && wr == -EINTR)
 				r = wr;
-			log_info("rebuild of member %u: the verify pass read back %" PRIu64 " file%s unchanged since the first pass and rebuilt the others again (%.3f s; the first pass took %.3f s)",
-				 w.lj, w.read_back, w.read_back == 1 ? "" : "s", (now_ms() - verify_start) / 1000.0,
+			log_info("rebuild of member %u: the verify pass found %" PRIu64 " file%s unchanged since the first pass rebuilt them and rebuilt the others again, comparing (%.3f s; the first pass took %.3f s)",
+				 w.lj, w.unchanged_since, w.unchanged_since == 1 ? "" : "s", (now_ms() - verify_start) / 1000.0,
 				 first_ms / 1000.0);
 			if (w.fixed)
 				log_warn("rebuild of member %u: the verify pass rewrote %" PRIu64 " chunk%s changed during the rebuild",

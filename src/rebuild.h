@@ -15,11 +15,11 @@
  *      two files are rebuilt at a time (the walk queues them for a file
  *      worker thread and rebuilds one itself when the queue is full); a
  *      big file's windows are cut in pieces for both threads instead;
- *   4. a verify pass walks again: a file unchanged since step 3 (same
- *      metadata version, not open) is read back and compared with the crc
- *      step 3 kept of its new shard; any other is rebuilt again and
- *      compared, and what differs is rewritten (a re-add's verify pass
- *      looks only at the files its first pass resynced);
+ *   4. a verify pass walks again: a file nobody changed since step 3
+ *      wrote its new shard (same metadata version, not open, the shard as
+ *      long as written) is done; any other is rebuilt again and compared,
+ *      and what differs is rewritten (a re-add's verify pass looks only at
+ *      the files its first pass resynced);
  *   5. when both are done the member becomes ONLINE (events bumped,
  *      superblocks written) and the array optimal again.
  *
