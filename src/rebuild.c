@@ -715,8 +715,15 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 	pthread_rwlock_wrlock(&a->ns_lock);
 	int r = rfile_open(a, rel, &rf);
 	if (r < 0) {
+		/* deleted meanwhile, or another kind of entry renamed over it
+		 * (a symlink: ELOOP, a directory: EISDIR, a FIFO: EINVAL): the
+		 * operation that did it reached this member too, or queued a
+		 * redo */
+		struct stat now;
+		bool gone = r == -ENOENT ||
+			    (fstatat(SRC(w), rel, &now, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(now.st_mode));
 		pthread_rwlock_unlock(&a->ns_lock);
-		return r == -ENOENT ? 0 : r;	/* deleted meanwhile */
+		return gone ? 0 : r;
 	}
 	pthread_mutex_lock(&rb_lock);
 	snprintf(info.current, sizeof(info.current), "%s", rel);
