@@ -732,10 +732,13 @@ int ctl_request(const char *mountpoint, const char *req, bool quiet, char *reply
 	}
 	if (o.len == 0 && !quiet)
 		fprintf(stderr, "raidfs: the daemon serving '%s' did not answer (see its log)\n", mountpoint);
+	/* status prints the status whatever the state (its exit status is
+	 * the state); any other command that failed printed why: an error */
+	bool error = rc != 0 && strncmp(req, "status", 6) != 0;
 	if (reply)
 		snprintf(reply, replylen, "%s", body);
 	else if (!quiet)
-		fputs(body, stdout);
+		fputs(body, error ? stderr : stdout);
 	free(o.buf);
 	return rc;
 }

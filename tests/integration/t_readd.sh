@@ -374,7 +374,7 @@ for level in raid5 raid6; do
 	# remove: not an online member; a faulty one, whose slot then takes
 	# a replacement
 	expect_rc 1 "$RAIDFS" remove "$mnt" 2
-	grep -q "fail it first" "$OUT" || fail "$level: remove of an online member: $(cat "$OUT")"
+	grep -q "fail it first" "$ERR" || fail "$level: remove of an online member (stderr): $(cat "$ERR")"
 	expect_rc 0 "$RAIDFS" remove "$mnt" 3
 	"$RAIDFS" status "$mnt" | grep -q "^ *3  removed " || fail "$level: member 3 not shown removed: $("$RAIDFS" status "$mnt")"
 	mkdir -p "$C/new3"

@@ -218,7 +218,7 @@ grep -q "'$C/d2' was member 1, which has been rebuilt onto '$C/new1' since" "$T/
 same_tree "old list: tree differs with the old directory given"
 # nor through 'raidfs add' (the missed-write log is the new directory's)
 expect_rc 1 "$RAIDFS" add "$mnt" "$C/d2"
-cat "$OUT" "$ERR" | grep -q "was member 1 before it was rebuilt onto '$C/new1'" || fail "old list: add: $(cat "$OUT" "$ERR")"
+grep -q "was member 1 before it was rebuilt onto '$C/new1'" "$ERR" || fail "old list: add (stderr): $(cat "$OUT" "$ERR")"
 same_tree "old list: tree differs after 'raidfs add' of the old directory"
 rfs_unmount_wait "$mnt" || fail "old list: unmount (old directory)"
 mv "$C/new1.away" "$C/new1"
