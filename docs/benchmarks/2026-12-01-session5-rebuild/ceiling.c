@@ -3,7 +3,12 @@
  * machine can do at best, as a baseline for contrib/bench/rebuild.sh.
  *
  *   cc -O2 -o ceiling ceiling.c -lpthread -lisal
- *   ./ceiling DIR K FILES SIZE THREADS
+ *   [MM=1|2] [NOV=1] ./ceiling DIR K FILES SIZE THREADS
+ *
+ * Two switches (added in session 8, ../2026-12-01-session8-verify/):
+ *   NOV=1  no read-back of the new file (the verify pass since session 8);
+ *   MM=1   the K sources are mmap'ed and XORed in place (no copy into a
+ *          buffer); MM=2 also maps the new file for the read-back's crc.
  *
  * DIR holds s0 .. s(K-1)/fN (FILES files of SIZE bytes each: the
  * surviving shards a chunk is computed from) and an empty n/.  For every
@@ -22,6 +27,8 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
+static int MM, NOV;
 
 #define PIECE 65536
 static int K, NF, T;
@@ -43,19 +50,26 @@ static void *run(void *arg)
 		}
 		snprintf(p, sizeof(p), "%s/n/f%d", D, f);
 		int o = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+		uint8_t *map[16];
+		if (MM) for (int i = 0; i < K; i++) { map[i] = mmap(NULL, S, PROT_READ, MAP_SHARED, fd[i], 0); if (map[i] == MAP_FAILED) perror("mmap"); }
 		for (size_t off = 0; off < S; off += PIECE) {
 			void *bl[17];
 			for (int i = 0; i < K; i++) {
+				if (MM) { bl[i] = map[i] + off; continue; }
 				if (pread(fd[i], src[i], PIECE, off) < 0)
 					perror("pread");
 				bl[i] = src[i];
 			}
 			bl[K] = out;
-			xor_gen(K + 1, PIECE, bl);
-			crc32_gzip_refl(0, out, PIECE);
-			if (pwrite(o, out, PIECE, off) < 0)
+			size_t n = S - off < PIECE ? S - off : PIECE;
+			xor_gen(K + 1, n, bl);
+			crc32_gzip_refl(0, out, n);
+			if (pwrite(o, out, n, off) < 0)
 				perror("pwrite");
 		}
+		if (MM) for (int i = 0; i < K; i++) munmap(map[i], S);
+		if (!NOV && MM == 2) { uint8_t *m = mmap(NULL, S, PROT_READ, MAP_SHARED, o, 0); crc32_gzip_refl(0, m, S); munmap(m, S); }
+		else if (!NOV)
 		for (size_t off = 0; off < S; off += PIECE) {
 			if (pread(o, out, PIECE, off) < 0)
 				perror("pread");
@@ -74,7 +88,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: ceiling DIR K FILES SIZE THREADS\n");
 		return 2;
 	}
-	D = argv[1];
+	D = argv[1]; MM = getenv("MM") ? atoi(getenv("MM")) : 0; NOV = getenv("NOV") != NULL;
 	NF = atoi(argv[3]);
 	S = strtoul(argv[4], NULL, 0);
 	T = atoi(argv[5]);
