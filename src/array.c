@@ -511,8 +511,8 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 			/* the slot went to another directory since this one's
 			 * last superblock (a rebuild or replacement onto it):
 			 * the table's state is that directory's, not this one's */
-			log_warn("'%s' was member %u, which has been rebuilt onto '%s' since: it missed the writes since and is not used; give '%s' in its place (to use this directory again, empty it and give it to 'raidfs replace')",
-				 paths[i], idx, a->sb.members[idx].path, a->sb.members[idx].path);
+			log_warn("'%s' was member %u, which has been rebuilt onto '%s' since: it missed the writes since and is not used; give '%s' in its place, or resync this directory with 'raidfs add MOUNTPOINT %s' (every file's version is compared)",
+				 paths[i], idx, a->sb.members[idx].path, a->sb.members[idx].path, paths[i]);
 			close(fds[i]);
 			fds[i] = -1;
 			continue;

@@ -236,8 +236,8 @@ bool array_dir_is_empty(int dirfd);
  * be faulty or missing): -EBUSY otherwise, and newfd is closed; it is the
  * array's in every case.  array_member_rebuilt() makes it ONLINE.  Both
  * bump the event counter and write the superblocks.  Unless readd (the
- * member's own directory back), the slot's generation is bumped too: the
- * directory it had is no longer the member. */
+ * directory the slot had last, back), the slot's generation is bumped
+ * too: the directory it had is no longer the member. */
 int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path, bool readd);
 int array_member_rebuilt(struct array *a, uint32_t j);
 

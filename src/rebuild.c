@@ -31,6 +31,12 @@ static pthread_t rb_thread;
 static bool rb_thread_live, rb_stop, rb_abandon;
 static bool rb_promote;	/* the member being replaced in place failed */
 static struct array *RA;
+/* What the running rebuild is: onto a directory that holds nothing of
+ * the member (or a replacement in place), a re-add of the member's own
+ * directory that was away (the missed-write log says what changed), or
+ * a re-add of a directory the member had before another one took its
+ * slot (its log is the other one's: every file's version is compared) */
+static enum rb_mode { RB_FULL, RB_READD, RB_READD_ALL } rb_mode;
 static uint64_t last_user_io_ms;
 
 static uint64_t now_ms(void)
@@ -233,8 +239,10 @@ struct walk {
 	size_t nresynced_paths, capresynced_paths;
 	bool resynced_paths_lost;	/* out of memory: walk it all */
 	bool log_unread;		/* a re-add whose missed-write log could
-					 * not be read: metadata changes (which
-					 * keep the version) are not known */
+					 * not be read, or is not this
+					 * directory's (RB_READD_ALL): metadata
+					 * changes (which keep the version) are
+					 * not known */
 	int errors;
 	bool count_only;
 	const char *resume_after;	/* skip files up to this path (walk order) */
@@ -918,7 +926,9 @@ static void save_position(struct walk *w, const char *path)
 	w->last_save_ms = now_ms();
 	char buf[PATH_MAX + 128];
 	int n = snprintf(buf, sizeof(buf), "raidfs-rebuild 1\nmember %u\ndone %" PRIu64 "\nmode %s\nafter %s\n",
-			 w->lj, info.done, w->readd ? "readd" : w->j == SHADOW ? "replace" : "rebuild", path);
+			 w->lj, info.done,
+			 w->readd ? (rb_mode == RB_READD_ALL ? "readd-all" : "readd") : w->j == SHADOW ? "replace" : "rebuild",
+			 path);
 	if (n < 0 || (size_t)n >= sizeof(buf) - 16)
 		return;
 	n += snprintf(buf + n, sizeof(buf) - n, "crc %08x\n", parity_crc32(0, buf, n));
@@ -933,8 +943,9 @@ static void save_position(struct walk *w, const char *path)
 }
 
 /* The saved position of a rebuild onto member j (dirfd): the last path
- * rebuilt and the bytes done; false when there is none or it is corrupt. */
-static bool load_position(int dirfd, uint32_t j, char *path, size_t len, uint64_t *done, bool *readd)
+ * rebuilt, the bytes done and the kind; false when there is none or it
+ * is corrupt. */
+static bool load_position(int dirfd, uint32_t j, char *path, size_t len, uint64_t *done, enum rb_mode *mode)
 {
 	char buf[PATH_MAX + 128];
 	int fd = openat(dirfd, POS_FILE, O_RDONLY | O_CLOEXEC);
@@ -953,7 +964,7 @@ static bool load_position(int dirfd, uint32_t j, char *path, size_t len, uint64_
 	char *after = strstr(buf, "\nafter ");
 	if (sscanf(buf, "raidfs-rebuild 1\nmember %u\ndone %llu", &member, &d) != 2 || member != j || !after)
 		return false;
-	*readd = strstr(buf, "\nmode readd\n") != NULL;
+	*mode = strstr(buf, "\nmode readd-all\n") ? RB_READD_ALL : strstr(buf, "\nmode readd\n") ? RB_READD : RB_FULL;
 	after += 7;
 	size_t l = strcspn(after, "\n");
 	if (l >= len)
@@ -1636,7 +1647,7 @@ static int readd_targeted(struct walk *w, char **paths, size_t n)
 }
 
 static char resume_path[PATH_MAX];
-static bool resume_set, readd_mode;
+static bool resume_set;
 
 static void *rebuild_thread(void *arg)
 {
@@ -1647,20 +1658,28 @@ static void *rebuild_thread(void *arg)
 			  .promoted = -1 };
 	if (resume_set)
 		w.resume_after = resume_path;
-	w.readd = readd_mode;
+	w.readd = rb_mode != RB_FULL;
 	redo_open(w.dst, resume_set);
 	bool logged = false;	/* the missed-write log read in full */
-	if (w.readd) {
+	if (rb_mode == RB_READD_ALL) {
+		/* the slot's log holds what its last directory missed */
+		w.log_unread = true;
+		log_info("re-add of member %u from a directory it had before another: every file's version is compared",
+			 j);
+	} else if (w.readd) {
 		int ml = array_missed_load(a, j, &w.missed, &w.nmissed);
 		if (ml < 0)
 			log_warn("re-add of member %u: cannot read its missed-write log (%s): every file's version is compared",
 				 j, strerror(-ml));
 		logged = ml == 0;
 		w.log_unread = ml < 0;
+	}
+	if (w.readd) {
 		if (!resume_set)
 			save_position(&w, "");	/* a crash now resumes as a re-add */
-		log_info("re-add of member %u: %zu file%s recorded as changed while it was away",
-			 j, w.nmissed, w.nmissed == 1 ? "" : "s");
+		if (rb_mode == RB_READD)
+			log_info("re-add of member %u: %zu file%s recorded as changed while it was away",
+				 j, w.nmissed, w.nmissed == 1 ? "" : "s");
 	}
 
 	char **targets = NULL;
@@ -1831,7 +1850,7 @@ static void *rebuild_thread(void *arg)
 	return NULL;
 }
 
-static int start_on(struct array *a, int member, int fd, const char *path, bool readd, char *err, size_t errlen);
+static int start_on(struct array *a, int member, int fd, const char *path, enum rb_mode mode, char *err, size_t errlen);
 static int start_replace(struct array *a, int member, int fd, const char *path, char *err, size_t errlen);
 
 /* Common checks: can member be rebuilt now? */
@@ -1893,7 +1912,7 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
 	if (member_online(a, member))
 		r = start_replace(a, member, fd, rp ? rp : dir, err, errlen);
 	else
-		r = start_on(a, member, fd, rp ? rp : dir, false, err, errlen);
+		r = start_on(a, member, fd, rp ? rp : dir, RB_FULL, err, errlen);
 	free(rp);
 	return r;
 }
@@ -1901,12 +1920,12 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
 /* Start the thread that fills `slot` (the member's own, or SHADOW) with
  * member's contents.  resume: at mount, from the position saved on the
  * slot's directory (if any; its mode decides re-add or not). */
-static int launch(struct array *a, int member, uint32_t slot, bool readd, bool resume,
+static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode, bool resume,
 		  const char *target, char *err, size_t errlen)
 {
 	uint64_t done = 0;
 	if (resume)
-		resume_set = load_position(a->m[slot].dirfd, member, resume_path, sizeof(resume_path), &done, &readd);
+		resume_set = load_position(a->m[slot].dirfd, member, resume_path, sizeof(resume_path), &done, &mode);
 	else
 		rfile_forget_member(slot);
 	pthread_mutex_lock(&rb_lock);
@@ -1917,8 +1936,8 @@ static int launch(struct array *a, int member, uint32_t slot, bool readd, bool r
 	}
 	RA = a;
 	resume_set = resume && resume_set;
-	readd_mode = readd;
-	info.readd = readd;
+	rb_mode = mode;
+	info.readd = mode != RB_FULL;
 	info.replace = slot == SHADOW;
 	snprintf(info.target, sizeof(info.target), "%s", target);
 	info.active = true;
@@ -1939,7 +1958,7 @@ static int launch(struct array *a, int member, uint32_t slot, bool readd, bool r
 	else if (resume)
 		log_warn("array '%s': restarting the %s of member %d onto '%s' (no saved position)", a->sb.name,
 			 slot == SHADOW ? "replacement" : "rebuild", member, target);
-	if (readd && !resume)
+	if (mode != RB_FULL && !resume)
 		array_event(a, "MemberReturned", member);
 	array_event(a, "RebuildStarted", member);
 	if (pthread_create(&rb_thread, NULL, rebuild_thread, (void *)(uintptr_t)slot) != 0) {
@@ -1952,15 +1971,16 @@ static int launch(struct array *a, int member, uint32_t slot, bool readd, bool r
 }
 
 /* Put fd (an empty, checked directory, or the member's old one for a
- * re-add) in member's slot and start. */
-static int start_on(struct array *a, int member, int fd, const char *path, bool readd, char *err, size_t errlen)
+ * re-add) in member's slot and start.  Only a re-add of the directory the
+ * slot had last keeps the slot's generation. */
+static int start_on(struct array *a, int member, int fd, const char *path, enum rb_mode mode, char *err, size_t errlen)
 {
-	int r = array_replace_begin(a, member, fd, path, readd);
+	int r = array_replace_begin(a, member, fd, path, mode == RB_READD);
 	if (r == -EBUSY) {
 		snprintf(err, errlen, "member %d is not faulty or missing", member);
 		return r;
 	}
-	return launch(a, member, member, readd, false, path, err, errlen);
+	return launch(a, member, member, mode, false, path, err, errlen);
 }
 
 /* Replace a healthy member in place: fd (path) fills up in the shadow
@@ -1972,7 +1992,7 @@ static int start_replace(struct array *a, int member, int fd, const char *path, 
 		close(fd);
 		return -EBUSY;
 	}
-	return launch(a, member, SHADOW, false, false, path, err, errlen);
+	return launch(a, member, SHADOW, RB_FULL, false, path, err, errlen);
 }
 
 void rebuild_stop(void)
@@ -2002,7 +2022,7 @@ int rebuild_take_spare(struct array *a)
 			return 0;
 		log_warn("array '%s': hot spare '%s' takes the place of member %u", a->sb.name, path, j);
 		array_event(a, "SpareActive", j);
-		if (start_on(a, j, fd, path, false, err, sizeof(err)) < 0) {
+		if (start_on(a, j, fd, path, RB_FULL, err, sizeof(err)) < 0) {
 			log_err("cannot rebuild member %u onto the spare '%s': %s", j, path, err);
 			return -1;
 		}
@@ -2035,14 +2055,9 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 		close(fd);
 		return -EBUSY;
 	}
-	if (sb.members[j].gen != a->sb.members[j].gen) {
-		/* the slot went to another directory since: the missed-write
-		 * log is that one's, not this directory's */
-		snprintf(err, errlen, "'%s' was member %d before it was rebuilt onto '%s': it missed writes the log does not hold; to use this directory, empty it and give it to 'raidfs replace %s %d'",
-			 dir, j, a->sb.members[j].path, a->mountpoint, j);
-		close(fd);
-		return -EINVAL;
-	}
+	/* the slot went to another directory since (which failed too): the
+	 * missed-write log is that one's, not this directory's */
+	bool before = sb.members[j].gen != a->sb.members[j].gen;
 	if (sb.events > a->sb.events) {
 		snprintf(err, errlen, "'%s' (member %d) is newer than the running array (events %llu > %llu): unmount and mount with it instead",
 			 dir, j, (unsigned long long)sb.events, (unsigned long long)a->sb.events);
@@ -2056,7 +2071,7 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 	if (!same_file(a->m[j].dirfd, fd))
 		rfile_forget_member(j);
 	int p = __atomic_load_n(&a->primary, __ATOMIC_ACQUIRE);
-	bool quiet = p >= 0 && array_missed_empty(a, j);
+	bool quiet = p >= 0 && !before && array_missed_empty(a, j);
 	bool fds_ok = !rfile_any_without(j);
 	char *rp = realpath(dir, NULL);
 	const char *path = rp ? rp : dir;
@@ -2092,10 +2107,15 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 			snprintf(err, errlen, "member %d missed changes while it was away, and the array has no redundancy left to resync them: bring back the other members first",
 				 j);
 	} else {
-		log_warn("array '%s': re-adding member %d from '%s' (events %llu, array at %llu)", a->sb.name, j,
-			 path, (unsigned long long)sb.events, (unsigned long long)a->sb.events);
+		if (before)
+			log_warn("array '%s': re-adding member %d from '%s', its directory before '%s' (events %llu, array at %llu): every file's version is compared",
+				 a->sb.name, j, path, a->sb.members[j].path, (unsigned long long)sb.events,
+				 (unsigned long long)a->sb.events);
+		else
+			log_warn("array '%s': re-adding member %d from '%s' (events %llu, array at %llu)", a->sb.name, j,
+				 path, (unsigned long long)sb.events, (unsigned long long)a->sb.events);
 		array_dirty_prune(a, fd);
-		r = start_on(a, j, fd, path, true, err, errlen);
+		r = start_on(a, j, fd, path, before ? RB_READD_ALL : RB_READD, err, errlen);
 		fd = -1;	/* start_on owns it */
 	}
 	if (fd >= 0)
@@ -2139,14 +2159,14 @@ int rebuild_resume(struct array *a)
 	sj = shadow_of(a);
 	if (sj >= 0) {
 		/* a replacement in place: the member serves, the copy goes on */
-		int r = launch(a, sj, SHADOW, false, true, a->m[SHADOW].path, err, sizeof(err));
+		int r = launch(a, sj, SHADOW, RB_FULL, true, a->m[SHADOW].path, err, sizeof(err));
 		return r < 0 ? r : 1;
 	}
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (!member_rebuilding(a, j))
 			continue;
 		/* also a replacement whose member failed (its mode "replace") */
-		int r = launch(a, j, j, false, true, a->m[j].path, err, sizeof(err));
+		int r = launch(a, j, j, RB_FULL, true, a->m[j].path, err, sizeof(err));
 		return r < 0 ? r : 1;
 	}
 	return 0;

@@ -12,7 +12,9 @@
 # commit and the removal of the old directory's superblock: the old
 # directory, given to a later mount, is not taken back (it missed the
 # writes since); nor is the old directory of a failed member that was
-# rebuilt onto another one.
+# rebuilt onto another one, at mount; 'raidfs add' takes such a directory
+# back comparing every file's version (the missed-write log is the other
+# directory's), and it then holds the right bytes.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
@@ -198,17 +200,27 @@ expect_rc 0 "$RAIDFS" check "$(join_members $newmem)"
 log "ok: the old directory of a finished replacement, with its superblock left behind, is not taken back"
 
 # a failed member rebuilt onto another directory: its old directory, given
-# again (a member list from before the rebuild, or 'raidfs add'), is not
-# taken back - it missed the writes since, and the table's "online" and
-# the missed-write log are the new one's
+# again in a member list from before the rebuild, is not taken back - it
+# missed the writes since, and the table's "online" and the missed-write
+# log are the new one's.  'raidfs add' of it (after the new one failed
+# too) resyncs it comparing every file's version, and brings over what
+# changed without a new version (xattrs)
 new_raid5 ol
 head -c 300000 /dev/urandom >"$C/ref/f"
-cp "$C/ref/f" "$mnt/f"
+for i in 1 2 3 4 5 6; do head -c $((i * 20000)) /dev/urandom >"$C/ref/g$i"; done
+cp "$C"/ref/* "$mnt/"
+"$PY" -c 'import os, sys; os.setxattr(os.path.join(sys.argv[1], "g1"), "user.a", b"old")' "$mnt"
 expect_rc 0 "$RAIDFS" fail "$mnt" 1
 expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
 wait_member "$mnt" 1 online "$C/new1" || fail "old list: not rebuilt: $("$RAIDFS" status "$mnt")"
+# while new1 holds the slot: a file rewritten, one deleted, one renamed,
+# an xattr changed
 head -c 300000 /dev/urandom >"$C/ref/f"
 cp "$C/ref/f" "$mnt/f"
+rm "$C/ref/g5" "$mnt/g5"
+mv "$C/ref/g6" "$C/ref/h6"
+mv "$mnt/g6" "$mnt/h6"
+"$PY" -c 'import os, sys; os.setxattr(os.path.join(sys.argv[1], "g1"), "user.a", b"new")' "$mnt"
 rfs_unmount_wait "$mnt" || fail "old list: unmount"
 mv "$C/new1" "$C/new1.away"	# and the new disk not there yet
 rfs_mount "$(join_members $mem)" "$mnt" || fail "old list: mount with the old directory"
@@ -216,11 +228,31 @@ grep -q "'$C/d2' was member 1, which has been rebuilt onto '$C/new1' since" "$T/
 	fail "old list: the old directory was not refused: $("$RAIDFS" status "$mnt")"
 "$RAIDFS" status "$mnt" | grep -q " $C/d2 " && fail "old list: the old directory serves: $("$RAIDFS" status "$mnt")"
 same_tree "old list: tree differs with the old directory given"
-# nor through 'raidfs add' (the missed-write log is the new directory's)
-expect_rc 1 "$RAIDFS" add "$mnt" "$C/d2"
-grep -q "was member 1 before it was rebuilt onto '$C/new1'" "$ERR" || fail "old list: add (stderr): $(cat "$OUT" "$ERR")"
+# 'raidfs add': a re-add that compares every file's version
+expect_rc 0 "$RAIDFS" add "$mnt" "$C/d2"
+wait_member "$mnt" 1 online "$C/d2" || fail "old list: add: not back: $("$RAIDFS" status "$mnt")"
+# f rewritten, h6 new by its name there; g1 to g4 kept (g1's xattr
+# brought over)
+grep -q "member 1 '$C/d2' re-added: 2 changed files resynced, 4 unchanged" "$T/daemon.log" ||
+	fail "old list: add: not a re-add of the changed files: $(grep -a "re-add" "$T/daemon.log" | tail -n 3)"
 same_tree "old list: tree differs after 'raidfs add' of the old directory"
+[ "$("$PY" -c 'import os, sys; print(os.getxattr(sys.argv[1], "user.a").decode())' "$C/d2/g1")" = new ] ||
+	fail "old list: add: the xattr changed meanwhile did not reach the old directory"
+[ -e "$C/d2/g5" ] && fail "old list: add: a file deleted meanwhile is still on the old directory"
+# the bytes it holds are right: another member failed, member 1's chunks
+# are read from it
+expect_rc 0 "$RAIDFS" fail "$mnt" 0
+same_tree "old list: tree differs after the re-add with member 0 failed"
 rfs_unmount_wait "$mnt" || fail "old list: unmount (old directory)"
+# new1, back late, is not taken: the slot went on to d2
 mv "$C/new1.away" "$C/new1"
-log "ok: the old directory of a failed member rebuilt elsewhere is not taken back"
+rfs_mount "$(join_members $mem):$C/new1" "$mnt" || fail "old list: mount with new1 listed"
+grep -q "'$C/new1' was member 1, which has been rebuilt onto '$C/d2' since" "$T/daemon.log" ||
+	fail "old list: new1 was not refused after the slot went back to d2: $("$RAIDFS" status "$mnt")"
+same_tree "old list: tree differs with new1 listed"
+expect_rc 0 "$RAIDFS" add "$mnt" "$C/d1"
+wait_member "$mnt" 0 online "$C/d1" || fail "old list: member 0 not back: $("$RAIDFS" status "$mnt")"
+rfs_unmount_wait "$mnt" || fail "old list: unmount (new1 listed)"
+expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
+log "ok: the old directory of a failed member rebuilt elsewhere is not taken back at mount, and 'raidfs add' resyncs it"
 exit 0
