@@ -255,4 +255,37 @@ wait_member "$mnt" 0 online "$C/d1" || fail "old list: member 0 not back: $("$RA
 rfs_unmount_wait "$mnt" || fail "old list: unmount (new1 listed)"
 expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
 log "ok: the old directory of a failed member rebuilt elsewhere is not taken back at mount, and 'raidfs add' resyncs it"
+
+# kill -9 in the middle of such a re-add: the next mount goes on with it
+# comparing every file's version (mode readd-all in the saved position),
+# and the result is right
+new_raid5 olk
+for i in $(seq 1 40); do head -c 300000 /dev/urandom >"$C/ref/f$i"; cp "$C/ref/f$i" "$mnt/f$i"; done
+expect_rc 0 "$RAIDFS" fail "$mnt" 1
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
+wait_member "$mnt" 1 online "$C/new1" || fail "old list kill: not rebuilt: $("$RAIDFS" status "$mnt")"
+for i in $(seq 1 40); do head -c 300000 /dev/urandom >"$C/ref/f$i"; cp "$C/ref/f$i" "$mnt/f$i"; done
+rfs_unmount_wait "$mnt" || fail "old list kill: unmount"
+mv "$C/new1" "$C/new1.away"
+rfs_mount "$(join_members $mem)" "$mnt" || fail "old list kill: mount with the old directory"
+"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+all_msg="re-add of member 1 from a directory it had before another"
+n0=$(grep -c "$all_msg" "$T/daemon.log")
+expect_rc 0 "$RAIDFS" add "$mnt" "$C/d2"
+for _ in $(seq 1 100); do grep -qa "^after f" "$C/d2/.raidfs/rebuild" 2>/dev/null && break; sleep 0.1; done
+grep -qa "^mode readd-all$" "$C/d2/.raidfs/rebuild" ||
+	fail "old list kill: no readd-all position saved: $(cat "$C/d2/.raidfs/rebuild" 2>&1)"
+rfs_kill "$mnt" || fail "old list kill: kill -9"
+rfs_mount "$(join_members $mem)" "$mnt" || fail "old list kill: mount after kill -9 during the re-add"
+"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+wait_member "$mnt" 1 online "$C/d2" || fail "old list kill: member 1 not online: $("$RAIDFS" status "$mnt")"
+grep -q "resuming the rebuild of member 1 onto '$C/d2' after 'f" "$T/daemon.log" ||
+	fail "old list kill: the re-add was not resumed"
+[ "$(grep -c "$all_msg" "$T/daemon.log")" = $((n0 + 2)) ] ||
+	fail "old list kill: not resumed comparing every file's version"
+same_tree "old list kill: tree differs after the resumed re-add"
+expect_rc 0 "$RAIDFS" fail "$mnt" 2
+same_tree "old list kill: tree differs after the resumed re-add with member 2 failed"
+rfs_unmount_wait "$mnt" || fail "old list kill: unmount"
+log "ok: kill -9 during the re-add of an old directory: resumed comparing every file's version, data right"
 exit 0
