@@ -1000,8 +1000,8 @@ static void remove_tree(int dirfd, const char *path);
  * promotion changes w->j, and at the end of each pass.  The worker
  * reports errors itself (file_result()); the walk collects a stop
  * (-EINTR) from it.  Shared walk state the two touch: counters (atomic),
- * the first pass's crcs and a re-add's paths (w->lock), the redo queue
- * (its own lock); per file state is in struct fctx.
+ * the files the first pass wrote and a re-add's paths (w->lock), the redo
+ * queue (its own lock); per file state is in struct fctx.
  */
 #define BIG_FILE (64ull << 20)
 #define QUEUE 4
