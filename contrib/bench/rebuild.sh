@@ -93,7 +93,7 @@ done
 sync
 
 wait_online() {
-	while ! "$RAIDFS" status --json "$W/mnt" | grep -q "\"index\": $1, [^}]*\"state\": \"online\""; do
+	while ! { "$RAIDFS" status --json "$W/mnt" || true; } | grep -q "\"index\": $1, [^}]*\"state\": \"online\""; do
 		sleep 0.05
 	done
 }
@@ -116,7 +116,8 @@ mkdir "$BASE/newl"
 "$RAIDFS" replace "$W/mnt" $last "$BASE/newl" >/dev/null
 fg_rebuild=$(readset3)
 fg_note="while member $last is rebuilt at the default rates"
-"$RAIDFS" status --json "$W/mnt" | grep -q "\"index\": $last, [^}]*\"state\": \"rebuilding\"" ||
+# (status exits 1 while the array is degraded: pipefail must not see it)
+{ "$RAIDFS" status --json "$W/mnt" || true; } | grep -q "\"index\": $last, [^}]*\"state\": \"rebuilding\"" ||
 	fg_note="$fg_note (the rebuild ended before the third read: not all of it overlapped)"
 wait_online $last
 
