@@ -91,9 +91,9 @@ int array_probe_xattr(int dirfd)
 	return ret;
 }
 
-/* Directory `rel` under dirfd holds nothing but the directories named
- * in `allowed` (NULL-terminated), each of them empty. */
-static bool holds_only_empty(int dirfd, const char *rel, const char *const *allowed)
+/* Directory `rel` under dirfd holds nothing, or nothing but the
+ * directory `sub` (a path under dirfd too, or NULL) holding nothing. */
+static bool holds_only_empty(int dirfd, const char *rel, const char *sub)
 {
 	DIR *d = opendir_at(dirfd, rel);
 	if (!d)
@@ -103,12 +103,9 @@ static bool holds_only_empty(int dirfd, const char *rel, const char *const *allo
 	while (only && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		only = false;
-		for (const char *const *a = allowed; *a && !only; a++) {
-			char sub[PATH_MAX];
-			snprintf(sub, sizeof(sub), "%s/%s", rel, *a);
-			only = !strcmp(e->d_name, *a) && holds_only_empty(dirfd, sub, (const char *const[]){ NULL });
-		}
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", rel, e->d_name);
+		only = sub && !strcmp(path, sub) && holds_only_empty(dirfd, path, NULL);
 	}
 	closedir(d);
 	return only;
@@ -133,8 +130,7 @@ bool array_dir_is_empty(int dirfd)
 			continue;
 		/* what install_member() makes before the superblock (.raidfs
 		 * and its empty dirty log): left by a daemon stopped between */
-		if (!strcmp(e->d_name, SB_DIR) &&
-		    holds_only_empty(dirfd, SB_DIR, (const char *const[]){ SB_DIRTY_DIR + sizeof(SB_DIR), NULL }))
+		if (!strcmp(e->d_name, SB_DIR) && holds_only_empty(dirfd, SB_DIR, SB_DIRTY_DIR))
 			continue;
 		empty = false;
 		break;
@@ -381,8 +377,11 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	for (i = 0; i < LAYOUT_MAX_WIDTH; i++)
 		stale_fd[i] = -1;
 	bool keep_failed = a->keep_failed;
+	char mountpoint[sizeof(a->mountpoint)];	/* the caller's, for messages */
+	memcpy(mountpoint, a->mountpoint, sizeof(mountpoint));
 	memset(a, 0, sizeof(*a));
 	a->keep_failed = keep_failed;
+	memcpy(a->mountpoint, mountpoint, sizeof(mountpoint));
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_rwlockattr_t ra;
 	pthread_rwlockattr_init(&ra);
@@ -511,8 +510,9 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 			/* the slot went to another directory since this one's
 			 * last superblock (a rebuild or replacement onto it):
 			 * the table's state is that directory's, not this one's */
-			log_warn("'%s' was member %u, which has been rebuilt onto '%s' since: it missed the writes since and is not used; give '%s' in its place, or resync this directory with 'raidfs add MOUNTPOINT %s' (every file's version is compared)",
-				 paths[i], idx, a->sb.members[idx].path, a->sb.members[idx].path, paths[i]);
+			log_warn("'%s' was member %u, which has been rebuilt onto '%s' since: it missed the writes since and is not used; give '%s' in its place, or resync this directory with 'raidfs add %s %s' once mounted (every file's version is compared)",
+				 paths[i], idx, a->sb.members[idx].path, a->sb.members[idx].path,
+				 a->mountpoint[0] ? a->mountpoint : "MOUNTPOINT", paths[i]);
 			close(fds[i]);
 			fds[i] = -1;
 			continue;
@@ -1588,10 +1588,10 @@ static int install_member(struct array *a, uint32_t j, int fd, const char *path,
 	return r;
 }
 
-int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path, bool readd)
+int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path, bool same_dir)
 {
 	enum array_state st;
-	int r = install_member(a, j, newfd, path, MS_REBUILDING, !readd, &st);
+	int r = install_member(a, j, newfd, path, MS_REBUILDING, !same_dir, &st);
 	if (r != -EBUSY)
 		log_warn("array '%s': member %u is being rebuilt onto '%s'", a->sb.name, j, path);
 	return r;

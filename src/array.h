@@ -235,10 +235,10 @@ bool array_dir_is_empty(int dirfd);
 /* Put newfd (directory `path`) in member j's slot as REBUILDING (j must
  * be faulty or missing): -EBUSY otherwise, and newfd is closed; it is the
  * array's in every case.  array_member_rebuilt() makes it ONLINE.  Both
- * bump the event counter and write the superblocks.  Unless readd (the
- * directory the slot had last, back), the slot's generation is bumped
- * too: the directory it had is no longer the member. */
-int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path, bool readd);
+ * bump the event counter and write the superblocks.  Unless same_dir
+ * (the directory the slot had last, back), the slot's generation is
+ * bumped too: the directory it had is no longer the member. */
+int array_replace_begin(struct array *a, uint32_t j, int newfd, const char *path, bool same_dir);
 int array_member_rebuilt(struct array *a, uint32_t j);
 
 /* Runtime options */

@@ -59,6 +59,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	/* before any thread: it forks (see isal-glue/parity.c) */
 	parity_probe_unaligned();
 	a->keep_failed = true;
+	ctl_canonical(mountpoint, a->mountpoint, sizeof(a->mountpoint));	/* (messages) */
 	int r = array_assemble(a, paths, n, o->allow_degraded, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "raidfs: cannot mount: %s\n", err);
@@ -68,7 +69,6 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	}
 	bool failed = r == 1;
 	a->readonly = o->readonly;
-	ctl_canonical(mountpoint, a->mountpoint, sizeof(a->mountpoint));
 	char cerr[1024];
 	if (cache_open(a, cerr, sizeof(cerr)) < 0) {
 		fprintf(stderr, "raidfs: cannot mount: %s\n", cerr);

@@ -583,12 +583,11 @@ static long rebuild_window(struct walk *w, struct fctx *fc, struct rfile *rf, ui
  * at the primary's metadata version, and nobody has the file open (an
  * rfile open since before a re-add has no shard on the member and writes
  * past it; every change bumps the version when its handle closes): then
- * its owner and mode are brought up to date, *pm is the metadata and *jfd
- * the shard, which the caller closes.  Two opens instead of one per
- * member.  A rename racing with this only makes the ids differ, and the
+ * its owner and mode are brought up to date, *pm is the metadata and
+ * *jsize the shard's length.  Two opens instead of one per member.  A rename racing with this only makes the ids differ, and the
  * file takes the full path.
  */
-static bool shard_current(struct walk *w, const char *rel, struct file_meta *pm, int *jfd)
+static bool shard_current(struct walk *w, const char *rel, struct file_meta *pm, uint64_t *jsize)
 {
 	struct file_meta jm;
 	struct stat ps, js;
@@ -607,9 +606,9 @@ static bool shard_current(struct walk *w, const char *rel, struct file_meta *pm,
 	}
 	if (pf >= 0)
 		close(pf);
-	if (!same && jf >= 0)
+	if (jf >= 0)
 		close(jf);
-	*jfd = same ? jf : -1;
+	*jsize = same ? (uint64_t)js.st_size : 0;
 	return same;
 }
 
@@ -618,10 +617,9 @@ static bool shard_current(struct walk *w, const char *rel, struct file_meta *pm,
 static bool readd_unchanged(struct walk *w, const char *rel)
 {
 	struct file_meta pm;
-	int jf;
-	if (!shard_current(w, rel, &pm, &jf))
+	uint64_t jsize;
+	if (!shard_current(w, rel, &pm, &jsize))
 		return false;
-	close(jf);
 	return !bsearch(&pm.id, w->missed, w->nmissed, sizeof(uint64_t), cmp_u64);
 }
 
@@ -688,13 +686,11 @@ static void note_rebuilt(struct walk *w, const struct fctx *fc, const struct rfi
 static bool unchanged_since_rebuilt(struct walk *w, const char *rel)
 {
 	struct file_meta pm;
-	struct stat st;
-	int jf;
-	if (!w->nrebuilt || !shard_current(w, rel, &pm, &jf))
+	uint64_t jsize;
+	if (!w->nrebuilt || !shard_current(w, rel, &pm, &jsize))
 		return false;
 	struct rebuilt key = { .id = pm.id }, *e = bsearch(&key, w->rebuilt, w->nrebuilt, sizeof(key), cmp_rebuilt);
-	bool ok = e && e->version == pm.version && fstat(jf, &st) == 0 && (uint64_t)st.st_size == e->len;
-	close(jf);
+	bool ok = e && e->version == pm.version && jsize == e->len;
 	__atomic_add_fetch(&w->unchanged_since, ok, __ATOMIC_RELAXED);
 	return ok;
 }
@@ -2107,13 +2103,9 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 			snprintf(err, errlen, "member %d missed changes while it was away, and the array has no redundancy left to resync them: bring back the other members first",
 				 j);
 	} else {
-		if (before)
-			log_warn("array '%s': re-adding member %d from '%s', its directory before '%s' (events %llu, array at %llu): every file's version is compared",
-				 a->sb.name, j, path, a->sb.members[j].path, (unsigned long long)sb.events,
-				 (unsigned long long)a->sb.events);
-		else
-			log_warn("array '%s': re-adding member %d from '%s' (events %llu, array at %llu)", a->sb.name, j,
-				 path, (unsigned long long)sb.events, (unsigned long long)a->sb.events);
+		log_warn("array '%s': re-adding member %d from '%s'%s%s%s (events %llu, array at %llu)", a->sb.name, j,
+			 path, before ? ", its directory before '" : "", before ? a->sb.members[j].path : "",
+			 before ? "'" : "", (unsigned long long)sb.events, (unsigned long long)a->sb.events);
 		array_dirty_prune(a, fd);
 		r = start_on(a, j, fd, path, before ? RB_READD_ALL : RB_READD, err, errlen);
 		fd = -1;	/* start_on owns it */

@@ -111,8 +111,8 @@ for i in $(seq 20 69); do
 	case $((i % 3)) in
 	0) ln -s "target$i" "$mnt/tmp$i" && mv -T "$mnt/tmp$i" "$mnt/f$i"
 	   rm "$C/ref/f$i"; ln -s "target$i" "$C/ref/f$i" ;;
-	1) mkdir "$mnt/tmp$i" && mv -T "$mnt/tmp$i" "$mnt/f$i" 2>/dev/null ||
-		{ rm "$mnt/f$i" && mv -T "$mnt/tmp$i" "$mnt/f$i"; }
+	1) # (rename cannot put a directory over a file)
+	   rm "$mnt/f$i" && mkdir "$mnt/f$i"
 	   rm "$C/ref/f$i"; mkdir "$C/ref/f$i" ;;
 	2) mkfifo "$mnt/tmp$i" && mv -T "$mnt/tmp$i" "$mnt/f$i"
 	   rm "$C/ref/f$i"; mkfifo "$C/ref/f$i" ;;

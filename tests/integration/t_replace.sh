@@ -224,8 +224,8 @@ mv "$mnt/g6" "$mnt/h6"
 rfs_unmount_wait "$mnt" || fail "old list: unmount"
 mv "$C/new1" "$C/new1.away"	# and the new disk not there yet
 rfs_mount "$(join_members $mem)" "$mnt" || fail "old list: mount with the old directory"
-grep -q "'$C/d2' was member 1, which has been rebuilt onto '$C/new1' since" "$T/daemon.log" ||
-	fail "old list: the old directory was not refused: $("$RAIDFS" status "$mnt")"
+grep -q "'$C/d2' was member 1, which has been rebuilt onto '$C/new1' since: .* or resync this directory with 'raidfs add $mnt $C/d2' once mounted" "$T/daemon.log" ||
+	fail "old list: the old directory was not refused, or the message does not say how to resync it: $(grep -a "'$C/d2' was member 1" "$T/daemon.log")"
 "$RAIDFS" status "$mnt" | grep -q " $C/d2 " && fail "old list: the old directory serves: $("$RAIDFS" status "$mnt")"
 same_tree "old list: tree differs with the old directory given"
 # 'raidfs add': a re-add that compares every file's version
