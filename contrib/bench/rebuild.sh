@@ -15,6 +15,11 @@
 #            report member bytes written per second;
 #   baseline the same bytes copied with cp from one member directory to an
 #            empty one (what the storage can do, same run);
+#   ceiling  the rebuild's data movement alone on the same member files:
+#            contrib/bench/rebuild-ceiling.c reads the shards a raid5 or
+#            raid6 rebuild reads (n - 1 or n - 2 members), XORs them and
+#            writes one shard per file, on two threads (built with cc at
+#            run time; not measured for other levels);
 #   re-add   fail member 2, rewrite 1% of the files (every 100th), 'raidfs
 #            add' the old directory back, time until online, and report
 #            how many files were resynced (from the log) and the time as a
@@ -132,6 +137,27 @@ wait_online 1
 t1=$(now)
 rb=$(sub "$t1" "$t0")
 
+# ceiling: the same rebuild's data movement alone, on the same member
+# files (after the rebuild: the pages are as warm for it as they were for
+# the rebuild, or warmer)
+case $LEVEL in
+raid5) K=$(( N - 1 )) ;;
+raid6) K=$(( N - 2 )) ;;
+*) K=0 ;;
+esac
+ct="" cbytes=""
+if [ $K -gt 0 ] && cc -O2 -o "$W/ceiling" "$here/contrib/bench/rebuild-ceiling.c" -lisal -lpthread; then
+	# members 0, 2 .. N-2 and the replacement of N-1: every one but 1
+	srcs="$BASE/d1"
+	for i in $(seq 3 $(( N - 1 ))); do srcs="$srcs $BASE/d$i"; done
+	srcs="$srcs $BASE/newl"
+	(cd "$BASE/d1" && find . -path './.raidfs*' -prune -o -type f -print0) > "$W/shards"
+	mkdir "$BASE/ceil"
+	warm
+	read -r ct cbytes < <("$W/ceiling" "$BASE/ceil" "$W/shards" $(echo $srcs | cut -d' ' -f1-$K))
+	rm -rf "$BASE/ceil"
+fi
+
 # baseline: copy one member's bytes
 warm
 t0=$(now)
@@ -169,11 +195,12 @@ $(mb "$member_bytes" 1) MiB.  Command: \`contrib/bench/rebuild.sh --size $SIZE -
 |---|---|---|
 | rebuild of member 1 (replace, verify pass included, no rate limit) | ${rb_d} s (${rb} s to online, seen by the CLI) | $(mb "$member_bytes" "$rb_d") MiB/s of member data |
 | baseline: cp -a of one member directory, same storage | ${cpt} s | $(mb "$member_bytes" "$cpt") MiB/s |
+| ceiling: the rebuild's reads, XOR and writes alone (contrib/bench/rebuild-ceiling.c, $K sources) | ${ct:-not measured} s | $([ -n "$ct" ] && echo "$(mb "$cbytes" "$ct") MiB/s" || echo "$LEVEL: only raid5 and raid6") |
 | foreground: reading 256 MiB (256 files), healthy (median of 3) | ${fg_healthy} s | $(mb 268435456 "$fg_healthy") MiB/s |
 | foreground: the same $fg_note | ${fg_rebuild} s | $(mb 268435456 "$fg_rebuild") MiB/s |
 | re-add of member 2 after rewriting 128 KiB in $changed files (1%) | ${ra_d} s (${ra} s seen by the CLI) | $summary |
 
-Rebuild as a ratio of the copy baseline: $(awk -v a="$cpt" -v b="$rb_d" 'BEGIN { printf "%.2f", a / b }')x.
+Rebuild as a ratio of the copy baseline: $(awk -v a="$cpt" -v b="$rb_d" 'BEGIN { printf "%.2f", a / b }')x$([ -n "$ct" ] && awk -v m="$member_bytes" -v r="$rb_d" -v c="$cbytes" -v t="$ct" 'BEGIN { printf ", of the ceiling: %.2fx", (m / r) / (c / t) }').
 Re-add time as a share of the full rebuild: $(awk -v a="$ra_d" -v b="$rb_d" 'BEGIN { printf "%.1f", 100 * a / b }')%.
 EOF
 )
