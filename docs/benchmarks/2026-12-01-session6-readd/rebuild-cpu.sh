@@ -16,6 +16,13 @@
 # first-touch.sh), and how many of those a rebuild met varied by run.
 # It also prints the time the host took from the guest's CPUs meanwhile
 # (steal, /proc/stat): runs with much of it measure the host.
+# WHAT=ceiling (added in session 9) runs, instead of the rebuild and on the
+# same kind of member files, its data movement alone
+# (contrib/bench/rebuild-ceiling.c: the n - 1 (raid5) or n - 2 (raid6)
+# other members' shards of every file read, XORed, one shard written, two
+# threads), and prints its seconds: both start from member files written
+# once through the mount and never read.  Alternate the two:
+#   for m in ceiling rebuild; do WHAT=$m ./rebuild-cpu.sh RAIDFS raid5 8 warm; done
 set -eu
 R=$1 L=$2 N=$3 MODE=${4:-cold}
 W=$(mktemp -d /tmp/raidfs-rbonly.XXXXXX)
@@ -41,6 +48,18 @@ mkdir "$W/t/new1"
 if [ "$MODE" = warm ]; then
 	head -c 2048M /dev/zero > "$W/t/warm"
 	rm "$W/t/warm"
+fi
+if [ "${WHAT:-rebuild}" = ceiling ]; then
+	here=$(cd "$(dirname "$0")/../../.." && pwd)
+	cc -O2 -o "$W/ceiling" "$here/contrib/bench/rebuild-ceiling.c" -lisal -lpthread
+	(cd "$W/t/d1" && find . -path './.raidfs*' -prune -o -type f -print0) > "$W/list"
+	src=""
+	for i in $(seq 1 "$N"); do [ "$i" = 2 ] || src="$src $W/t/d$i"; done
+	[ "$L" = raid6 ] && src=${src% *}
+	s0=$(awk '/^cpu / {print $9}' /proc/stat)
+	read -r t b < <("$W/ceiling" "$W/t/new1" "$W/list" $src)
+	echo "ceiling $L/$N: $t s, $b bytes written, member bytes $(du -sb --exclude=.raidfs "$W/t/d2" | cut -f1), host steal $(( $(awk '/^cpu / {print $9}' /proc/stat) - s0 )) ticks"
+	exit 0
 fi
 pid=$(pgrep -f "mount -o log=$W/log")
 c0=$(awk '{print $14 + $15}' /proc/$pid/stat)
