@@ -7,7 +7,8 @@
 # unmount 'raidfs check' is clean.  raid5 also checks the event program's
 # sequence and the status progress output.  Last, files the walk has
 # listed are replaced by symlinks, directories and FIFOs before they are
-# rebuilt: the rebuild must go on.
+# rebuilt: the rebuild must go on; and the verify pass must look again at
+# exactly the files changed behind the first pass.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
@@ -95,17 +96,27 @@ done
 # files the walk has listed (and queued for the file worker) replaced by
 # symlinks, directories and FIFOs before they are rebuilt: the rebuild
 # goes on (it failed with ELOOP before), and the new member matches
-C=$T/kinds
-mkdir -p "$C/ref"
-mem=$(make_members 4 kinds/d)
-mnt=$C/mnt
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name kinds $mem
-rfs_mount "$(join_members $mem)" "$mnt" || fail "kinds: mount"
-for i in $(seq 10 69); do head -c 120000 /dev/urandom >"$C/ref/f$i"; cp "$C/ref/f$i" "$mnt/f$i"; done
-expect_rc 0 "$RAIDFS" fail "$mnt" 2
-mkdir "$C/new2"
-"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
-expect_rc 0 "$RAIDFS" replace "$mnt" 2 "$C/new2"
+# sixty NAME SIZE: in $C=$T/NAME a raid5 of 4 members mounted on $mnt,
+# files f10 .. f69 of SIZE bytes (and their copies in $C/ref), member 2
+# failed and being replaced onto $C/new2 at 1 MB/s; $l0: the daemon log's
+# lines before (the scenarios share it)
+sixty() {
+	C=$T/$1
+	mkdir -p "$C/ref"
+	local mem
+	mem=$(make_members 4 "$1/d")
+	mnt=$C/mnt
+	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name "$1" $mem
+	l0=$(cat "$T/daemon.log" 2>/dev/null | wc -l)
+	rfs_mount "$(join_members $mem)" "$mnt" || fail "$1: mount"
+	for i in $(seq 10 69); do head -c "$2" /dev/urandom >"$C/ref/f$i"; cp "$C/ref/f$i" "$mnt/f$i"; done
+	expect_rc 0 "$RAIDFS" fail "$mnt" 2
+	mkdir "$C/new2"
+	"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+	expect_rc 0 "$RAIDFS" replace "$mnt" 2 "$C/new2"
+}
+
+sixty kinds 120000
 sleep 0.3
 for i in $(seq 20 69); do
 	case $((i % 3)) in
@@ -126,5 +137,38 @@ expect_rc 0 "$RAIDFS" fail "$mnt" 0
 workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "kinds: tree differs"; }
 rfs_unmount_wait "$mnt" || fail "kinds: unmount"
 log "ok: files replaced by other kinds of entries under the walk: rebuilt, tree identical"
+# the verify pass looks again at exactly the files changed after the
+# first pass rebuilt them: 10 of 60 files rewritten through the mount
+# once the walk is past them (a rate-limited rebuild); the daemon must
+# report the other 50 as unchanged (60: changes missed; fewer: files
+# rebuilt twice for nothing), and the new member must hold the new bytes
+sixty verify 300000
+past=""
+for _ in $(seq 1 600); do
+	now=$("$RAIDFS" status "$mnt" | sed -n 's/^ *now: f\([0-9]*\)$/\1/p')
+	[ -n "$now" ] && [ "$now" -ge 30 ] && [ "$now" -lt 60 ] && { past=$now; break; }
+	sleep 0.05
+done
+# (paused, so that the first pass is still on when the writes are done)
+expect_rc 0 "$RAIDFS" rebuild "$mnt" pause
+[ -n "$past" ] || fail "verify: the first pass was never seen between f30 and f59: $("$RAIDFS" status "$mnt")"
+for i in $(seq 10 19); do
+	head -c 5000 /dev/urandom >"$C/part"
+	dd if="$C/part" of="$mnt/f$i" bs=5000 oflag=seek_bytes seek=$((i * 1000)) conv=notrunc status=none
+	dd if="$C/part" of="$C/ref/f$i" bs=5000 oflag=seek_bytes seek=$((i * 1000)) conv=notrunc status=none
+done
+tail -n +$((l0 + 1)) "$T/daemon.log" | grep -aq "rebuild of member 2: the verify pass found" &&
+	fail "verify: the verify pass began while the rebuild was paused"
+"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+expect_rc 0 "$RAIDFS" rebuild "$mnt" resume
+wait_member "$mnt" 2 online "$C/new2" || fail "verify: the rebuild did not finish: $("$RAIDFS" status "$mnt")"
+line=$(tail -n +$((l0 + 1)) "$T/daemon.log" | grep -a "rebuild of member 2: the verify pass found")
+[[ $line == *"found 50 files unchanged"* ]] ||
+	fail "verify: 10 of 60 files changed after the first pass (which was at f$past), but the daemon said: $line"
+expect_rc 0 "$RAIDFS" fail "$mnt" 0
+workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
+	{ cat "$C/cmp.out" >&2; fail "verify: tree differs with member 0 failed after the rebuild"; }
+rfs_unmount_wait "$mnt" || fail "verify: unmount"
+log "ok: the verify pass looked again at the 10 files changed behind the first pass, and only at them"
 log "all passed in ${SECONDS}s"
 exit 0
