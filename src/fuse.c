@@ -149,12 +149,21 @@ static bool primary_lost(int err, const char *path, const char *path2)
 		snprintf(msg, sizeof(msg), "namespace operation failed: %s", strerror(err));
 		return array_fail_member(A, p, msg) == 1 && array_state(A) != ARRAY_FAILED;
 	}
-	/* cheap test only (ENOENT is common): the root directory is gone;
-	 * the monitor catches the rest within a second */
+	/* cheap tests first (ENOENT is common: every lookup of a missing
+	 * name): the root directory gone, the other members disagreeing,
+	 * the member's own .raidfs gone (an rm -rf of the member directory
+	 * that took it first: a create, which links the new file into
+	 * .raidfs/dirty, fails with ENOENT in an existing directory); the
+	 * monitor catches the rest within a second */
 	struct stat st;
-	if (fstat(A->m[p].dirfd, &st) == 0 && st.st_nlink > 0 && !A->m[p].fault.vanished)
-		return (err == ENOENT || err == ENOTDIR) &&
-		       (primary_disagrees(path) || primary_disagrees(path2));
+	if (fstat(A->m[p].dirfd, &st) == 0 && st.st_nlink > 0 && !A->m[p].fault.vanished) {
+		if (err != ENOENT && err != ENOTDIR)
+			return false;
+		if (primary_disagrees(path) || primary_disagrees(path2))
+			return true;
+		if (fstatat(A->m[p].dirfd, SB_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			return false;
+	}
 	if (member_vanished(A, p, &why))
 		return array_fail_member(A, p, why) == 1 && array_state(A) != ARRAY_FAILED;
 	return false;

@@ -3,7 +3,9 @@
 # fail members up to the tolerance in each of three ways ('raidfs fail',
 # deleting the member directory, injected write EIO); the workload must
 # finish without an error and the tree must be byte-identical to the
-# reference; status must say degraded and name the failed members.
+# reference; status must say degraded and name the failed members.  Last,
+# the primary's .raidfs deleted alone (the start of an rm -rf of the member
+# directory): the next create must not fail.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
@@ -79,5 +81,29 @@ for cfg in "${CONFIGS[@]}"; do
 		rm -rf "$C"
 	done
 done
+# an rm -rf of the primary's directory that takes its .raidfs first: the
+# user's directories are still there, but a create (which links the new
+# file into .raidfs/dirty) found nothing to link into and returned ENOENT
+# for the second or so until the monitor noticed (a workload above saw it
+# once in CI); the member must be failed at once and the operation done
+# on the next primary
+C=$T/meta
+mkdir -p "$C/ref/d"
+mem=$(make_members 3 meta/d)
+mnt=$C/mnt
+expect_rc 0 "$RAIDFS" create --level raid1 --name meta $mem
+rfs_mount "$(join_members $mem)" "$mnt" || fail "meta: mount"
+mkdir "$mnt/d"
+echo old >"$mnt/d/f0"; echo old >"$C/ref/d/f0"
+rm -rf "$C/d1/.raidfs"
+echo new >"$mnt/d/f1" || fail "meta: a create right after the primary's .raidfs was deleted failed"
+echo new >"$C/ref/d/f1"
+mkdir "$mnt/d/sub" || fail "meta: mkdir after the primary's .raidfs was deleted"
+mkdir "$C/ref/d/sub"
+expect_rc 1 "$RAIDFS" status "$mnt"
+grep -q "failed: its superblock disappeared" "$OUT" || fail "meta: member 0 not failed for its lost .raidfs: $(cat "$OUT")"
+workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "meta: tree differs"; }
+rfs_unmount_wait "$mnt" || fail "meta: unmount"
+log "ok: raid1 width 3, the primary's .raidfs deleted under the mount: failed at the next create, which succeeded"
 log "all passed in ${SECONDS}s"
 exit 0
