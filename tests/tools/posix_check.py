@@ -163,6 +163,23 @@ def after_release(fn, want, timeout=2.0):
     return got
 
 
+def rmdir_after_release(path, timeout=2.0):
+    """os.rmdir(path), retried while the directory holds nothing but names
+    libfuse gave files it hid because they were open: a file closed and
+    unlinked a moment before is hidden if its release (sent by the kernel
+    after close() has returned) has not reached the daemon yet.  A
+    directory holding any other name fails at once."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            return os.rmdir(path)
+        except OSError as e:
+            if e.errno != errno.ENOTEMPTY or time.monotonic() >= end or \
+               any(not n.startswith(".fuse_hidden") for n in os.listdir(path)):
+                raise
+            time.sleep(0.01)
+
+
 def write_file(path, data, mode=0o644):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
@@ -353,7 +370,7 @@ def mkdir_rmdir(c, d):
     g = os.path.join(a, "b", "c", "g")
     write_file(g, b"data")
     os.unlink(g)
-    os.rmdir(os.path.join(a, "b", "c"))
+    rmdir_after_release(os.path.join(a, "b", "c"))
     os.rmdir(os.path.join(a, "b"))
     os.rmdir(a)
     c.eq(sorted(os.listdir(d)), ["f"], "directory listing after removing the tree")
