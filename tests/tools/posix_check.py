@@ -40,6 +40,8 @@ import threading
 import time
 import traceback
 
+from release import after_release, rmdir_after_release
+
 KiB = 1024
 MiB = 1024 * KiB
 GiB = 1024 * MiB
@@ -147,37 +149,6 @@ def where():
 
 def rbytes(seed, n):
     return random.Random(seed).randbytes(n)
-
-
-def after_release(fn, want, timeout=2.0):
-    """fn() once it returns want, or its last value after timeout seconds.
-    For what the last close() of a file changes in a FUSE file system:
-    the kernel sends the release after close() has returned, and a name
-    libfuse hid for the open file (".fuse_hidden...") goes when it is
-    handled.  A value that never settles is still caught."""
-    end = time.monotonic() + timeout
-    got = fn()
-    while got != want and time.monotonic() < end:
-        time.sleep(0.01)
-        got = fn()
-    return got
-
-
-def rmdir_after_release(path, timeout=2.0):
-    """os.rmdir(path), retried while the directory holds nothing but names
-    libfuse gave files it hid because they were open: a file closed and
-    unlinked a moment before is hidden if its release (sent by the kernel
-    after close() has returned) has not reached the daemon yet.  A
-    directory holding any other name fails at once."""
-    end = time.monotonic() + timeout
-    while True:
-        try:
-            return os.rmdir(path)
-        except OSError as e:
-            if e.errno != errno.ENOTEMPTY or time.monotonic() >= end or \
-               any(not n.startswith(".fuse_hidden") for n in os.listdir(path)):
-                raise
-            time.sleep(0.01)
 
 
 def write_file(path, data, mode=0o644):

@@ -54,6 +54,8 @@ import stat
 import sys
 import time
 
+from release import rmdir_after_release
+
 MIB = 1 << 20
 GIB = 1 << 30
 BLK = MIB  # read block for comparisons
@@ -556,7 +558,7 @@ class Workload:
             return self.op_mkdir()
         rel = self.rng.choice(empty)
         self.log("rmdir %s" % rel)
-        self.both("rmdir", rel, lambda root: os.rmdir(os.path.join(root, rel)))
+        self.both("rmdir", rel, lambda root: rmdir_after_release(os.path.join(root, rel)))
         self.changed()
 
     def op_renamedir(self):

@@ -1,0 +1,37 @@
+"""
+release.py - waiting for what the last close() of a file changes in a
+FUSE file system, for the test tools (posix_check.py, workload.py).
+
+The kernel sends a file's release after close() has returned.  Until it
+reaches the daemon, libfuse counts the file open: an unlink of it hides
+it as ".fuse_hidden..." (a name, and a link, that go when the release is
+handled).  A check made right after a close can meet that; these wait
+for it, and still report a name or link that stays.
+"""
+import errno
+import os
+import time
+
+
+def after_release(fn, want, timeout=2.0):
+    """fn() once it returns want, or its last value after timeout seconds."""
+    end = time.monotonic() + timeout
+    got = fn()
+    while got != want and time.monotonic() < end:
+        time.sleep(0.01)
+        got = fn()
+    return got
+
+
+def rmdir_after_release(path, timeout=2.0):
+    """os.rmdir(path), retried while the directory holds nothing but hidden
+    names; a directory holding any other name fails at once."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            return os.rmdir(path)
+        except OSError as e:
+            if e.errno != errno.ENOTEMPTY or time.monotonic() >= end or \
+               any(not n.startswith(".fuse_hidden") for n in os.listdir(path)):
+                raise
+            time.sleep(0.01)
