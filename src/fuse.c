@@ -604,9 +604,15 @@ static int fs_link(const char *from, const char *to)
 		if (_e < 0)
 			return _e;
 	}
-	FOR_OTHERS(j)
+	FOR_OTHERS(j) {
 		if (linkat(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), 0) < 0)
 			note_member_error(j, "link", from, to, errno);
+		else if (member_rebuilding(A, j))
+			/* the new name may be behind the walk's position, linked
+			 * to a shard a re-add has not resynced yet: looked at
+			 * again, as a rename's new name is */
+			rebuild_redo(to);
+	}
 	return 0;
 }
 
