@@ -584,8 +584,9 @@ static long rebuild_window(struct walk *w, struct fctx *fc, struct rfile *rf, ui
  * rfile open since before a re-add has no shard on the member and writes
  * past it; every change bumps the version when its handle closes): then
  * its owner and mode are brought up to date, *pm is the metadata and
- * *jsize the shard's length.  Two opens instead of one per member.  A rename racing with this only makes the ids differ, and the
- * file takes the full path.
+ * *jsize the shard's length.  Two opens instead of one per member.  A
+ * rename racing with this only makes the ids differ, and the file takes
+ * the full path.
  */
 static bool shard_current(struct walk *w, const char *rel, struct file_meta *pm, uint64_t *jsize)
 {
@@ -2103,9 +2104,11 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 			snprintf(err, errlen, "member %d missed changes while it was away, and the array has no redundancy left to resync them: bring back the other members first",
 				 j);
 	} else {
-		log_warn("array '%s': re-adding member %d from '%s'%s%s%s (events %llu, array at %llu)", a->sb.name, j,
-			 path, before ? ", its directory before '" : "", before ? a->sb.members[j].path : "",
-			 before ? "'" : "", (unsigned long long)sb.events, (unsigned long long)a->sb.events);
+		char was[PATH_MAX + 32] = "";
+		if (before)
+			snprintf(was, sizeof(was), ", its directory before '%s'", a->sb.members[j].path);
+		log_warn("array '%s': re-adding member %d from '%s'%s (events %llu, array at %llu)", a->sb.name, j,
+			 path, was, (unsigned long long)sb.events, (unsigned long long)a->sb.events);
 		array_dirty_prune(a, fd);
 		r = start_on(a, j, fd, path, before ? RB_READD_ALL : RB_READD, err, errlen);
 		fd = -1;	/* start_on owns it */

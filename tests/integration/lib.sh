@@ -223,6 +223,24 @@ wait_member() {
 	return 1
 }
 
+# pause_rebuild_at MNT ERE: wait (at most 30 s) until the file the
+# rebuild is at ('now:' in status) matches ERE, then pause the rebuild
+# ('raidfs rebuild MNT resume' goes on); prints that file, or returns 1
+# when it was never seen
+pause_rebuild_at() {
+	local now
+	for _ in $(seq 1 600); do
+		now=$("$RAIDFS" status "$1" | sed -n 's/^ *now: //p')
+		if [ -n "$now" ] && [[ $now =~ $2 ]]; then
+			"$RAIDFS" rebuild "$1" pause >/dev/null || return 1
+			echo "$now"
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
 # rfs_kill MOUNTPOINT: kill -9 the daemon (a crash), wait until it is
 # gone and detach the dead mount
 rfs_kill() {

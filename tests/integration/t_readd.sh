@@ -407,15 +407,13 @@ for i in $(seq 10 39); do	# changed too: the re-add takes its time over them
 done
 "$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
 expect_rc 0 "$RAIDFS" add "$mnt" "$C/d4"
-seen=""
-for _ in $(seq 1 600); do
-	"$RAIDFS" status "$mnt" | grep -q "now: d/f[1-3]" && { seen=1; break; }
-	sleep 0.05
-done
-[ -n "$seen" ] || fail "linkre: the re-add was never seen in d/: $("$RAIDFS" status "$mnt")"
+# (paused in d/: past a/, before y)
+pause_rebuild_at "$mnt" '^d/f[1-3][0-9]$' >/dev/null ||
+	fail "linkre: the re-add was never seen in d/: $("$RAIDFS" status "$mnt")"
 ln "$mnt/y" "$mnt/a/new" || fail "linkre: link during the re-add"
 ln "$C/ref/y" "$C/ref/a/new"
 "$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+expect_rc 0 "$RAIDFS" rebuild "$mnt" resume
 wait_member "$mnt" 3 online || fail "linkre: member 3 not back: $("$RAIDFS" status "$mnt")"
 [ "$(stat -c %i "$C/d4/a/new")" = "$(stat -c %i "$C/d4/y")" ] ||
 	fail "linkre: on the re-added member a/new and y are different files ($(stat -c '%n %i %h %s' "$C/d4/a/new" "$C/d4/y" | tr '\n' ' '))"

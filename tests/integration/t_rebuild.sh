@@ -143,15 +143,9 @@ log "ok: files replaced by other kinds of entries under the walk: rebuilt, tree 
 # report the other 50 as unchanged (60: changes missed; fewer: files
 # rebuilt twice for nothing), and the new member must hold the new bytes
 sixty verify 300000
-past=""
-for _ in $(seq 1 600); do
-	now=$("$RAIDFS" status "$mnt" | sed -n 's/^ *now: f\([0-9]*\)$/\1/p')
-	[ -n "$now" ] && [ "$now" -ge 30 ] && [ "$now" -lt 60 ] && { past=$now; break; }
-	sleep 0.05
-done
 # (paused, so that the first pass is still on when the writes are done)
-expect_rc 0 "$RAIDFS" rebuild "$mnt" pause
-[ -n "$past" ] || fail "verify: the first pass was never seen between f30 and f59: $("$RAIDFS" status "$mnt")"
+past=$(pause_rebuild_at "$mnt" '^f[3-5][0-9]$') ||
+	fail "verify: the first pass was never seen between f30 and f59: $("$RAIDFS" status "$mnt")"
 for i in $(seq 10 19); do
 	head -c 5000 /dev/urandom >"$C/part"
 	dd if="$C/part" of="$mnt/f$i" bs=5000 oflag=seek_bytes seek=$((i * 1000)) conv=notrunc status=none
@@ -164,7 +158,7 @@ expect_rc 0 "$RAIDFS" rebuild "$mnt" resume
 wait_member "$mnt" 2 online "$C/new2" || fail "verify: the rebuild did not finish: $("$RAIDFS" status "$mnt")"
 line=$(tail -n +$((l0 + 1)) "$T/daemon.log" | grep -a "rebuild of member 2: the verify pass found")
 [[ $line == *"found 50 files unchanged"* ]] ||
-	fail "verify: 10 of 60 files changed after the first pass (which was at f$past), but the daemon said: $line"
+	fail "verify: 10 of 60 files changed after the first pass (which was at $past), but the daemon said: $line"
 expect_rc 0 "$RAIDFS" fail "$mnt" 0
 workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
 	{ cat "$C/cmp.out" >&2; fail "verify: tree differs with member 0 failed after the rebuild"; }
