@@ -670,6 +670,19 @@ void array_close(struct array *a)
 			close(a->m[j].dirfd);
 		a->m[j].dirfd = -1;
 	}
+	for (unsigned i = 0; i < a->nretired && i < ARRAY_RETIRED; i++)
+		close(a->retired[i]);
+	a->nretired = 0;
+}
+
+/* Close fd at the unmount (struct array, retired); the oldest of them
+ * now if there are too many.  Caller holds a->lock. */
+static void retire_fd_locked(struct array *a, int fd)
+{
+	unsigned i = a->nretired++ % ARRAY_RETIRED;
+	if (a->nretired > ARRAY_RETIRED)
+		close(a->retired[i]);
+	a->retired[i] = fd;
 }
 
 /* Write the authoritative superblock, with each member's own index, to
@@ -1350,8 +1363,9 @@ static void pick_primary_locked(struct array *a)
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (member_online(a, j)) {
 			if ((int)j != old) {
+				rfile_change_begin();
 				__atomic_store_n(&a->primary, (int)j, __ATOMIC_RELEASE);
-				rfile_rekey(a);
+				rfile_change_end(a);
 				log_warn("array '%s': member %u '%s' now serves the namespace",
 					 a->sb.name, j, a->m[j].path);
 			}
@@ -1687,6 +1701,9 @@ void array_shadow_drop(struct array *a)
  */
 static int shadow_take_slot(struct array *a, int j, bool complete)
 {
+	/* opens wait from here until the slot has its new directory (an
+	 * open between the two would keep the old directory's shard) */
+	rfile_change_begin();
 	rfile_shadow_commit(j);
 	pthread_mutex_lock(&a->lock);
 	bool done = complete && member_online(a, j);
@@ -1709,19 +1726,20 @@ static int shadow_take_slot(struct array *a, int j, bool complete)
 	a->m[SHADOW].dirfd = -1;
 	a->m[SHADOW].state = MS_REMOVED;
 	__atomic_store_n(&a->shadow_of, -1, __ATOMIC_RELEASE);
+	/* opens go on, keyed by the slot's new directory (and no shadow
+	 * shard: one opened now would be taken for the next replacement's) */
+	rfile_change_end(a);
 	a->sb.replacing = false;
 	sb_path_set(a->sb.repl_path, "");
 	a->sb.events++;
 	int r = array_write_superblocks_locked(a);
-	if (done && j == a->primary)
-		rfile_rekey(a);	/* inode numbers come from the new directory now */
-	pthread_mutex_unlock(&a->lock);
 	/* the old directory is no longer a member: a later mount must not
 	 * take it for one (a failed one is stale by its event counter) */
 	if (done)
 		unlinkat(old, SB_FILE, 0);
 	if (old >= 0)
-		close(old);
+		retire_fd_locked(a, old);
+	pthread_mutex_unlock(&a->lock);
 	if (done) {
 		log_info("array '%s': member %d is now '%s' (replaced '%s', which can be removed)", a->sb.name, j,
 			 m->path, oldpath);

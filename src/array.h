@@ -102,6 +102,7 @@ enum array_state { ARRAY_OPTIMAL, ARRAY_DEGRADED, ARRAY_FAILED };
  *                                           array_shadow_drop()
  */
 #define SHADOW (LAYOUT_MAX_WIDTH + SB_MAX_SPARES)
+#define ARRAY_RETIRED 8
 #define MEMBER_SLOTS (SHADOW + 1)
 
 struct array {
@@ -123,6 +124,11 @@ struct array {
 	 * applied to some members only.  Writer-preferring. */
 	pthread_rwlock_t ns_lock;
 	char mountpoint[PATH_MAX];
+	/* directories of members replaced in place, kept open until the
+	 * unmount: a thread that read a member's descriptor just before the
+	 * replacement took its slot must not meet the number reused */
+	int retired[ARRAY_RETIRED];
+	unsigned nretired;
 	/* given paths that could not be used, and why (set by assembly;
 	 * the strings are the caller's argv and static messages) */
 	int nunusable;

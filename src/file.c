@@ -63,10 +63,52 @@ static struct rfile *find_locked(uint64_t key)
 	return NULL;
 }
 
-void rfile_rekey(struct array *a)
+/*
+ * Keys and member directories change together.  An rfile is keyed by the
+ * inode of its primary shard and holds a descriptor per member directory:
+ * when the primary changes, or a replacement takes a member's slot, what a
+ * thread looked up or opened a moment before may come from the old
+ * directory - a lookup by an inode of the old primary finds nothing, or
+ * another file.  key_epoch counts these changes (odd while one is under
+ * way): a thread notes it before it looks at the members, and checks it
+ * under the table lock before it trusts or inserts what it found.
+ */
+static uint64_t key_epoch;
+static pthread_cond_t key_cv = PTHREAD_COND_INITIALIZER;
+
+uint64_t rfile_epoch(void)
+{
+	uint64_t e = __atomic_load_n(&key_epoch, __ATOMIC_ACQUIRE);
+	if (e & 1) {
+		pthread_mutex_lock(&table_lock);
+		while (key_epoch & 1)
+			pthread_cond_wait(&key_cv, &table_lock);
+		e = key_epoch;
+		pthread_mutex_unlock(&table_lock);
+	}
+	return e;
+}
+
+/* The key of rf from its shard on the current primary; a file without
+ * one keeps a key no path lookup produces (it stays reachable through its
+ * handles).  Table lock held. */
+static void key_locked(struct array *a, struct rfile *rf)
+{
+	struct stat st;
+	int p = a->primary;
+	rf->key = (rf->fd[p] >= 0 && fstat(rf->fd[p], &st) == 0) ? st.st_ino : ~(uint64_t)(uintptr_t)rf;
+}
+
+void rfile_change_begin(void)
+{
+	pthread_mutex_lock(&table_lock);
+	__atomic_store_n(&key_epoch, key_epoch + 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&table_lock);
+}
+
+void rfile_change_end(struct array *a)
 {
 	struct rfile *all = NULL;
-	int p = a->primary;
 	pthread_mutex_lock(&table_lock);
 	for (unsigned b = 0; b < TABLE_SIZE; b++) {
 		while (table[b]) {
@@ -78,15 +120,14 @@ void rfile_rekey(struct array *a)
 	}
 	while (all) {
 		struct rfile *rf = all;
-		struct stat st;
 		all = rf->next;
-		/* a file without a shard on the new primary keeps a key no
-		 * path lookup produces: it stays reachable through its handles */
-		rf->key = (rf->fd[p] >= 0 && fstat(rf->fd[p], &st) == 0) ? st.st_ino : ~(uint64_t)(uintptr_t)rf;
+		key_locked(a, rf);
 		unsigned b = bucket(rf->key);
 		rf->next = table[b];
 		table[b] = rf;
 	}
+	__atomic_store_n(&key_epoch, key_epoch + 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&key_cv);
 	pthread_mutex_unlock(&table_lock);
 }
 
@@ -106,9 +147,16 @@ void rfile_forget_member(uint32_t j)
 
 static void commit_one(struct rfile *rf, uint32_t j)
 {
-	if (rf->fd[j] >= 0)
-		close(rf->fd[j]);
-	rf->fd[j] = rf->fd[SHADOW];
+	/* the shadow's shard takes over the old one's descriptor number:
+	 * a thread that read it without the file's lock (getattr) meets
+	 * one shard of the file or the other, never a closed number */
+	if (rf->fd[j] >= 0 && rf->fd[SHADOW] >= 0 && dup3(rf->fd[SHADOW], rf->fd[j], O_CLOEXEC) >= 0) {
+		close(rf->fd[SHADOW]);
+	} else {
+		if (rf->fd[j] >= 0)
+			close(rf->fd[j]);
+		rf->fd[j] = rf->fd[SHADOW];
+	}
 	rf->fd[SHADOW] = -1;
 }
 
@@ -186,12 +234,14 @@ bool rfile_any_without(uint32_t j)
 	return any;
 }
 
-int rfile_lookup_size(uint64_t key, uint64_t *size, int *marks)
+int rfile_lookup_size(uint64_t epoch, uint64_t key, uint64_t *size, int *marks)
 {
 	int found = 0;
 	pthread_mutex_lock(&table_lock);
-	struct rfile *rf = find_locked(key);
-	if (rf) {
+	struct rfile *rf = key_epoch == epoch ? find_locked(key) : NULL;
+	if (key_epoch != epoch) {
+		found = -EAGAIN;
+	} else if (rf) {
 		*size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
 		*marks = __atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE) +
 			 __atomic_load_n(&rf->cmarked, __ATOMIC_ACQUIRE);
@@ -388,10 +438,22 @@ int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
 }
 
 /* Put a freshly built rfile into the table, or take the one another
- * thread inserted meanwhile. */
-static struct rfile *insert_or_share(struct rfile *rf)
+ * thread inserted meanwhile.  Its key and shards come from the members as
+ * they were at `epoch`: if they changed since, it is keyed again when
+ * `rekey` (a create: the namespace lock keeps replacements out, only the
+ * primary can have changed), else dropped and NULL returned (an open
+ * starts again: a shard may come from a replaced directory). */
+static struct rfile *insert_or_share(struct rfile *rf, uint64_t epoch, bool rekey)
 {
 	pthread_mutex_lock(&table_lock);
+	if (key_epoch != epoch && !rekey) {
+		pthread_mutex_unlock(&table_lock);
+		close_rf_fds(rf);
+		rfile_free(rf);
+		return NULL;
+	}
+	if (key_epoch != epoch)
+		key_locked(rf->a, rf);	/* (an epoch still odd rekeys it again at its end) */
 	struct rfile *old = find_locked(rf->key);
 	if (old) {
 		old->refs++;
@@ -419,8 +481,12 @@ static int open_shard(struct array *a, uint32_t j, const char *relpath)
 int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 {
 	struct stat st;
+again:;
+	uint64_t epoch = rfile_epoch();
 	int p = a->primary;
 	int fd = open_shard(a, p, relpath);
+	if (fd < 0 && rfile_epoch() != epoch)
+		goto again;	/* (the directory just left the array) */
 	if (fd < 0) {
 		if (member_error_is_fatal(fd))
 			array_member_io_error(a, p, fd, false);
@@ -437,6 +503,11 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 	}
 	/* Already open?  Share it. */
 	pthread_mutex_lock(&table_lock);
+	if (key_epoch != epoch) {
+		pthread_mutex_unlock(&table_lock);
+		close(fd);
+		goto again;
+	}
 	struct rfile *rf = find_locked(st.st_ino);
 	if (rf) {
 		rf->refs++;
@@ -511,7 +582,9 @@ int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 		rf->meta_stale = true;	/* repair the bad copies on close */
 	rf->meta_agree = ret == 0 && look.agree;
 	open_shadow(rf, relpath, false, 0);
-	*out = insert_or_share(rf);
+	*out = insert_or_share(rf, epoch, false);
+	if (!*out)
+		goto again;
 	return 0;
 }
 
@@ -565,6 +638,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		 uid_t uid, gid_t gid, struct rfile **out)
 {
 	int fds[LAYOUT_MAX_WIDTH];
+	uint64_t epoch = rfile_epoch();
 	int p = a->primary, ret = 0;
 	struct stat st;
 
@@ -637,7 +711,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	}
 	fstat(fds[p], &st);
 	rf->key = st.st_ino;
-	*out = insert_or_share(rf);
+	*out = insert_or_share(rf, epoch, true);
 	return 0;
 fail:
 	close_fds(a, fds);

@@ -69,9 +69,18 @@ struct rfile {
 void rfile_table_init(void);
 /* The path the open file `id` was opened by (see struct rfile). */
 bool rfile_path_of(uint64_t id, char *buf, size_t len);
-/* The primary member changed: rekey every open file by its inode there.
- * Called with the array lock held. */
-void rfile_rekey(struct array *a);
+/*
+ * The primary changes, or a replacement takes a member's slot: between
+ * rfile_change_begin() and rfile_change_end() (which keys every open file
+ * by its inode on the primary again), opens wait; a lookup or open that
+ * began before is done again (rfile_epoch(), file.c).  The array lock may
+ * be held.
+ */
+void rfile_change_begin(void);
+void rfile_change_end(struct array *a);
+/* The current epoch of keys and member directories: note it before
+ * looking a file up by its inode on the primary (rfile_lookup_size()). */
+uint64_t rfile_epoch(void);
 
 /*
  * Open the file at relpath (relative to the member roots).  Shares an
@@ -101,8 +110,10 @@ void rfile_hold(struct rfile *rf);
 
 /* Logical size of an open file with the primary shard inode `key`, if the
  * file is open: 1 and *size set (and *marks: its dirty-log links, which
- * its shards carry besides the user's); 0 otherwise. */
-int rfile_lookup_size(uint64_t key, uint64_t *size, int *marks);
+ * its shards carry besides the user's); 0 otherwise; -EAGAIN when the
+ * primary changed since `epoch` (rfile_epoch(), taken before the stat
+ * that gave the key): stat again. */
+int rfile_lookup_size(uint64_t epoch, uint64_t key, uint64_t *size, int *marks);
 
 /* Build a private rfile over given shard fds (for resync and check; the
  * fds are owned by the caller, not closed by rfile_free_private). */

@@ -324,15 +324,23 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	}
 	CHECK_HIDDEN(path);
 	const char *r = rel(path);
+again:;
+	/* an open file's size is its rfile's, found by the inode on the
+	 * primary: a new primary meanwhile makes the inode another's */
+	uint64_t epoch = rfile_epoch();
 	int _e = ON_PRIMARY(fstatat(PRIMARY, r, st, AT_SYMLINK_NOFOLLOW));
+	if (_e < 0 && rfile_epoch() != epoch)
+		goto again;
 	if (_e == -ENOENT)
 		__atomic_add_fetch(&hide_misses, 1, __ATOMIC_RELEASE);	/* see fs_rename() */
 	if (_e < 0)
 		return _e;
 	if (S_ISREG(st->st_mode)) {
 		uint64_t size;
-		int marks = 0;
-		if (rfile_lookup_size(st->st_ino, &size, &marks)) {
+		int marks = 0, found = rfile_lookup_size(epoch, st->st_ino, &size, &marks);
+		if (found < 0)
+			goto again;
+		if (found) {
 			if ((int)st->st_nlink > marks)
 				st->st_nlink -= marks;	/* the dirty-log links are ours */
 		} else if (st->st_nlink > 1 &&

@@ -593,13 +593,14 @@ static bool shard_current(struct walk *w, const char *rel, struct file_meta *pm,
 	struct file_meta jm;
 	struct stat ps, js;
 	bool same = false;
+	uint64_t epoch = rfile_epoch();
 	int pf = openat(SRC(w), rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	int jf = pf >= 0 ? openat(w->dst, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
 	if (jf >= 0 && meta_get(pf, pm) == 0 && meta_get(jf, &jm) == 0 && pm->id == jm.id &&
 	    pm->version == jm.version && fstat(pf, &ps) == 0 && fstat(jf, &js) == 0) {
 		uint64_t size;
 		int marks;
-		same = !rfile_lookup_size(ps.st_ino, &size, &marks);
+		same = rfile_lookup_size(epoch, ps.st_ino, &size, &marks) == 0;	/* (-EAGAIN: the primary changed) */
 		if (same && (ps.st_uid != js.st_uid || ps.st_gid != js.st_gid))
 			fchownat(w->dst, rel, ps.st_uid, ps.st_gid, AT_SYMLINK_NOFOLLOW);
 		if (same && (ps.st_mode & 07777) != (js.st_mode & 07777))
@@ -1140,12 +1141,18 @@ static void worker_stop(void)
  * (again) after the promotion, compares every chunk.  When the array
  * cannot rebuild the member (no redundancy left), the copy is dropped.
  */
-static void maybe_promote(struct walk *w)
+static void maybe_promote(struct walk *w, bool locked)
 {
 	if (w->j != SHADOW || !__atomic_load_n(&rb_promote, __ATOMIC_ACQUIRE) || member_online(w->a, w->lj))
 		return;
 	worker_wait();		/* its file is rebuilt onto w->j */
+	/* under the namespace lock: a create meanwhile would open a shard
+	 * in the shadow slot after the slot moved */
+	if (!locked)
+		pthread_rwlock_wrlock(&w->a->ns_lock);
 	int r = array_shadow_promote(w->a);
+	if (!locked)
+		pthread_rwlock_unlock(&w->a->ns_lock);
 	if (r < 0) {
 		rebuild_abandon_replace();
 		return;
@@ -1232,7 +1239,7 @@ static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 		if (mknodat(w->dst, child, st->st_mode, 0) == 0 || errno == EEXIST)
 			copy_owner_times(w, child, st);
 	} else if (S_ISREG(st->st_mode)) {
-		maybe_promote(w);
+		maybe_promote(w, false);
 		if (w->pass == 1 && w->resume_after && path_cmp(child, w->resume_after) <= 0) {
 			w->skipped++;	/* rebuilt before the interruption */
 			return 0;
@@ -1745,7 +1752,7 @@ static void *rebuild_thread(void *arg)
 		}
 		if (locked && w.j == SHADOW) {
 			/* the copy is complete; its member failed meanwhile? */
-			maybe_promote(&w);
+			maybe_promote(&w, true);
 			if (w.j == SHADOW && !__atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE)) {
 				if (array_shadow_commit(a) == 0) {
 					w.j = w.lj;	/* it failed just now: promoted */
