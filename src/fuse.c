@@ -313,8 +313,13 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 {
 	struct rfile *rf = RF(fi);
 	if (rf) {
-		if (fstat(rf->fd[PRIMARY_IDX], st) < 0)
-			return -errno;
+		/* (the file's lock: a failure or a replacement changes its
+		 * descriptors under it) */
+		pthread_rwlock_rdlock(&rf->rw);
+		int e = fstat(rf->fd[PRIMARY_IDX], st) < 0 ? -errno : 0;
+		pthread_rwlock_unlock(&rf->rw);
+		if (e < 0)
+			return e;
 		fix_file_stat(st, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE));
 		int marks = __atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE) +
 			    __atomic_load_n(&rf->cmarked, __ATOMIC_ACQUIRE);
@@ -635,13 +640,17 @@ static int note_meta_write(const char *path, struct fuse_file_info *fi)
 	if (array_state(A) == ARRAY_OPTIMAL)
 		return note_write();
 	struct rfile *rf = RF(fi);
+	if (rf)
+		pthread_rwlock_rdlock(&rf->rw);
 	int fd = rf ? rf->fd[PRIMARY_IDX]
 		    : path && !hidden(path) ? openat(PRIMARY, rel(path), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
 					     : -1;
 	struct stat st;
 	struct file_meta fm;
 	bool file = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && meta_get(fd, &fm) == 0;
-	if (!rf && fd >= 0)
+	if (rf)
+		pthread_rwlock_unlock(&rf->rw);
+	else if (fd >= 0)
 		close(fd);
 	if (!file)
 		return note_write();
@@ -658,12 +667,13 @@ static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 	if (r < 0)
 		return r;
 	if (rf) {
-		if (fchmod(rf->fd[PRIMARY_IDX], mode) < 0)
-			return -errno;
+		pthread_rwlock_rdlock(&rf->rw);	/* (see fs_getattr()) */
+		r = fchmod(rf->fd[PRIMARY_IDX], mode) < 0 ? -errno : 0;
 		FOR_OTHERS(j)
-			if (rf->fd[j] >= 0)
+			if (r == 0 && rf->fd[j] >= 0)
 				fchmod(rf->fd[j], mode);
-		return 0;
+		pthread_rwlock_unlock(&rf->rw);
+		return r;
 	}
 	CHECK_HIDDEN(path);
 	{
@@ -684,12 +694,13 @@ static int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_inf
 	if (r < 0)
 		return r;
 	if (rf) {
-		if (fchown(rf->fd[PRIMARY_IDX], uid, gid) < 0)
-			return -errno;
+		pthread_rwlock_rdlock(&rf->rw);	/* (see fs_getattr()) */
+		r = fchown(rf->fd[PRIMARY_IDX], uid, gid) < 0 ? -errno : 0;
 		FOR_OTHERS(j)
-			if (rf->fd[j] >= 0)
+			if (r == 0 && rf->fd[j] >= 0)
 				fchown(rf->fd[j], uid, gid);
-		return 0;
+		pthread_rwlock_unlock(&rf->rw);
+		return r;
 	}
 	CHECK_HIDDEN(path);
 	{
@@ -710,12 +721,13 @@ static int fs_utimens(const char *path, const struct timespec tv[2], struct fuse
 	if (r < 0)
 		return r;
 	if (rf) {
-		if (futimens(rf->fd[PRIMARY_IDX], tv) < 0)
-			return -errno;
+		pthread_rwlock_rdlock(&rf->rw);	/* (see fs_getattr()) */
+		r = futimens(rf->fd[PRIMARY_IDX], tv) < 0 ? -errno : 0;
 		FOR_OTHERS(j)
-			if (rf->fd[j] >= 0)
+			if (r == 0 && rf->fd[j] >= 0)
 				futimens(rf->fd[j], tv);
-		return 0;
+		pthread_rwlock_unlock(&rf->rw);
+		return r;
 	}
 	CHECK_HIDDEN(path);
 	{
@@ -819,7 +831,13 @@ static int fs_write(const char *path, const char *buf, size_t size, off_t off,
 static void kill_setid_on_write(struct fuse_file_info *fi)
 {
 	struct stat st;
-	if (fuse_get_context()->uid == 0 || fstat(RF(fi)->fd[PRIMARY_IDX], &st) < 0)
+	struct rfile *rf = RF(fi);
+	if (fuse_get_context()->uid == 0)
+		return;
+	pthread_rwlock_rdlock(&rf->rw);	/* (see fs_getattr()) */
+	int e = fstat(rf->fd[PRIMARY_IDX], &st);
+	pthread_rwlock_unlock(&rf->rw);
+	if (e < 0)
 		return;
 	mode_t kill = st.st_mode & S_ISUID;
 	if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
