@@ -1377,21 +1377,34 @@ static void pick_primary_locked(struct array *a)
 int array_fail_member(struct array *a, uint32_t j, const char *why)
 {
 	pthread_mutex_lock(&a->lock);
-	if (j >= a->width || !member_online(a, j)) {
+	bool rebuilding = j < a->width && member_rebuilding(a, j);
+	if (j >= a->width || (!member_online(a, j) && !rebuilding)) {
 		pthread_mutex_unlock(&a->lock);
 		return 0;
 	}
 	__atomic_store_n(&a->m[j].state, MS_FAULTY, __ATOMIC_RELEASE);
 	a->sb.members[j].state = MS_FAULTY;
+	/* a member failed during its rebuild holds a partial copy: should
+	 * its directory return, it is compared file by file, never taken
+	 * back as it is nor resynced from the missed-write log alone (as
+	 * for a slot that went to another directory) */
+	if (rebuilding)
+		a->sb.members[j].gen++;
 	snprintf(a->m[j].fail_reason, sizeof(a->m[j].fail_reason), "%s", why);
 	a->sb.events++;
 	enum array_state st = array_state(a);
-	log_err("member %u '%s' failed: %s; array '%s' is now %s", j, a->m[j].path, why,
-		a->sb.name, array_state_name(st));
+	if (rebuilding)
+		log_err("member %u '%s' failed during its rebuild: %s; the rebuild stops, array '%s' is %s",
+			j, a->m[j].path, why, a->sb.name, array_state_name(st));
+	else
+		log_err("member %u '%s' failed: %s; array '%s' is now %s", j, a->m[j].path, why,
+			a->sb.name, array_state_name(st));
 	array_write_superblocks_locked(a);
 	if ((int)j == a->primary)
 		pick_primary_locked(a);
 	pthread_mutex_unlock(&a->lock);
+	if (rebuilding)
+		rebuild_target_failed();
 	if ((int)j == shadow_of(a))
 		rebuild_replaced_member_failed();	/* its copy becomes its rebuild */
 	missed_from_dirty(a, j);
@@ -1507,14 +1520,31 @@ static volatile bool monitor_run;
 static void *monitor(void *arg)
 {
 	struct array *a = arg;
+	bool shadow_told = false;
 	while (monitor_run) {
 		for (uint32_t j = 0; j < a->width && monitor_run; j++) {
 			const char *why;
-			if (member_online(a, j) && member_vanished(a, j, &why)) {
+			/* (also the member being rebuilt: the new disk can go too) */
+			if ((member_online(a, j) || member_rebuilding(a, j)) && member_vanished(a, j, &why)) {
 				a->m[j].went_away = true;
 				array_fail_member(a, j, why);
 			}
 		}
+		/* the replacement of a member being replaced in place (looked
+		 * at under the lock: the commit changes the slot under it) */
+		const char *swhy;
+		char spath[PATH_MAX];
+		pthread_mutex_lock(&a->lock);
+		int sj = shadow_of(a);
+		bool gone = sj >= 0 && member_vanished(a, SHADOW, &swhy);
+		snprintf(spath, sizeof(spath), "%s", a->m[SHADOW].path);
+		pthread_mutex_unlock(&a->lock);
+		if (gone && !shadow_told) {
+			log_err("array '%s': the replacement '%s' of member %d failed: %s; member %d stays in service",
+				a->sb.name, spath, sj, swhy, sj);
+			rebuild_abandon_replace();
+		}
+		shadow_told = gone;
 		struct rebuild_info ri;
 		rebuild_get(&ri);
 		if (monitor_run && !ri.active)
@@ -1645,6 +1675,11 @@ static void record_replacement_locked(struct array *a, int j)
 
 int array_shadow_begin(struct array *a, uint32_t j, int fd, const char *path)
 {
+	/* no open file may carry a shard of an earlier replacement's
+	 * directory into this one (none should: the commit, the promotion
+	 * and the drop keep opens out while they change the slot) */
+	if (shadow_of(a) < 0)
+		rfile_forget_member(SHADOW);
 	pthread_mutex_lock(&a->lock);
 	if (!member_online(a, j) || shadow_of(a) >= 0) {
 		pthread_mutex_unlock(&a->lock);
@@ -1669,6 +1704,7 @@ int array_shadow_begin(struct array *a, uint32_t j, int fd, const char *path)
 
 void array_shadow_drop(struct array *a)
 {
+	rfile_change_begin();	/* opens wait (see shadow_take_slot()) */
 	pthread_mutex_lock(&a->lock);
 	int j = shadow_of(a);
 	__atomic_store_n(&a->shadow_of, -1, __ATOMIC_RELEASE);
@@ -1677,13 +1713,14 @@ void array_shadow_drop(struct array *a)
 	a->m[SHADOW].state = MS_REMOVED;
 	if (a->sb.replacing)
 		record_replacement_locked(a, -1);
-	pthread_mutex_unlock(&a->lock);
-	rfile_forget_member(SHADOW);
 	if (fd >= 0) {
 		/* no longer anything of the array's: a mount must not take it */
 		unlinkat(fd, SB_FILE, 0);
-		close(fd);
+		retire_fd_locked(a, fd);
 	}
+	pthread_mutex_unlock(&a->lock);
+	rfile_forget_member(SHADOW);
+	rfile_change_end(a);
 	if (j >= 0)
 		log_warn("array '%s': the replacement of member %d was abandoned; '%s' holds a partial copy (empty it before trying again)",
 			 a->sb.name, j, a->m[SHADOW].path);

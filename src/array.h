@@ -16,6 +16,10 @@
  *   +------------------------------------------------ REBUILDING <---+
  *                                                         |
  *                              unmount / kill -9: resumes at the next mount
+ *                              the new member's write error, vanished root,
+ *                              raidfs fail: FAULTY, the rebuild stops (its
+ *                              partial copy, if it comes back, is compared
+ *                              file by file: the slot's generation is bumped)
  *
  *   ONLINE      read and written; serves the namespace if it is the primary
  *   REBUILDING  written (every change follows it) but never read
@@ -44,8 +48,12 @@
  * resyncs exactly those files (array_resync_dirty()) and removes the links.
  * Hard links follow renames and keep unlinked-but-open files reachable.
  *
- * Locking: a->lock protects member states and superblock writes.  The
- * dirfds are set at assembly and never change while mounted.
+ * Locking: a->lock protects member states and superblock writes.  A
+ * slot's dirfd changes only when another directory takes the slot (a
+ * replacement, a re-add, the commit of a replacement in place); open files
+ * and lookups by inode follow through rfile_change_begin()/end() (file.h),
+ * and a member directory replaced in place stays open until the unmount
+ * (struct array, retired).
  */
 #ifndef RAIDFS_ARRAY_H
 #define RAIDFS_ARRAY_H

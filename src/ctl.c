@@ -375,14 +375,15 @@ static void cmd_fail(struct array *a, int argc, char **argv, struct out *o)
 		     argc == 2 ? argv[1] : "", a->sb.name, a->mountpoint);
 		return;
 	}
-	if (!member_online(a, j)) {
+	bool rebuilding = member_rebuilding(a, j);
+	if (!member_online(a, j) && !rebuilding) {
 		outf(o, "rc 1\nraidfs: fail: member %d '%s' is not online (it is %s)\n", j, a->m[j].path,
 		     member_word(a, j));
 		return;
 	}
 	array_fail_member(a, j, "failed by the administrator ('raidfs fail')");
-	outf(o, "rc 0\nmember %d '%s' marked faulty; array '%s' is %s\n", j, a->m[j].path, a->sb.name,
-	     array_state_name(array_state(a)));
+	outf(o, "rc 0\nmember %d '%s' marked faulty%s; array '%s' is %s\n", j, a->m[j].path,
+	     rebuilding ? " (its rebuild stops)" : "", a->sb.name, array_state_name(array_state(a)));
 }
 
 static void cmd_inject(struct array *a, int argc, char **argv, struct out *o)

@@ -65,7 +65,15 @@ void rebuild_get(struct rebuild_info *out)
 
 void rebuild_abandon_replace(void)
 {
+	pthread_mutex_lock(&rb_lock);
 	__atomic_store_n(&rb_abandon, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&rb_cond);	/* (a paused rebuild stops too) */
+	pthread_mutex_unlock(&rb_lock);
+}
+
+void rebuild_target_failed(void)
+{
+	rebuild_abandon_replace();
 }
 
 void rebuild_replaced_member_failed(void)
@@ -105,7 +113,7 @@ static bool throttle(uint64_t bytes)
 	info.elapsed = (t - t_start_ms) / 1000.0;
 	if (info.elapsed > 0.2)
 		info.rate = info.done / info.elapsed;
-	while (info.paused && !rb_stop)
+	while (info.paused && !rb_stop && !__atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE))
 		pthread_cond_wait(&rb_cond, &rb_lock);
 	bool busy = t - __atomic_load_n(&last_user_io_ms, __ATOMIC_RELAXED) < 100;
 	uint32_t limit = busy ? info.min_rate : info.max_rate;
@@ -244,6 +252,8 @@ struct walk {
 					 * changes (which keep the version) are
 					 * not known */
 	int errors;
+	int target_err;		/* the first error of the new member that fails it
+				 * (target_error()), judged between files */
 	bool count_only;
 	const char *resume_after;	/* skip files up to this path (walk order) */
 	uint64_t skipped;
@@ -271,6 +281,44 @@ static bool file_worker_busy(void);
 /* The source is the current primary: it may change during the walk
  * when a member fails (raid6 rebuilding with a second failure). */
 #define SRC(w) ((w)->a->m[__atomic_load_n(&(w)->a->primary, __ATOMIC_ACQUIRE)].dirfd)
+
+/*
+ * The new member failed: md fails a disk that errors during its recovery,
+ * and so does this (a replacement in place is abandoned, its member stays
+ * in service).  Called between files, with no lock held.
+ */
+static void target_failed(struct walk *w, const char *why)
+{
+	if (w->j == SHADOW) {
+		log_err("array '%s': the replacement '%s' of member %u failed: %s; member %u stays in service",
+			w->a->sb.name, w->a->m[SHADOW].path, w->lj, why, w->lj);
+		rebuild_abandon_replace();
+	} else {
+		array_fail_member(w->a, w->j, why);
+	}
+}
+
+/* An operation on the new member failed with err: an error of its disk,
+ * or no room left on it, fails it at the end of the file (other errors
+ * are the file's).  Any rebuild thread, locks held or not. */
+static void target_error(struct walk *w, int err)
+{
+	if (member_error_is_fatal(err) || err == -ENOSPC || err == -EDQUOT) {
+		int none = 0;
+		__atomic_compare_exchange_n(&w->target_err, &none, err, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
+}
+
+/* The new member answered ENOENT or ENOTDIR where the walk made the
+ * parent: true (and it is failed) if its directory is gone. */
+static bool target_gone(struct walk *w)
+{
+	const char *why;
+	if (!member_vanished(w->a, w->j, &why))
+		return false;
+	target_failed(w, why);
+	return true;
+}
 
 /* The user's xattrs of `to` made those of `from` (raidfs's own stay):
  * copied, and the ones `from` no longer has removed (none when `to` was
@@ -477,8 +525,10 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 		}
 		if (niov) {
 			int r = member_pwritev(w->a, w->j, tfd, iov, niov, (v->s0 + x - niov) * chunk);
-			if (r < 0)
+			if (r < 0) {
+				target_error(w, r);
 				return r;
+			}
 			__atomic_add_fetch(&v->written, (long)niov * chunk, __ATOMIC_RELAXED);
 			niov = 0;
 		}
@@ -760,13 +810,17 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 		}
 		if (fd < 0) {
 			/* no parent directory there: an operation that failed on
-			 * the new member queued it; it comes back as a redo */
+			 * the new member queued it; it comes back as a redo (unless
+			 * the new member's directory itself is gone) */
 			r = errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
-			if (r == 0)
-				rebuild_redo(rel);
+			target_error(w, r);
 			pthread_rwlock_unlock(&rf->rw);
 			pthread_rwlock_unlock(&a->ns_lock);
 			rfile_release(rf);
+			if (r == 0 && target_gone(w))
+				return -EINTR;	/* (the rebuild stops) */
+			if (r == 0)
+				rebuild_redo(rel);
 			return r;
 		}
 		fchown(fd, cur.st_uid, cur.st_gid);
@@ -851,6 +905,8 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 			r = -errno;
 		if (r == 0)
 			r = rfile_write_meta_rebuilt(rf, w->j);
+		if (r < 0)
+			target_error(w, r);
 		if (r == 0 && w->pass == 1)
 			note_rebuilt(w, fc, rf);
 		struct stat now;
@@ -1026,7 +1082,14 @@ static bool file_worker_busy(void)
  * another error is logged and counted. */
 static int file_result(struct walk *w, const char *rel, int r)
 {
-	if (r == 0 && (__atomic_load_n(&rb_stop, __ATOMIC_ACQUIRE) || __atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE)))
+	int te = __atomic_exchange_n(&w->target_err, 0, __ATOMIC_RELAXED);
+	if (te) {
+		char why[PATH_MAX + 64];
+		snprintf(why, sizeof(why), "error writing '%s' (%s)", rel, strerror(-te));
+		target_failed(w, why);
+	}
+	/* (after an abandonment the file's error is only its consequence) */
+	if ((r == 0 && __atomic_load_n(&rb_stop, __ATOMIC_ACQUIRE)) || __atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE))
 		r = -EINTR;
 	if (r < 0 && r != -EINTR) {
 		log_err("rebuild of '%s' onto member %u failed: %s", rel, w->lj, strerror(-r));
@@ -1537,7 +1600,7 @@ static int redo_drain(struct walk *w)
 		for (size_t i = 0; i < n; i++) {
 			if (r == 0 && !w->count_only) {
 				pthread_mutex_lock(&rb_lock);
-				bool stop = rb_stop;
+				bool stop = rb_stop || __atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE);
 				pthread_mutex_unlock(&rb_lock);
 				if (stop)
 					r = -EINTR;
@@ -1652,6 +1715,15 @@ static int readd_targeted(struct walk *w, char **paths, size_t n)
 
 static char resume_path[PATH_MAX];
 static bool resume_set;
+
+/* The rebuild is complete (namespace lock held): the member goes online,
+ * unless it failed just now (false). */
+static bool rebuilt_online(struct walk *w)
+{
+	unlinkat(w->dst, POS_FILE, 0);
+	redo_close(w->dst, true);
+	return array_member_rebuilt(w->a, w->j) != -EINVAL;
+}
 
 static void *rebuild_thread(void *arg)
 {
@@ -1798,15 +1870,15 @@ static void *rebuild_thread(void *arg)
 			log_warn("%s", msg);
 		} else {
 			redo_close(w.dst, false);
+			pthread_rwlock_wrlock(&a->ns_lock);	/* no create opens a shard there meanwhile */
 			array_shadow_drop(a);
+			pthread_rwlock_unlock(&a->ns_lock);
 			snprintf(msg, sizeof(msg), "the replacement of member %u was abandoned (%s); it stays in service",
-				 lj, w.errors ? "file errors, see the log" : "the member or the copy failed");
+				 lj, abandoned ? "the replacement failed, see the log"
+				   : w.errors ? "file errors, see the log" : "the member or the copy failed");
 			log_warn("%s", msg);
 		}
-	} else if (locked) {
-		unlinkat(w.dst, POS_FILE, 0);
-		redo_close(w.dst, true);
-		array_member_rebuilt(a, j);
+	} else if (locked && !abandoned && rebuilt_online(&w)) {
 		array_missed_clear(a, j);
 		pthread_rwlock_unlock(&a->ns_lock);
 		if (w.targeted)
@@ -1823,6 +1895,13 @@ static void *rebuild_thread(void *arg)
 				 (now_ms() - t_start_ms) / 1000.0);
 		log_info("%s", msg);
 		array_event(a, "RebuildFinished", j);
+	} else if (locked || abandoned) {
+		if (locked)
+			pthread_rwlock_unlock(&a->ns_lock);
+		redo_close(w.dst, false);
+		snprintf(msg, sizeof(msg), "rebuild of member %u onto '%.120s' stopped: the new member failed (see the log)",
+			 j, a->m[j].path);
+		log_err("%s", msg);
 	} else if (r == -EINTR) {
 		redo_close(w.dst, false);
 		snprintf(msg, sizeof(msg), "rebuild of member %u stopped at %.200s", j, info.current);

@@ -127,6 +127,9 @@ void rebuild_abandon_replace(void);
 /* The member being replaced in place failed: the copy becomes its
  * rebuild target, between two files of the walk.  Any thread. */
 void rebuild_replaced_member_failed(void);
+/* The member being rebuilt failed (array_fail_member()): the rebuild
+ * stops.  Any thread. */
+void rebuild_target_failed(void);
 /* Called on every user I/O, to slow the rebuild down (cheap). */
 void rebuild_note_user_io(void);
 

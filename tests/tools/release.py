@@ -38,3 +38,22 @@ def rmdir_after_release(path, timeout=10.0):
                any(not n.startswith(".fuse_hidden") for n in os.listdir(path)):
                 raise
             time.sleep(0.01)
+
+
+def only_hidden(diffs):
+    """True when the differences of two trees (compare_trees() lines,
+    "path: ...") are all names libfuse hides until a release."""
+    return bool(diffs) and all(
+        os.path.basename(d.split(": ", 1)[0]).startswith(".fuse_hidden") for d in diffs)
+
+
+def while_hidden(fn, timeout=10.0):
+    """fn() (a list of differences) again while it holds only hidden names,
+    for at most timeout seconds."""
+    end = time.monotonic() + timeout
+    got = fn()
+    while only_hidden(got) and time.monotonic() < end:
+        time.sleep(0.05)
+        got = fn()
+    return got
+
