@@ -1517,15 +1517,29 @@ void array_event(struct array *a, const char *event, int member)
 static pthread_t monitor_thread;
 static volatile bool monitor_run;
 
+/* Member j, online or being rebuilt, is gone (member_vanished(), *why
+ * its reason).  Seen without the lock first (a look at a dying disk may
+ * hang), then again under it: a directory taking the slot changes its
+ * descriptor, path and superblock under the lock. */
+static bool member_vanished_now(struct array *a, uint32_t j, const char **why)
+{
+	if (!(member_online(a, j) || member_rebuilding(a, j)) || !member_vanished(a, j, why))
+		return false;
+	pthread_mutex_lock(&a->lock);
+	bool gone = (member_online(a, j) || member_rebuilding(a, j)) && member_vanished(a, j, why);
+	pthread_mutex_unlock(&a->lock);
+	return gone;
+}
+
 static void *monitor(void *arg)
 {
 	struct array *a = arg;
 	bool shadow_told = false;
 	while (monitor_run) {
 		for (uint32_t j = 0; j < a->width && monitor_run; j++) {
-			const char *why;
 			/* (also the member being rebuilt: the new disk can go too) */
-			if ((member_online(a, j) || member_rebuilding(a, j)) && member_vanished(a, j, &why)) {
+			const char *why;
+			if (member_vanished_now(a, j, &why)) {
 				a->m[j].went_away = true;
 				array_fail_member(a, j, why);
 			}
