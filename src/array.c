@@ -1390,6 +1390,7 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 	 * for a slot that went to another directory) */
 	if (rebuilding)
 		a->sb.members[j].gen++;
+	a->m[j].partial = rebuilding;
 	snprintf(a->m[j].fail_reason, sizeof(a->m[j].fail_reason), "%s", why);
 	a->sb.events++;
 	enum array_state st = array_state(a);
@@ -1629,7 +1630,7 @@ static int install_member(struct array *a, uint32_t j, int fd, const char *path,
 	a->m[j].dirfd = fd;
 	snprintf(a->m[j].path, sizeof(a->m[j].path), "%s", path);
 	a->m[j].fail_reason[0] = '\0';
-	a->m[j].stale = a->m[j].went_away = a->m[j].readd_told = false;
+	a->m[j].stale = a->m[j].went_away = a->m[j].readd_told = a->m[j].partial = false;
 	a->m[j].errors = a->m[j].corrected = a->m[j].reads = a->m[j].writes = 0;
 	memset(&a->m[j].fault, 0, sizeof(a->m[j].fault));
 	__atomic_store_n(&a->m[j].state, state, __ATOMIC_RELEASE);

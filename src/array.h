@@ -82,6 +82,8 @@ struct member {
 					 * absent at mount): re-added by itself
 					 * when it comes back */
 	bool readd_told;		/* the monitor said why it cannot */
+	bool partial;			/* failed during its rebuild: its directory
+					 * holds a partial copy */
 	char fail_reason[128];		/* why it was failed (under a->lock) */
 	pthread_mutex_t fault_lock;
 	struct member_faults fault;	/* injection (member.h) */

@@ -271,6 +271,9 @@ static void status_text(struct array *a, struct out *o)
 				if (member_rebuilding(a, j))
 					outf(o, "action:  member %u is being rebuilt onto '%s'; the array has less redundancy until it finishes\n",
 					     j, a->m[j].path);
+				else if (a->m[j].partial)
+					outf(o, "action:  member %u ('%s') failed during its rebuild: replace it with 'raidfs replace %s %u NEWDIR' (an empty directory on another disk)\n",
+					     j, a->m[j].path, a->mountpoint, j);
 				else
 					outf(o, "action:  member %u ('%s') is %s: replace it with 'raidfs replace %s %u NEWDIR' (an empty directory on a new disk), or if the disk is sound (pulled by mistake) put it back with 'raidfs add %s %s' (resyncs only what changed)\n",
 					     j, a->m[j].path, member_word(a, j), a->mountpoint, j, a->mountpoint, a->m[j].path);

@@ -87,6 +87,8 @@ grep -q "member 1 '$C/new1' failed during its rebuild: its directory was deleted
 expect_rc 1 "$RAIDFS" status "$mnt"
 grep -q "failed: its directory was deleted" "$OUT" || fail "gone: status does not say why: $(cat "$OUT")"
 grep -q "stopped: the new member failed" "$OUT" || fail "gone: status does not say the rebuild stopped: $(cat "$OUT")"
+grep -q "action:  member 1 ('$C/new1') failed during its rebuild: replace it with 'raidfs replace $mnt 1 NEWDIR'" "$OUT" ||
+	fail "gone: status does not say what to do: $(cat "$OUT")"
 same_tree "gone: tree differs after the new member vanished"
 mkdir "$C/new2"
 expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new2"
