@@ -1564,6 +1564,10 @@ static void *monitor(void *arg)
 		rebuild_get(&ri);
 		if (monitor_run && !ri.active)
 			rebuild_take_spare(a);
+		if (monitor_run && rebuild_resume_due(a)) {
+			log_warn("array '%s': enough members are back: the stopped rebuild goes on", a->sb.name);
+			rebuild_resume(a);
+		}
 		if (monitor_run)
 			cache_monitor(a);	/* an offline mount comes up when it can */
 		/* a member whose disk went away and is back at its path (same

@@ -268,7 +268,10 @@ static void status_text(struct array *a, struct out *o)
 	} else if (st == ARRAY_DEGRADED) {
 		for (uint32_t j = 0; j < a->width; j++)
 			if (!member_online(a, j)) {
-				if (member_rebuilding(a, j))
+				if (member_rebuilding(a, j) && !ri.active)
+					outf(o, "action:  the rebuild of member %u onto '%s' stopped (see above); 'raidfs rebuild %s resume' starts it again\n",
+					     j, a->m[j].path, a->mountpoint);
+				else if (member_rebuilding(a, j))
 					outf(o, "action:  member %u is being rebuilt onto '%s'; the array has less redundancy until it finishes\n",
 					     j, a->m[j].path);
 				else if (a->m[j].partial)
@@ -491,6 +494,14 @@ static void cmd_rebuild(struct array *a, int argc, char **argv, struct out *o)
 	rebuild_get(&ri);
 	uint32_t minr = ri.min_rate, maxr = ri.max_rate;
 	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "resume") && !ri.active && array_state(a) != ARRAY_FAILED &&
+		    rebuild_resume(a) > 0) {
+			/* a rebuild that stopped with the member still rebuilding
+			 * (file errors, a lost source) starts again */
+			outf(o, "rc 0\nthe stopped rebuild goes on from its saved position; follow it with 'raidfs status %s'\n",
+			     a->mountpoint);
+			return;
+		}
 		if ((!strcmp(argv[i], "pause") || !strcmp(argv[i], "resume")) && !ri.active) {
 			outf(o, "rc 1\nraidfs: rebuild: no rebuild is running%s%s\n",
 			     ri.last_result[0] ? "; the last one: " : "", ri.last_result);

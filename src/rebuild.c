@@ -29,6 +29,9 @@ static pthread_cond_t rb_cond = PTHREAD_COND_INITIALIZER;
 static struct rebuild_info info = { .member = -1, .min_rate = 100, .max_rate = 0 };
 static pthread_t rb_thread;
 static bool rb_thread_live, rb_stop, rb_abandon;
+/* the last rebuild stopped because the array lost more members than it
+ * tolerates: it goes on once they are back (rebuild_resume_due()) */
+static bool rb_wait_members;
 static bool rb_promote;	/* the member being replaced in place failed */
 static struct array *RA;
 /* What the running rebuild is: onto a directory that holds nothing of
@@ -1088,6 +1091,15 @@ static int file_result(struct walk *w, const char *rel, int r)
 		snprintf(why, sizeof(why), "error writing '%s' (%s)", rel, strerror(-te));
 		target_failed(w, why);
 	}
+	if (r < 0 && r != -EINTR && array_state(w->a) == ARRAY_FAILED) {
+		/* nothing left to rebuild from: stop, go on when the members
+		 * are back */
+		pthread_mutex_lock(&rb_lock);
+		rb_wait_members = rb_stop = true;
+		pthread_cond_broadcast(&rb_cond);
+		pthread_mutex_unlock(&rb_lock);
+		r = -EINTR;
+	}
 	/* (after an abandonment the file's error is only its consequence) */
 	if ((r == 0 && __atomic_load_n(&rb_stop, __ATOMIC_ACQUIRE)) || __atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE))
 		r = -EINTR;
@@ -1725,6 +1737,8 @@ static bool rebuilt_online(struct walk *w)
 	return array_member_rebuilt(w->a, w->j) != -EINVAL;
 }
 
+#define WAIT_MEMBERS ": the array lost more members than it tolerates; it goes on by itself once they are back"
+
 static void *rebuild_thread(void *arg)
 {
 	struct array *a = RA;
@@ -1866,7 +1880,8 @@ static void *rebuild_thread(void *arg)
 		} else if (r == -EINTR && !abandoned) {
 			/* unmount: the replacement stays recorded and resumes */
 			redo_close(w.dst, false);
-			snprintf(msg, sizeof(msg), "replacement of member %u stopped at %.200s", lj, info.current);
+			snprintf(msg, sizeof(msg), "replacement of member %u stopped at %.120s%s", lj, info.current,
+				 rb_wait_members ? WAIT_MEMBERS : "");
 			log_warn("%s", msg);
 		} else {
 			redo_close(w.dst, false);
@@ -1904,7 +1919,8 @@ static void *rebuild_thread(void *arg)
 		log_err("%s", msg);
 	} else if (r == -EINTR) {
 		redo_close(w.dst, false);
-		snprintf(msg, sizeof(msg), "rebuild of member %u stopped at %.200s", j, info.current);
+		snprintf(msg, sizeof(msg), "rebuild of member %u stopped at %.120s%s", j, info.current,
+			 rb_wait_members ? WAIT_MEMBERS : "");
 		log_warn("%s", msg);
 	} else {
 		redo_close(w.dst, false);
@@ -2031,7 +2047,7 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 	info.total = 0;
 	info.rate = info.elapsed = 0;
 	info.current[0] = '\0';
-	rb_stop = false;
+	rb_stop = rb_wait_members = false;
 	__atomic_store_n(&rb_abandon, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&rb_promote, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&rb_lock);
@@ -2229,6 +2245,14 @@ int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen
 	if (r < 0)
 		close(fd);
 	return r;
+}
+
+bool rebuild_resume_due(struct array *a)
+{
+	pthread_mutex_lock(&rb_lock);
+	bool due = !info.active && rb_wait_members && array_state(a) != ARRAY_FAILED;
+	pthread_mutex_unlock(&rb_lock);
+	return due;
 }
 
 int rebuild_resume(struct array *a)

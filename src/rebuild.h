@@ -107,7 +107,9 @@ int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen
  * versions).  -ENOENT when DIR holds no superblock of this array. */
 int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen);
 int rebuild_take_spare(struct array *a);
-/* At mount: continue the rebuild of a member recorded as rebuilding, or
+/* At mount (and when a stopped rebuild can go on: rebuild_resume_due(),
+ * 'raidfs rebuild MNT resume'): continue the rebuild of a member recorded
+ * as rebuilding, or
  * the replacement in place recorded in the superblocks, from its saved
  * position (.raidfs/rebuild on the new directory).  A replacement whose
  * member is not online any more becomes that member's rebuild. */
@@ -130,6 +132,10 @@ void rebuild_replaced_member_failed(void);
 /* The member being rebuilt failed (array_fail_member()): the rebuild
  * stops.  Any thread. */
 void rebuild_target_failed(void);
+/* The last rebuild stopped because the array lost more members than it
+ * tolerates, and enough are back now: rebuild_resume() goes on with it
+ * (the monitor's job). */
+bool rebuild_resume_due(struct array *a);
 /* Called on every user I/O, to slow the rebuild down (cheap). */
 void rebuild_note_user_io(void);
 

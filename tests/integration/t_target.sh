@@ -157,4 +157,30 @@ expect_rc 0 "$RAIDFS" fail "$mnt" 3
 same_tree "inpl: tree differs after the replacement was abandoned, with member 3 failed"
 rfs_unmount_wait "$mnt" || fail "inpl: unmount"
 log "ok: a replacement in place whose new directory went: abandoned, the member kept serving"
+
+# 6. a second member fails during a raid5 rebuild: nothing is left to
+# rebuild from; the rebuild stops and says why (it does not run through
+# every file with errors), reads fail rather than return wrong data, and
+# when the member is back the rebuild goes on by itself from where it was
+setup lost
+expect_rc 0 "$RAIDFS" fail "$mnt" 1
+mkdir "$C/new1"
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
+pause_rebuild_at "$mnt" 'f2[0-9]' >/dev/null || fail "lost: the rebuild did not reach f20"
+expect_rc 0 "$RAIDFS" fail "$mnt" 2
+"$RAIDFS" rebuild "$mnt" resume >/dev/null
+stopped lost
+expect_rc 2 "$RAIDFS" status "$mnt"
+grep -q "rebuild of member 1 stopped at f[0-9]*: the array lost more members than it tolerates; it goes on by itself once they are back" "$OUT" ||
+	fail "lost: status does not say why the rebuild stopped: $(cat "$OUT")"
+cat "$mnt/f30" >/dev/null 2>&1 && fail "lost: a read that needs two lost members succeeded"
+expect_rc 0 "$RAIDFS" add "$mnt" "$C/d3"
+wait_member "$mnt" 2 online "$C/d3" || fail "lost: member 2 not back: $("$RAIDFS" status "$mnt")"
+for _ in $(seq 1 50); do grep -q "enough members are back: the stopped rebuild goes on" "$T/daemon.log" && break; sleep 0.1; done
+grep -q "enough members are back: the stopped rebuild goes on" "$T/daemon.log" ||
+	fail "lost: the rebuild did not go on: $(grep -a "rebuild" "$T/daemon.log" | tail -3)"
+grep -q "resuming the rebuild of member 1 onto '$C/new1' after 'f" "$T/daemon.log" ||
+	fail "lost: the rebuild started over instead of going on from its position"
+rebuilt_right lost 1 "$C/new1" 3
+log "ok: a second failure during a raid5 rebuild: stopped, said why, went on when the member was back"
 exit 0
