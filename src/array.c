@@ -685,6 +685,52 @@ static void retire_fd_locked(struct array *a, int fd)
 	a->retired[i] = fd;
 }
 
+int array_check_new_dir(struct array *a, int fd, const char *dir, char *err, size_t errlen)
+{
+	char *rp = realpath(dir, NULL);
+	size_t ml = strlen(a->mountpoint);
+	bool inside_mount = rp && ml && strncmp(rp, a->mountpoint, ml) == 0 && (rp[ml] == '/' || rp[ml] == '\0');
+	free(rp);
+	if (inside_mount) {
+		snprintf(err, errlen, "'%s' is inside the array's own mount point '%s': give a directory on another disk",
+			 dir, a->mountpoint);
+		return -EINVAL;
+	}
+	/* the directory and each of its parents, against every directory the
+	 * array has (a member inside another goes with it when its disk dies,
+	 * and the other's walks would take its files for strays) */
+	struct stat ms[MEMBER_SLOTS];
+	for (uint32_t j = 0; j < MEMBER_SLOTS; j++)
+		if (a->m[j].dirfd < 0 || fstat(a->m[j].dirfd, &ms[j]) < 0)
+			ms[j].st_ino = 0, ms[j].st_dev = 0;
+	int cur = dup(fd);
+	struct stat st, prev = { 0 };
+	for (int depth = 0; cur >= 0 && depth < 4096 && fstat(cur, &st) == 0; depth++) {
+		if (depth && st.st_dev == prev.st_dev && st.st_ino == prev.st_ino)
+			break;	/* the root */
+		for (uint32_t j = 0; j < MEMBER_SLOTS; j++) {
+			if (!ms[j].st_ino || ms[j].st_dev != st.st_dev || ms[j].st_ino != st.st_ino)
+				continue;
+			const char *what = j < a->width ? "member" : j == SHADOW ? "the replacement of member" : "spare";
+			int idx = j < a->width ? (int)j : j == SHADOW ? shadow_of(a) : (int)(j - a->width);
+			if (depth)
+				snprintf(err, errlen, "'%s' is inside %s %d '%s': each member needs a directory of its own, on its own disk",
+					 dir, what, idx, a->m[j].path);
+			else
+				snprintf(err, errlen, "'%s' is already %s %d of this array", dir, what, idx);
+			close(cur);
+			return -EINVAL;
+		}
+		prev = st;
+		int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(cur);
+		cur = up;
+	}
+	if (cur >= 0)
+		close(cur);
+	return 0;
+}
+
 /* Write the authoritative superblock, with each member's own index, to
  * every present member.  Caller holds a->lock. */
 int array_write_superblocks_locked(struct array *a)

@@ -247,6 +247,10 @@ int array_remove_spare(struct array *a, const char *path, char *err, size_t errl
 /* New member checks (used by create and replace). */
 int array_probe_xattr(int dirfd);
 bool array_dir_is_empty(int dirfd);
+/* A directory given to replace a member or to be a spare (fd, `dir` as
+ * given) is not a member or spare already, not inside one, and not inside
+ * the array's own mount: 0, or -EINVAL with the reason in err. */
+int array_check_new_dir(struct array *a, int fd, const char *dir, char *err, size_t errlen);
 
 /* Put newfd (directory `path`) in member j's slot as REBUILDING (j must
  * be faulty or missing): -EBUSY otherwise, and newfd is closed; it is the

@@ -1988,12 +1988,9 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
 		snprintf(err, errlen, "cannot open '%s': %s (create the directory, or mount the new disk there)", dir, strerror(errno));
 		return -errno;
 	}
-	for (uint32_t j = 0; j < a->width; j++) {
-		if (same_file(a->m[j].dirfd, fd)) {
-			snprintf(err, errlen, "'%s' is already member %u of this array", dir, j);
-			close(fd);
-			return -EINVAL;
-		}
+	if ((r = array_check_new_dir(a, fd, dir, err, errlen)) < 0) {
+		close(fd);
+		return r;
 	}
 	if (!array_dir_is_empty(fd)) {
 		snprintf(err, errlen, "'%s' is not empty: a replacement must be an empty directory", dir);
@@ -2228,12 +2225,17 @@ int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen
 		snprintf(err, errlen, "cannot open '%s': %s (create the directory, or mount the new disk there)", dir, strerror(errno));
 		return -errno;
 	}
+	int r = array_check_new_dir(a, fd, dir, err, errlen);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
 	if (!array_dir_is_empty(fd)) {
 		snprintf(err, errlen, "'%s' is not empty: a spare must be an empty directory", dir);
 		close(fd);
 		return -ENOTEMPTY;
 	}
-	int r = array_probe_xattr(fd);
+	r = array_probe_xattr(fd);
 	if (r < 0) {
 		snprintf(err, errlen, "'%s' cannot hold user extended attributes (%s)", dir, strerror(-r));
 		close(fd);

@@ -217,6 +217,15 @@ if rfs_mount "$(colon c1 c2 c3 c4)" "$T/mnt"; then
 	rc=$SRC
 	[ "$rc" -eq 1 ] || bad "raid5 x4 with member c2 missing: status exit $rc, expected 1 (degraded)"
 	grep -qF "$T/c2" "$T/out.txt" || bad "status of a degraded array does not name the missing member '$T/c2'"
+	# a replacement or spare inside the array's own mount, or inside
+	# another member (which would take it along when its disk dies)
+	mkdir -p "$T/mnt/inside" "$T/c3/sub"
+	refuses "replace onto a directory inside the array's own mount" "$T/mnt/inside" "own mount point" -- \
+		"$R" replace "$T/mnt" 1 "$T/mnt/inside"
+	refuses "replace onto a directory inside another member" "$T/c3/sub" "inside member" "$T/c3'" -- \
+		"$R" replace "$T/mnt" 1 "$T/c3/sub"
+	refuses "a spare inside another member" "$T/c3/sub" "inside member" -- "$R" add "$T/mnt" "$T/c3/sub"
+	rmdir "$T/c3/sub" "$T/mnt/inside"
 	rfs_unmount "$T/mnt" || bad "unmount of degraded gamma failed"
 	ok "degraded mount with one missing member"
 else
