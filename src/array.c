@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -392,10 +393,26 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		errf(err, errlen, "too many members (%d): at most %d are supported", n, LAYOUT_MAX_WIDTH);
 		return -EINVAL;
 	}
+	for (i = 0; i < n; i++)
+		fds[i] = -1;
 	for (i = 0; i < n; i++) {
 		const char *why = NULL;
 		ok[i] = false;
 		fds[i] = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		for (int k = 0; fds[i] >= 0 && k < i; k++) {
+			struct stat x, y;
+			if (fds[k] >= 0 && fstat(fds[i], &x) == 0 && fstat(fds[k], &y) == 0 &&
+			    x.st_dev == y.st_dev && x.st_ino == y.st_ino) {
+				errf(err, errlen, "member '%s' is given twice (same directory as '%s'): each member must be a different directory",
+				     paths[i], paths[k]);
+				goto fail;
+			}
+		}
+		if (fds[i] >= 0 && array_lock_dir(fds[i]) < 0) {
+			errf(err, errlen, "member '%s' is in use by another running raidfs (this array mounted elsewhere, or being checked): two of them writing the same members would corrupt the array; unmount the other one first",
+			     paths[i]);
+			goto fail;
+		}
 		if (fds[i] < 0) {
 			why = errno == ENOENT ? "no such directory" : "cannot open the directory";
 			log_warn("member '%s' is missing: %s", paths[i], strerror(errno));
@@ -685,6 +702,11 @@ static void retire_fd_locked(struct array *a, int fd)
 	a->retired[i] = fd;
 }
 
+int array_lock_dir(int fd)
+{
+	return flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK ? -EBUSY : 0;
+}
+
 int array_check_new_dir(struct array *a, int fd, const char *dir, char *err, size_t errlen)
 {
 	char *rp = realpath(dir, NULL);
@@ -720,6 +742,11 @@ int array_check_new_dir(struct array *a, int fd, const char *dir, char *err, siz
 				snprintf(err, errlen, "'%s' is already %s %d of this array", dir, what, idx);
 			close(cur);
 			return -EINVAL;
+		}
+		if (depth == 0 && array_lock_dir(cur) < 0) {
+			snprintf(err, errlen, "'%s' is in use by another running raidfs", dir);
+			close(cur);
+			return -EBUSY;
 		}
 		prev = st;
 		int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1677,6 +1704,8 @@ static int install_member(struct array *a, uint32_t j, int fd, const char *path,
 	}
 	if (a->m[j].dirfd >= 0)
 		close(a->m[j].dirfd);
+	if (array_lock_dir(fd) < 0)	/* (a re-add of the member's own directory, unlocked by that close) */
+		log_warn("member %u '%s' is also open in another running raidfs", j, path);
 	a->m[j].dirfd = fd;
 	snprintf(a->m[j].path, sizeof(a->m[j].path), "%s", path);
 	a->m[j].fail_reason[0] = '\0';

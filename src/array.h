@@ -247,9 +247,14 @@ int array_remove_spare(struct array *a, const char *path, char *err, size_t errl
 /* New member checks (used by create and replace). */
 int array_probe_xattr(int dirfd);
 bool array_dir_is_empty(int dirfd);
+/* Member directories are locked (flock) for as long as a raidfs has them
+ * open: a second mount of the same members is refused.  -EBUSY when
+ * another process holds fd's directory. */
+int array_lock_dir(int fd);
 /* A directory given to replace a member or to be a spare (fd, `dir` as
- * given) is not a member or spare already, not inside one, and not inside
- * the array's own mount: 0, or -EINVAL with the reason in err. */
+ * given) is not a member or spare already, not inside one, not inside
+ * the array's own mount, and not in use by another raidfs (it is locked
+ * for this one): 0, or -EINVAL / -EBUSY with the reason in err. */
 int array_check_new_dir(struct array *a, int fd, const char *dir, char *err, size_t errlen);
 
 /* Put newfd (directory `path`) in member j's slot as REBUILDING (j must

@@ -206,7 +206,18 @@ if rfs_mount "$(colon c1 c2 c3 c4)" "$T/mnt"; then
 	status_of "$T/mnt"
 	rc=$SRC
 	[ "$rc" -eq 0 ] || bad "after refused mounts, the complete array is not optimal (status exit $rc): $(head -n 20 "$T/out.txt")"
+	# the same members a second time while mounted: two daemons would
+	# write them at once
+	mkdir -p "$T/mnt2"
+	refuses "a second mount of members in use" "$T/c1" "in use by another running raidfs" -- \
+		"$R" mount -o "log=$T/daemon.log" "$(colon c1 c2 c3 c4)" "$T/mnt2"
+	not_mounted "$T/mnt2" "second mount"
+	refuses "an offline check of members in use" "$T/c1" "in use by another running raidfs" -- \
+		"$R" check "$(colon c1 c2 c3 c4)"
 	rfs_unmount "$T/mnt" || bad "unmount gamma failed"
+	refuses "a mount with a member given twice" "$T/c2" "given twice" -- \
+		"$R" mount -o "log=$T/daemon.log" "$(colon c1 c2 c2 c3 c4)" "$T/mnt2"
+	not_mounted "$T/mnt2" "member given twice"
 else
 	bad "after refused mounts, the complete array gamma does not mount"
 fi
