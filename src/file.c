@@ -531,6 +531,13 @@ again:;
 		if (j == (uint32_t)p || !member_writable(a, j))
 			continue;
 		fds[j] = open_shard(a, j, relpath);
+		if (fds[j] < 0 && member_error_is_own(fds[j])) {
+			int e = fds[j];
+			fds[j] = -1;
+			close_fds(a, fds);
+			free(rf);
+			return e;
+		}
 		if (fds[j] < 0 && member_rebuilding(a, j)) {
 			fds[j] = -1;	/* not rebuilt yet: the rebuild opens it */
 		} else if (fds[j] < 0) {
@@ -656,6 +663,10 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 			continue;
 		/* O_TRUNC: a leftover of an interrupted create or unlink */
 		fds[j] = openat(a->m[j].dirfd, relpath, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fds[j] < 0 && member_error_is_own(errno)) {
+			ret = -errno;
+			goto fail;
+		}
 		if (fds[j] < 0 && member_rebuilding(a, j)) {
 			fds[j] = -1;	/* its directory is not rebuilt yet */
 			rebuild_redo(relpath);

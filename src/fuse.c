@@ -125,7 +125,8 @@ static void note_member_error(uint32_t j, const char *op, const char *path, cons
 			rebuild_redo(to);
 		return;
 	}
-	if (member_error_is_fatal(err) || member_vanished(A, j, &why)) {
+	/* (the daemon's own shortage is not the member's fault) */
+	if (!member_error_is_own(err) && (member_error_is_fatal(err) || member_vanished(A, j, &why))) {
 		char msg[160];
 		snprintf(msg, sizeof(msg), "%s of '%s' failed: %s", op, path ? path : "?", strerror(err));
 		array_fail_member(A, j, msg);

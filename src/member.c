@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -145,6 +146,26 @@ bool member_error_is_fatal(int err)
 		return true;
 	}
 	return false;
+}
+
+bool member_error_is_own(int err)
+{
+	err = err < 0 ? -err : err;
+	if (err != EMFILE && err != ENFILE && err != ENOMEM)
+		return false;
+	static uint64_t last_ms;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	uint64_t was = __atomic_load_n(&last_ms, __ATOMIC_RELAXED);
+	if ((!was || now - was > 10000) &&
+	    __atomic_compare_exchange_n(&last_ms, &was, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		struct rlimit rl = { 0, 0 };
+		getrlimit(RLIMIT_NOFILE, &rl);
+		log_err("raidfs is short of %s (%s; open-file limit %llu): operations fail with that error until it has room again; each open file takes a descriptor per member: raise the limit (ulimit -n, or LimitNOFILE= for a systemd unit) or close files",
+			err == ENOMEM ? "memory" : "file descriptors", strerror(err), (unsigned long long)rl.rlim_cur);
+	}
+	return true;
 }
 
 bool member_vanished(struct array *a, uint32_t j, const char **why)

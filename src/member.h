@@ -78,5 +78,10 @@ void member_inject_describe(struct array *a, uint32_t j, char *buf, size_t len);
 
 /* Errors that mean the member (not the request) is broken. */
 bool member_error_is_fatal(int err);
+/* err (either sign) is the daemon's own shortage - out of descriptors or
+ * memory - not a fault of the member: it never fails a member nor opens a
+ * file without one of its shards; the operation fails with it (and the
+ * first of a burst is logged with what to do). */
+bool member_error_is_own(int err);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -55,6 +56,14 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	if (o->log && log_open(o->log) < 0) {
 		fprintf(stderr, "raidfs: cannot open log file '%s': %s\n", o->log, strerror(errno));
 		return 1;
+	}
+	/* each open file takes a descriptor per member: the usual soft limit
+	 * (1,024) allows about 120 open files over 8 members; the hard limit
+	 * is the one that counts */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	/* before any thread: it forks (see isal-glue/parity.c) */
 	parity_probe_unaligned();
