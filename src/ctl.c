@@ -373,9 +373,33 @@ static int find_member(struct array *a, const char *arg)
 	return found;
 }
 
+/* arg names the replacement of the member being replaced in place: that
+ * member's index, else -1 */
+static int find_replacement(struct array *a, const char *arg)
+{
+	int sj = shadow_of(a);
+	if (sj < 0)
+		return -1;
+	char *want = realpath(arg, NULL), *have = realpath(a->m[SHADOW].path, NULL);
+	bool same = !strcmp(arg, a->m[SHADOW].path) || (want && have && !strcmp(want, have));
+	free(want);
+	free(have);
+	return same ? sj : -1;
+}
+
 static void cmd_fail(struct array *a, int argc, char **argv, struct out *o)
 {
 	int j = argc == 2 ? find_member(a, argv[1]) : -1;
+	int sj = argc == 2 && j < 0 ? find_replacement(a, argv[1]) : -1;
+	if (sj >= 0) {
+		/* like failing the new disk of mdadm --replace */
+		log_err("array '%s': the replacement '%s' of member %d failed: failed by the administrator ('raidfs fail'); member %d stays in service",
+			a->sb.name, a->m[SHADOW].path, sj, sj);
+		rebuild_abandon_replace();
+		outf(o, "rc 0\nthe replacement of member %d by '%s' is abandoned; member %d stays in service\n", sj,
+		     a->m[SHADOW].path, sj);
+		return;
+	}
 	if (j < 0) {
 		outf(o, "rc 1\nraidfs: fail: no member '%s' in array '%s' (give its index or path; see 'raidfs status %s')\n",
 		     argc == 2 ? argv[1] : "", a->sb.name, a->mountpoint);

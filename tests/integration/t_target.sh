@@ -8,7 +8,9 @@
 # new directory goes is abandoned; its member stays in service.  The
 # directory of a member that failed during its rebuild holds a partial
 # copy: given back with 'raidfs add', every file is compared (never taken
-# back as it is), and the result holds the right bytes.
+# back as it is), and the result holds the right bytes.  'raidfs fail' of
+# a replacement in place abandons it.  A rebuild that loses its sources
+# (a second failure in raid5) stops and goes on when they are back.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
@@ -157,6 +159,21 @@ expect_rc 0 "$RAIDFS" fail "$mnt" 3
 same_tree "inpl: tree differs after the replacement was abandoned, with member 3 failed"
 rfs_unmount_wait "$mnt" || fail "inpl: unmount"
 log "ok: a replacement in place whose new directory went: abandoned, the member kept serving"
+
+# 5b. 'raidfs fail' of a replacement in place (its directory): abandoned
+# the same way; the member stays in service and a new replacement works
+setup inpf
+mkdir "$C/new1" "$C/new2"
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
+started inpf
+expect_rc 0 "$RAIDFS" fail "$mnt" "$C/new1"
+grep -q "the replacement of member 1 by '$C/new1' is abandoned; member 1 stays in service" "$OUT" ||
+	fail "inpf: 'raidfs fail' of the replacement said: $(cat "$OUT")"
+stopped inpf
+wait_member "$mnt" 1 online "$C/d2" || fail "inpf: member 1 is not in service: $("$RAIDFS" status "$mnt")"
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new2"
+rebuilt_right inpf 1 "$C/new2" 0
+log "ok: 'raidfs fail' of a replacement in place: abandoned, the member kept serving, replaced again"
 
 # 6. a second member fails during a raid5 rebuild: nothing is left to
 # rebuild from; the rebuild stops and says why (it does not run through
