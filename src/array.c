@@ -696,6 +696,7 @@ void array_close(struct array *a)
  * now if there are too many.  Caller holds a->lock. */
 static void retire_fd_locked(struct array *a, int fd)
 {
+	flock(fd, LOCK_UN);	/* the directory is free for other uses */
 	unsigned i = a->nretired++ % ARRAY_RETIRED;
 	if (a->nretired > ARRAY_RETIRED)
 		close(a->retired[i]);
@@ -1478,7 +1479,7 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 		pick_primary_locked(a);
 	pthread_mutex_unlock(&a->lock);
 	if (rebuilding)
-		rebuild_target_failed();
+		rebuild_target_failed(j);
 	if ((int)j == shadow_of(a))
 		rebuild_replaced_member_failed();	/* its copy becomes its rebuild */
 	missed_from_dirty(a, j);
@@ -1630,7 +1631,7 @@ static void *monitor(void *arg)
 		if (gone && !shadow_told) {
 			log_err("array '%s': the replacement '%s' of member %d failed: %s; member %d stays in service",
 				a->sb.name, spath, sj, swhy, sj);
-			rebuild_abandon_replace();
+			rebuild_fail_replacement(a);
 		}
 		shadow_told = gone;
 		struct rebuild_info ri;

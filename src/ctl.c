@@ -395,9 +395,11 @@ static void cmd_fail(struct array *a, int argc, char **argv, struct out *o)
 		/* like failing the new disk of mdadm --replace */
 		log_err("array '%s': the replacement '%s' of member %d failed: failed by the administrator ('raidfs fail'); member %d stays in service",
 			a->sb.name, a->m[SHADOW].path, sj, sj);
-		rebuild_abandon_replace();
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s", a->m[SHADOW].path);
+		rebuild_fail_replacement(a);
 		outf(o, "rc 0\nthe replacement of member %d by '%s' is abandoned; member %d stays in service\n", sj,
-		     a->m[SHADOW].path, sj);
+		     path, sj);
 		return;
 	}
 	if (j < 0) {

@@ -69,24 +69,32 @@ static struct rfile *find_locked(uint64_t key)
  * when the primary changes, or a replacement takes a member's slot, what a
  * thread looked up or opened a moment before may come from the old
  * directory - a lookup by an inode of the old primary finds nothing, or
- * another file.  key_epoch counts these changes (odd while one is under
- * way): a thread notes it before it looks at the members, and checks it
- * under the table lock before it trusts or inserts what it found.
+ * another file.  key_epoch counts these changes (key_changing: how many
+ * are under way): a thread notes it before it looks at the members, and
+ * checks it under the table lock before it trusts or inserts what it
+ * found.
  */
 static uint64_t key_epoch;
+static unsigned key_changing;	/* changes under way (they can nest) */
 static pthread_cond_t key_cv = PTHREAD_COND_INITIALIZER;
 
 uint64_t rfile_epoch(void)
 {
-	uint64_t e = __atomic_load_n(&key_epoch, __ATOMIC_ACQUIRE);
-	if (e & 1) {
-		pthread_mutex_lock(&table_lock);
-		while (key_epoch & 1)
-			pthread_cond_wait(&key_cv, &table_lock);
-		e = key_epoch;
-		pthread_mutex_unlock(&table_lock);
-	}
+	if (!__atomic_load_n(&key_changing, __ATOMIC_ACQUIRE))
+		return __atomic_load_n(&key_epoch, __ATOMIC_ACQUIRE);
+	pthread_mutex_lock(&table_lock);
+	while (key_changing)
+		pthread_cond_wait(&key_cv, &table_lock);
+	uint64_t e = key_epoch;
+	pthread_mutex_unlock(&table_lock);
 	return e;
+}
+
+/* What was found since rfile_epoch() gave `epoch` can be trusted (no
+ * change began or ended meanwhile, none under way).  Table lock held. */
+static bool epoch_holds(uint64_t epoch)
+{
+	return key_epoch == epoch && !key_changing;
 }
 
 /* The key of rf from its shard on the current primary; a file without
@@ -102,7 +110,8 @@ static void key_locked(struct array *a, struct rfile *rf)
 void rfile_change_begin(void)
 {
 	pthread_mutex_lock(&table_lock);
-	__atomic_store_n(&key_epoch, key_epoch + 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&key_changing, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&key_epoch, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&table_lock);
 }
 
@@ -126,7 +135,8 @@ void rfile_change_end(struct array *a)
 		rf->next = table[b];
 		table[b] = rf;
 	}
-	__atomic_store_n(&key_epoch, key_epoch + 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&key_epoch, 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&key_changing, 1, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&key_cv);
 	pthread_mutex_unlock(&table_lock);
 }
@@ -211,8 +221,10 @@ static void open_shadow(struct rfile *rf, const char *relpath, bool create, mode
 				 O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode)
 			: openat(a->m[SHADOW].dirfd, relpath, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		if (create)
-			rebuild_redo(relpath);	/* its directory is not copied yet */
+		/* its directory not copied yet; or out of descriptors: the
+		 * copy settles it again before it ends */
+		if (create || member_error_is_own(errno))
+			rebuild_redo(relpath);
 		return;
 	}
 	struct file_meta fm;
@@ -238,8 +250,8 @@ int rfile_lookup_size(uint64_t epoch, uint64_t key, uint64_t *size, int *marks)
 {
 	int found = 0;
 	pthread_mutex_lock(&table_lock);
-	struct rfile *rf = key_epoch == epoch ? find_locked(key) : NULL;
-	if (key_epoch != epoch) {
+	struct rfile *rf = epoch_holds(epoch) ? find_locked(key) : NULL;
+	if (!epoch_holds(epoch)) {
 		found = -EAGAIN;
 	} else if (rf) {
 		*size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
@@ -446,14 +458,14 @@ int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
 static struct rfile *insert_or_share(struct rfile *rf, uint64_t epoch, bool rekey)
 {
 	pthread_mutex_lock(&table_lock);
-	if (key_epoch != epoch && !rekey) {
+	if (!epoch_holds(epoch) && !rekey) {
 		pthread_mutex_unlock(&table_lock);
 		close_rf_fds(rf);
 		rfile_free(rf);
 		return NULL;
 	}
-	if (key_epoch != epoch)
-		key_locked(rf->a, rf);	/* (an epoch still odd rekeys it again at its end) */
+	if (!epoch_holds(epoch))
+		key_locked(rf->a, rf);	/* (a change still under way keys it again at its end) */
 	struct rfile *old = find_locked(rf->key);
 	if (old) {
 		old->refs++;
@@ -503,7 +515,7 @@ again:;
 	}
 	/* Already open?  Share it. */
 	pthread_mutex_lock(&table_lock);
-	if (key_epoch != epoch) {
+	if (!epoch_holds(epoch)) {
 		pthread_mutex_unlock(&table_lock);
 		close(fd);
 		goto again;
@@ -663,10 +675,12 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 			continue;
 		/* O_TRUNC: a leftover of an interrupted create or unlink */
 		fds[j] = openat(a->m[j].dirfd, relpath, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-		if (fds[j] < 0 && member_error_is_own(errno)) {
-			ret = -errno;
+		int e = fds[j] < 0 ? errno : 0;
+		if (fds[j] < 0 && member_error_is_own(e)) {
+			ret = -e;
 			goto fail;
 		}
+		errno = e;
 		if (fds[j] < 0 && member_rebuilding(a, j)) {
 			fds[j] = -1;	/* its directory is not rebuilt yet */
 			rebuild_redo(relpath);

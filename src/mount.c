@@ -176,9 +176,11 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	r = fuse_loop_mt(f, lc);
 	fuse_loop_cfg_destroy(lc);
 	cache_close();
-	rebuild_stop();
+	/* nothing may start a rebuild after rebuild_stop(): the monitor and
+	 * the control socket go first */
 	array_monitor_stop();
 	ctl_stop();
+	rebuild_stop();
 	fuse_remove_signal_handlers(fuse_get_session(f));
 	fuse_unmount(f);
 	fuse_destroy(f);

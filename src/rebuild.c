@@ -74,9 +74,29 @@ void rebuild_abandon_replace(void)
 	pthread_mutex_unlock(&rb_lock);
 }
 
-void rebuild_target_failed(void)
+void rebuild_target_failed(uint32_t j)
 {
-	rebuild_abandon_replace();
+	pthread_mutex_lock(&rb_lock);
+	bool ours = info.active && !info.replace && info.member == (int)j;
+	pthread_mutex_unlock(&rb_lock);
+	if (ours)
+		rebuild_abandon_replace();
+}
+
+void rebuild_fail_replacement(struct array *a)
+{
+	pthread_mutex_lock(&rb_lock);
+	bool running = info.active && info.replace;
+	pthread_mutex_unlock(&rb_lock);
+	if (running) {
+		rebuild_abandon_replace();
+		return;
+	}
+	/* stopped (waiting for members, say): dropped here */
+	pthread_rwlock_wrlock(&a->ns_lock);
+	if (shadow_of(a) >= 0)
+		array_shadow_drop(a);
+	pthread_rwlock_unlock(&a->ns_lock);
 }
 
 void rebuild_replaced_member_failed(void)
@@ -2025,6 +2045,13 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 	else
 		rfile_forget_member(slot);
 	pthread_mutex_lock(&rb_lock);
+	if (info.active) {
+		/* another start got here first (the monitor and a command) */
+		pthread_mutex_unlock(&rb_lock);
+		snprintf(err, errlen, "a rebuild is already running (member %d)", info.member);
+		return -EBUSY;
+	}
+	info.active = true;
 	if (rb_thread_live) {
 		pthread_mutex_unlock(&rb_lock);
 		pthread_join(rb_thread, NULL);
@@ -2253,6 +2280,8 @@ bool rebuild_resume_due(struct array *a)
 {
 	pthread_mutex_lock(&rb_lock);
 	bool due = !info.active && rb_wait_members && array_state(a) != ARRAY_FAILED;
+	if (due)
+		rb_wait_members = false;	/* one try (a failed target stays failed) */
 	pthread_mutex_unlock(&rb_lock);
 	return due;
 }
@@ -2260,9 +2289,13 @@ bool rebuild_resume_due(struct array *a)
 int rebuild_resume(struct array *a)
 {
 	char err[256];
+	/* (under the namespace lock, as the rebuild thread does both: a
+	 * create meanwhile would open a shard in the slot as it moves) */
+	pthread_rwlock_wrlock(&a->ns_lock);
 	int sj = shadow_of(a);
 	if (sj >= 0 && !member_online(a, sj) && array_shadow_promote(a) < 0)
 		array_shadow_drop(a);	/* nothing to rebuild it from */
+	pthread_rwlock_unlock(&a->ns_lock);
 	sj = shadow_of(a);
 	if (sj >= 0) {
 		/* a replacement in place: the member serves, the copy goes on */
