@@ -140,6 +140,18 @@ bool array_dir_is_empty(int dirfd)
 	return empty;
 }
 
+/* The index of an earlier entry of fds[] (open directories, -1 for
+ * none) that is the same directory as fds[i], or -1. */
+static int given_before(const int *fds, int i)
+{
+	struct stat x, y;
+	for (int k = 0; fds[i] >= 0 && k < i; k++)
+		if (fds[k] >= 0 && fstat(fds[i], &x) == 0 && fstat(fds[k], &y) == 0 &&
+		    x.st_dev == y.st_dev && x.st_ino == y.st_ino)
+			return k;
+	return -1;
+}
+
 int array_create(const struct create_opts *o, char **members, int n)
 {
 	struct layout l;
@@ -178,13 +190,12 @@ int array_create(const struct create_opts *o, char **members, int n)
 			ret = -ENOENT;
 			goto out;
 		}
-		for (int j = 0; j < i; j++) {
-			if (st[j].st_dev == st[i].st_dev && st[j].st_ino == st[i].st_ino) {
-				fprintf(stderr, "raidfs: member '%s' is given twice (same directory as '%s'): each member must be a different directory\n",
-					paths[i], paths[j]);
-				ret = -EINVAL;
-				goto out;
-			}
+		int twin = given_before(fds, i);
+		if (twin >= 0) {
+			fprintf(stderr, "raidfs: member '%s' is given twice (same directory as '%s'): each member must be a different directory\n",
+				paths[i], paths[twin]);
+			ret = -EINVAL;
+			goto out;
 		}
 		if (!o->force && !array_dir_is_empty(fds[i])) {
 			fprintf(stderr, "raidfs: member '%s' is not empty: raidfs needs empty member directories (use --force to use it anyway; files already there are left alone but are not part of the array)\n",
@@ -399,14 +410,11 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		const char *why = NULL;
 		ok[i] = false;
 		fds[i] = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		for (int k = 0; fds[i] >= 0 && k < i; k++) {
-			struct stat x, y;
-			if (fds[k] >= 0 && fstat(fds[i], &x) == 0 && fstat(fds[k], &y) == 0 &&
-			    x.st_dev == y.st_dev && x.st_ino == y.st_ino) {
-				errf(err, errlen, "member '%s' is given twice (same directory as '%s'): each member must be a different directory",
-				     paths[i], paths[k]);
-				goto fail;
-			}
+		int twin = given_before(fds, i);
+		if (twin >= 0) {
+			errf(err, errlen, "member '%s' is given twice (same directory as '%s'): each member must be a different directory",
+			     paths[i], paths[twin]);
+			goto fail;
 		}
 		if (fds[i] >= 0 && array_lock_dir(fds[i]) < 0) {
 			errf(err, errlen, "member '%s' is in use by another running raidfs (this array mounted elsewhere, or being checked): two of them writing the same members would corrupt the array; unmount the other one first",
@@ -744,11 +752,6 @@ int array_check_new_dir(struct array *a, int fd, const char *dir, char *err, siz
 			close(cur);
 			return -EINVAL;
 		}
-		if (depth == 0 && array_lock_dir(cur) < 0) {
-			snprintf(err, errlen, "'%s' is in use by another running raidfs", dir);
-			close(cur);
-			return -EBUSY;
-		}
 		prev = st;
 		int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		close(cur);
@@ -756,6 +759,10 @@ int array_check_new_dir(struct array *a, int fd, const char *dir, char *err, siz
 	}
 	if (cur >= 0)
 		close(cur);
+	if (array_lock_dir(fd) < 0) {
+		snprintf(err, errlen, "'%s' is in use by another running raidfs (a member of a mounted array?)", dir);
+		return -EBUSY;
+	}
 	return 0;
 }
 
@@ -1592,9 +1599,10 @@ void array_event(struct array *a, const char *event, int member)
 static pthread_t monitor_thread;
 static volatile bool monitor_run;
 
-/* Member j, online or being rebuilt, is gone (member_vanished(), *why
- * its reason).  Seen without the lock first (a look at a dying disk may
- * hang), then again under it: a directory taking the slot changes its
+/* Member j, online or being rebuilt (or SHADOW, the replacement of a
+ * member replaced in place), is gone (member_vanished(), *why its
+ * reason).  Seen without the lock first (a look at a dying disk may hang),
+ * then again under it: a directory taking the slot changes its
  * descriptor, path and superblock under the lock. */
 static bool member_vanished_now(struct array *a, uint32_t j, const char **why)
 {
@@ -1619,20 +1627,10 @@ static void *monitor(void *arg)
 				array_fail_member(a, j, why);
 			}
 		}
-		/* the replacement of a member being replaced in place (looked
-		 * at under the lock: the commit changes the slot under it) */
 		const char *swhy;
-		char spath[PATH_MAX];
-		pthread_mutex_lock(&a->lock);
-		int sj = shadow_of(a);
-		bool gone = sj >= 0 && member_vanished(a, SHADOW, &swhy);
-		snprintf(spath, sizeof(spath), "%s", a->m[SHADOW].path);
-		pthread_mutex_unlock(&a->lock);
-		if (gone && !shadow_told) {
-			log_err("array '%s': the replacement '%s' of member %d failed: %s; member %d stays in service",
-				a->sb.name, spath, sj, swhy, sj);
-			rebuild_fail_replacement(a);
-		}
+		bool gone = shadow_of(a) >= 0 && member_vanished_now(a, SHADOW, &swhy);
+		if (gone && !shadow_told)
+			rebuild_fail_replacement(a, swhy);
 		shadow_told = gone;
 		struct rebuild_info ri;
 		rebuild_get(&ri);

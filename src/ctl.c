@@ -393,11 +393,9 @@ static void cmd_fail(struct array *a, int argc, char **argv, struct out *o)
 	int sj = argc == 2 && j < 0 ? find_replacement(a, argv[1]) : -1;
 	if (sj >= 0) {
 		/* like failing the new disk of mdadm --replace */
-		log_err("array '%s': the replacement '%s' of member %d failed: failed by the administrator ('raidfs fail'); member %d stays in service",
-			a->sb.name, a->m[SHADOW].path, sj, sj);
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s", a->m[SHADOW].path);
-		rebuild_fail_replacement(a);
+		rebuild_fail_replacement(a, "failed by the administrator ('raidfs fail')");
 		outf(o, "rc 0\nthe replacement of member %d by '%s' is abandoned; member %d stays in service\n", sj,
 		     path, sj);
 		return;

@@ -250,10 +250,10 @@ int rfile_lookup_size(uint64_t epoch, uint64_t key, uint64_t *size, int *marks)
 {
 	int found = 0;
 	pthread_mutex_lock(&table_lock);
-	struct rfile *rf = epoch_holds(epoch) ? find_locked(key) : NULL;
+	struct rfile *rf;
 	if (!epoch_holds(epoch)) {
 		found = -EAGAIN;
-	} else if (rf) {
+	} else if ((rf = find_locked(key))) {
 		*size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
 		*marks = __atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE) +
 			 __atomic_load_n(&rf->cmarked, __ATOMIC_ACQUIRE);
@@ -675,12 +675,10 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 			continue;
 		/* O_TRUNC: a leftover of an interrupted create or unlink */
 		fds[j] = openat(a->m[j].dirfd, relpath, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-		int e = fds[j] < 0 ? errno : 0;
-		if (fds[j] < 0 && member_error_is_own(e)) {
-			ret = -e;
+		if (fds[j] < 0 && member_error_is_own(errno)) {
+			ret = -errno;
 			goto fail;
 		}
-		errno = e;
 		if (fds[j] < 0 && member_rebuilding(a, j)) {
 			fds[j] = -1;	/* its directory is not rebuilt yet */
 			rebuild_redo(relpath);

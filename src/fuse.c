@@ -661,21 +661,27 @@ static int note_meta_write(const char *path, struct fuse_file_info *fi)
 	return r;
 }
 
+/* call (on descriptor fd) on an open file's primary shard, then on its
+ * other shards; 0 or the primary's -errno.  Under the file's lock: a
+ * failure or a replacement changes its descriptors under it. */
+#define ON_SHARDS(rf, fd, call) ({ \
+	pthread_rwlock_rdlock(&(rf)->rw); \
+	int fd = (rf)->fd[PRIMARY_IDX]; \
+	int _sr = (call) < 0 ? -errno : 0; \
+	FOR_OTHERS(_j) \
+		if (_sr == 0 && (fd = (rf)->fd[_j]) >= 0) \
+			(void)(call); \
+	pthread_rwlock_unlock(&(rf)->rw); \
+	_sr; })
+
 static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	struct rfile *rf = RF(fi);
 	int r = note_meta_write(path, fi);
 	if (r < 0)
 		return r;
-	if (rf) {
-		pthread_rwlock_rdlock(&rf->rw);	/* (see fs_getattr()) */
-		r = fchmod(rf->fd[PRIMARY_IDX], mode) < 0 ? -errno : 0;
-		FOR_OTHERS(j)
-			if (r == 0 && rf->fd[j] >= 0)
-				fchmod(rf->fd[j], mode);
-		pthread_rwlock_unlock(&rf->rw);
-		return r;
-	}
+	if (rf)
+		return ON_SHARDS(rf, fd, fchmod(fd, mode));
 	CHECK_HIDDEN(path);
 	{
 		int _e = ON_PRIMARY(fchmodat(PRIMARY, rel(path), mode, 0));
@@ -694,15 +700,8 @@ static int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_inf
 	int r = note_meta_write(path, fi);
 	if (r < 0)
 		return r;
-	if (rf) {
-		pthread_rwlock_rdlock(&rf->rw);	/* (see fs_getattr()) */
-		r = fchown(rf->fd[PRIMARY_IDX], uid, gid) < 0 ? -errno : 0;
-		FOR_OTHERS(j)
-			if (r == 0 && rf->fd[j] >= 0)
-				fchown(rf->fd[j], uid, gid);
-		pthread_rwlock_unlock(&rf->rw);
-		return r;
-	}
+	if (rf)
+		return ON_SHARDS(rf, fd, fchown(fd, uid, gid));
 	CHECK_HIDDEN(path);
 	{
 		int _e = ON_PRIMARY(fchownat(PRIMARY, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW));
@@ -721,15 +720,8 @@ static int fs_utimens(const char *path, const struct timespec tv[2], struct fuse
 	int r = note_meta_write(path, fi);
 	if (r < 0)
 		return r;
-	if (rf) {
-		pthread_rwlock_rdlock(&rf->rw);	/* (see fs_getattr()) */
-		r = futimens(rf->fd[PRIMARY_IDX], tv) < 0 ? -errno : 0;
-		FOR_OTHERS(j)
-			if (r == 0 && rf->fd[j] >= 0)
-				futimens(rf->fd[j], tv);
-		pthread_rwlock_unlock(&rf->rw);
-		return r;
-	}
+	if (rf)
+		return ON_SHARDS(rf, fd, futimens(fd, tv));
 	CHECK_HIDDEN(path);
 	{
 		int _e = ON_PRIMARY(utimensat(PRIMARY, rel(path), tv, AT_SYMLINK_NOFOLLOW));

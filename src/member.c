@@ -158,13 +158,18 @@ bool member_error_is_own(int err)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t now = (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	uint64_t was = __atomic_load_n(&last_ms, __ATOMIC_RELAXED);
+	int saved = errno;	/* (callers report errno after this) */
 	if ((!was || now - was > 10000) &&
 	    __atomic_compare_exchange_n(&last_ms, &was, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 		struct rlimit rl = { 0, 0 };
 		getrlimit(RLIMIT_NOFILE, &rl);
-		log_err("raidfs is short of %s (%s; open-file limit %llu): operations fail with that error until it has room again; each open file takes a descriptor per member: raise the limit (ulimit -n, or LimitNOFILE= for a systemd unit) or close files",
-			err == ENOMEM ? "memory" : "file descriptors", strerror(err), (unsigned long long)rl.rlim_cur);
+		if (err == ENOMEM)
+			log_err("raidfs is short of memory: operations fail with ENOMEM until it has room again; no member is failed for it");
+		else
+			log_err("raidfs is short of file descriptors (%s; open-file limit %llu): operations fail with that error until it has room again; each open file takes a descriptor per member: raise the limit (ulimit -n, or LimitNOFILE= for a systemd unit) or close files",
+				strerror(err), (unsigned long long)rl.rlim_cur);
 	}
+	errno = saved;
 	return true;
 }
 

@@ -83,8 +83,12 @@ void rebuild_target_failed(uint32_t j)
 		rebuild_abandon_replace();
 }
 
-void rebuild_fail_replacement(struct array *a)
+void rebuild_fail_replacement(struct array *a, const char *why)
 {
+	int sj = shadow_of(a);
+	if (sj >= 0)
+		log_err("array '%s': the replacement '%s' of member %d failed: %s; member %d stays in service",
+			a->sb.name, a->m[SHADOW].path, sj, why, sj);
 	pthread_mutex_lock(&rb_lock);
 	bool running = info.active && info.replace;
 	pthread_mutex_unlock(&rb_lock);
@@ -313,9 +317,7 @@ static bool file_worker_busy(void);
 static void target_failed(struct walk *w, const char *why)
 {
 	if (w->j == SHADOW) {
-		log_err("array '%s': the replacement '%s' of member %u failed: %s; member %u stays in service",
-			w->a->sb.name, w->a->m[SHADOW].path, w->lj, why, w->lj);
-		rebuild_abandon_replace();
+		rebuild_fail_replacement(w->a, why);
 	} else {
 		array_fail_member(w->a, w->j, why);
 	}

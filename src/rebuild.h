@@ -132,10 +132,11 @@ void rebuild_replaced_member_failed(void);
 /* Member j failed while it was being rebuilt (array_fail_member()): its
  * rebuild, if it is the one running, stops.  Any thread. */
 void rebuild_target_failed(uint32_t j);
-/* The replacement of a member being replaced in place failed (vanished,
- * or 'raidfs fail' of its directory): the copy stops and is dropped, also
- * when it is not running.  Any thread holding no lock. */
-void rebuild_fail_replacement(struct array *a);
+/* The replacement of a member being replaced in place failed (why: it
+ * vanished, a write to it failed, 'raidfs fail' of its directory): logged,
+ * and the copy stops and is dropped, also when it is not running.  Any
+ * thread holding no lock. */
+void rebuild_fail_replacement(struct array *a, const char *why);
 /* The last rebuild stopped because the array lost more members than it
  * tolerates, and enough are back now: rebuild_resume() goes on with it
  * (the monitor's job). */

@@ -241,6 +241,25 @@ pause_rebuild_at() {
 	return 1
 }
 
+# new_array NAME [LEVEL [SPARE]]: LEVEL (raid5) over 4 members in
+# $T/NAME, chunk 4K, with an empty $C/ref (sets C, mem, mnt), mounted;
+# with SPARE, $C/SPARE is a hot spare
+new_array() {
+	C=$T/$1
+	mkdir -p "$C/ref"
+	mem=$(make_members 4 "$1/d")
+	mnt=$C/mnt
+	local spare=() list
+	list=$(join_members $mem)
+	if [ -n "${3:-}" ]; then
+		mkdir -p "$C/$3"
+		spare=(--spare "$C/$3")
+		list=$list:$C/$3
+	fi
+	expect_rc 0 "$RAIDFS" create --level "${2:-raid5}" --chunk 4K "${spare[@]}" --name "$1" $mem
+	rfs_mount "$list" "$mnt" || fail "$1: mount"
+}
+
 # rfs_kill MOUNTPOINT: kill -9 the daemon (a crash), wait until it is
 # gone and detach the dead mount
 rfs_kill() {

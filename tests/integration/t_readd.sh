@@ -12,16 +12,6 @@
 need_fuse
 
 
-# new_array NAME [LEVEL]: raid5 (or LEVEL) over 4 members in $T/NAME
-# (sets C, mem, mnt), mounted
-new_array() {
-	C=$T/$1
-	mkdir -p "$C/ref"
-	mem=$(make_members 4 "$1/d")
-	mnt=$C/mnt
-	expect_rc 0 "$RAIDFS" create --level "${2:-raid5}" --chunk 4K --name "$1" $mem
-	rfs_mount "$(join_members $mem)" "$mnt" || fail "$1: mount"
-}
 # wait_log PATTERN: until the daemon's log has a line matching PATTERN
 # (the line saying how a re-add ended comes just after the member is
 # online), at most 10 s

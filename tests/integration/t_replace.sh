@@ -18,15 +18,10 @@
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
-# new_raid5 NAME: raid5 over 4 members in $T/NAME with ref/ and new1/
-# (sets C, mem, mnt), mounted
+# new_raid5 NAME: new_array NAME (lib.sh) with an empty new1/
 new_raid5() {
-	C=$T/$1
-	mkdir -p "$C/ref" "$C/new1"
-	mem=$(make_members 4 "$1/d")
-	mnt=$C/mnt
-	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name "$1" $mem
-	rfs_mount "$(join_members $mem)" "$mnt" || fail "$1: mount"
+	new_array "$1"
+	mkdir -p "$C/new1"
 }
 # the copy onto new1 has completed a file (its position is saved on the
 # new directory after each one)

@@ -17,19 +17,7 @@ need_fuse
 # setup NAME [SPARE]: raid5 over 4 members in $T/NAME with 40 files of
 # 500 KB (a reference in ref/), mounted, rebuild limited to 1 MB/s
 setup() {
-	C=$T/$1
-	mkdir -p "$C/ref"
-	mem=$(make_members 4 "$1/d")
-	mnt=$C/mnt
-	local spare=() list
-	list=$(join_members $mem)
-	if [ -n "${2:-}" ]; then
-		mkdir -p "$C/$2"
-		spare=(--spare "$C/$2")
-		list=$list:$C/$2
-	fi
-	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K "${spare[@]}" --name "$1" $mem
-	rfs_mount "$list" "$mnt" || fail "$1: mount"
+	new_array "$1" raid5 "${2:-}"
 	for i in $(seq 1 40); do head -c 500000 /dev/urandom >"$C/ref/f$i"; done
 	cp "$C"/ref/* "$mnt/"
 	"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
@@ -194,6 +182,10 @@ stopped lost
 expect_rc 2 "$RAIDFS" status "$mnt"
 grep -q "rebuild of member 1 stopped at f[0-9]*: the array lost more members than it tolerates; it goes on by itself once they are back" "$OUT" ||
 	fail "lost: status does not say why the rebuild stopped: $(cat "$OUT")"
+# nothing to resume from yet: 'resume' says why
+expect_rc 1 "$RAIDFS" rebuild "$mnt" resume
+grep -q "no rebuild is running; the last one: rebuild of member 1 stopped at f[0-9]*: the array lost more members" "$ERR" ||
+	fail "lost: 'raidfs rebuild resume' of a failed array said: $(cat "$ERR")"
 cat "$mnt/f30" >/dev/null 2>&1 && fail "lost: a read that needs two lost members succeeded"
 expect_rc 0 "$RAIDFS" add "$mnt" "$C/d3"
 wait_member "$mnt" 2 online "$C/d3" || fail "lost: member 2 not back: $("$RAIDFS" status "$mnt")"
