@@ -139,6 +139,8 @@ struct array {
 	 * replacement took its slot must not meet the number reused */
 	int retired[ARRAY_RETIRED];
 	unsigned nretired;
+	/* run by the monitor once a second while mounted (fuse.c) */
+	void (*tick)(struct array *a);
 	/* given paths that could not be used, and why (set by assembly;
 	 * the strings are the caller's argv and static messages) */
 	int nunusable;

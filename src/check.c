@@ -115,6 +115,12 @@ static void check_file(struct check *c, const char *path)
 		if ((uint64_t)st.st_size > want)
 			problem(c, "file '%s': shard on member %u is %" PRIu64 " bytes, longer than the %" PRIu64 " its size allows",
 				path, j, (uint64_t)st.st_size, want);
+		else if ((uint64_t)st.st_size < want && (best.flags & META_F_EXACT)) {
+			rf.damaged |= 1ull << j;	/* not compared below */
+			problem(c, "file '%s': shard on member %u is %" PRIu64 " bytes, shorter than the %" PRIu64
+				" its size needs: data lost on that member (opening the file on the mount rebuilds it)",
+				path, j, (uint64_t)st.st_size, want);
+		}
 	}
 	long bad = stripe_verify(&rf, bad_row, c);
 	if (bad < 0)

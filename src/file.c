@@ -334,10 +334,10 @@ static int best_meta(const struct array *a, const int *fds, struct file_meta *be
 		}
 	}
 	if (look) {
-		look->agree = have && !best->flags;
+		look->agree = have && !(best->flags & META_F_DIRTY);
 		for (uint32_t j = 0; j < a->width; j++)
 			if (fds[j] >= 0 && (!ok[j] || fm[j].id != want || fm[j].version != best->version ||
-					    fm[j].size != best->size || fm[j].flags))
+					    fm[j].size != best->size || fm[j].flags != best->flags))
 				look->agree = false;
 	}
 	return have ? 0 : -EIO;
@@ -384,6 +384,7 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	rf->size = m->size;
 	rf->reserved = m->size;
 	rf->meta_version = m->version;
+	rf->meta_flags = m->flags;
 	pthread_rwlock_init(&rf->rw, NULL);
 	return 0;
 }
@@ -404,8 +405,36 @@ static struct file_meta meta_record(struct rfile *rf, uint64_t version, uint32_t
 	};
 }
 
+/*
+ * Give every shard (and the replacement's) the full length the size needs:
+ * a write past the end leaves the shards it did not reach short, a hole
+ * that reads as zeros.  Extended like this (as a hole again), a shard
+ * found shorter later has lost data (rfile_open()).  A damaged shard is
+ * left short, so the next open finds it again.  True if all are long
+ * enough.
+ */
+static bool extend_shards(struct rfile *rf)
+{
+	bool all = true;
+	int sj = shadow_of(rf->a);
+	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	for (uint32_t j = 0; j < MEMBER_SLOTS; j++) {
+		uint32_t lj = j == SHADOW ? (uint32_t)sj : j;
+		struct stat st;
+		if (rf->fd[j] < 0 || (j == SHADOW ? sj < 0 : j >= rf->a->width || !member_writable(rf->a, j)) ||
+		    (j != SHADOW && (rf->damaged >> j & 1)))
+			continue;
+		uint64_t want = layout_shard_size(&rf->lay, lj, size);
+		if (fstat(rf->fd[j], &st) < 0 || ((uint64_t)st.st_size < want && ftruncate(rf->fd[j], (off_t)want) < 0))
+			all = false;
+	}
+	return all;
+}
+
 int rfile_write_meta(struct rfile *rf, uint32_t flags)
 {
+	if (extend_shards(rf))
+		flags |= META_F_EXACT;
 	struct file_meta fm = meta_record(rf, ++rf->meta_version, flags);
 	int ret = 0;
 	int sj = shadow_of(rf->a);
@@ -428,7 +457,8 @@ int rfile_write_meta(struct rfile *rf, uint32_t flags)
 	}
 	if (ret == 0)
 		rf->meta_stale = false;
-	rf->meta_agree = ret == 0 && !flags;
+	rf->meta_agree = ret == 0 && !(flags & META_F_DIRTY);
+	rf->meta_flags = flags;
 	return ret;
 }
 
@@ -440,13 +470,21 @@ int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
 	if (!alone || !rf->meta_agree || rf->meta_stale || rf->marked || rf->cmarked)
 		return rfile_write_meta(rf, 0);
 	int sj = j == SHADOW ? shadow_of(rf->a) : (int)j;
-	struct file_meta fm = meta_record(rf, rf->meta_version, 0);
+	struct file_meta fm = meta_record(rf, rf->meta_version, rf->meta_flags);	/* (the shard has its length) */
 	fm.index = (uint32_t)sj;
 	int r = sj >= 0 ? meta_set(rf->fd[j], &fm) : -EINVAL;
 	if (r < 0)
 		log_err("cannot write metadata of file %016" PRIx64 " on the new shard of member %d: %s", rf->id, sj,
 			strerror(-r));
 	return r;
+}
+
+bool rfile_is_open(uint64_t ino)
+{
+	pthread_mutex_lock(&table_lock);
+	bool open = find_locked(ino) != NULL;
+	pthread_mutex_unlock(&table_lock);
+	return open;
 }
 
 /* Put a freshly built rfile into the table, or take the one another
@@ -488,6 +526,57 @@ static int open_shard(struct array *a, uint32_t j, const char *relpath)
 	if (fd == -EACCES)
 		fd = member_openat(a, j, relpath, O_RDONLY | O_NOFOLLOW, 0);
 	return fd;
+}
+
+/*
+ * A shard shorter than the file's size needs, although the record says
+ * every shard had its length (META_F_EXACT), lost data since: its member's
+ * filesystem came back from a crash without it, or someone cut it.  Read
+ * as it is, the missing part would come back as zeros: it is marked
+ * damaged instead (read from the other members), counted as an error of
+ * its member, and rebuilt by repair_shards() once the file is in the table.
+ */
+static void find_short_shards(struct rfile *rf, const char *relpath)
+{
+	struct array *a = rf->a;
+	for (uint32_t j = 0; j < a->width; j++) {
+		struct stat st;
+		if (rf->fd[j] < 0 || !member_online(a, j) || fstat(rf->fd[j], &st) < 0)
+			continue;
+		uint64_t want = layout_shard_size(&rf->lay, j, rf->size);
+		if ((uint64_t)st.st_size >= want)
+			continue;
+		log_err("file '%s': its shard on member %u '%s' is %" PRIu64 " bytes, shorter than the %" PRIu64
+			" its size needs: data lost on that member; read from the others and rebuilt",
+			relpath, j, a->m[j].path, (uint64_t)st.st_size, want);
+		member_count_error(a, j);
+		rf->damaged |= 1ull << j;
+	}
+}
+
+/* Rebuild the damaged shards of a file just put in the table (nobody has
+ * used it yet; a second opener waits on rf->rw).  What cannot be rebuilt
+ * stays damaged: its lost part reads as an I/O error, never as zeros. */
+static void repair_shards(struct rfile *rf, const char *relpath)
+{
+	struct array *a = rf->a;
+	pthread_rwlock_wrlock(&rf->rw);
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (!(rf->damaged >> j & 1) || !member_online(a, j))
+			continue;
+		long n = stripe_repair_shard(rf, j);
+		if (n >= 0) {
+			array_member_corrected(a, j);
+			log_warn("file '%s': its shard on member %u '%s' was rebuilt from the other members (%ld bytes written)",
+				 relpath, j, a->m[j].path, n);
+		} else {
+			log_err("file '%s': cannot rebuild its shard on member %u '%s': %s", relpath, j, a->m[j].path,
+				n == -EIO || n == -EINVAL ? "too few other members hold the file; what it lost reads as an I/O error"
+							  : strerror((int)-n));
+		}
+		array_member_io_error(a, j, -EIO, false);	/* (the read-error threshold) */
+	}
+	pthread_rwlock_unlock(&rf->rw);
 }
 
 int rfile_open(struct array *a, const char *relpath, struct rfile **out)
@@ -600,10 +689,14 @@ again:;
 	if (nvalid < (int)(a->width - array_absent_count(a)))
 		rf->meta_stale = true;	/* repair the bad copies on close */
 	rf->meta_agree = ret == 0 && look.agree;
+	if (fm.flags & META_F_EXACT)
+		find_short_shards(rf, relpath);
 	open_shadow(rf, relpath, false, 0);
 	*out = insert_or_share(rf, epoch, false);
 	if (!*out)
 		goto again;
+	if (*out == rf && rf->damaged)
+		repair_shards(rf, relpath);
 	return 0;
 }
 

@@ -52,6 +52,10 @@ struct rfile {
 	bool meta_stale;		/* size changed since metadata written */
 	bool meta_agree;		/* every shard holds the record of
 					 * meta_version (as opened or last written) */
+	uint32_t meta_flags;		/* of the record of meta_version (META_F_EXACT) */
+	uint64_t damaged;		/* bit j: member j's shard lost data (shorter
+					 * than the size needs, or missing): not read
+					 * until rebuilt (stripe_repair_shard()) */
 	bool marked;			/* in the dirty log */
 	bool cmarked;			/* in it as changed through the cache log only */
 	int refs;			/* protected by the table lock */
@@ -130,6 +134,16 @@ void rfile_new_meta(const struct array *a, uint64_t id, struct file_meta *fm);
 /* Are all the given shards empty (an interrupted create)? */
 bool rfile_shards_empty(const struct array *a, const int *fds);
 
+/* May shard j of rf be read (it holds valid data)?  Not when its member is
+ * not online, or the shard lost data (rf->damaged). */
+static inline bool rfile_usable(const struct rfile *rf, uint32_t j)
+{
+	return rf->fd[j] >= 0 && member_online(rf->a, j) && !(rf->damaged >> j & 1);
+}
+
+/* Does anybody have the file whose primary shard is inode ino open? */
+bool rfile_is_open(uint64_t ino);
+
 /* Write the metadata (size, flags) to every present shard. */
 int rfile_write_meta(struct rfile *rf, uint32_t flags);
 /* After a rebuild wrote shard j (SHADOW: the replacement) of a file nobody
@@ -144,6 +158,9 @@ ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
 ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off);
 int stripe_truncate(struct rfile *rf, uint64_t size);
 int stripe_fsync(struct rfile *rf, bool datasync);
+/* Member j's shard, found damaged at open, rebuilt from the others (caller
+ * holds rf->rw exclusively): bytes written or -errno. */
+long stripe_repair_shard(struct rfile *rf, uint32_t j);
 
 /* The same with rf->rw already held by the caller (shared for reads,
  * exclusively for the others); used by the cache (cache.c).  They do not

@@ -20,6 +20,7 @@
 #include <fuse.h>
 
 #include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -562,6 +563,71 @@ static void hide_remember(const char *from, const char *to)
 }
 
 static int fs_link(const char *from, const char *to);
+static int fs_unlink(const char *path);
+
+/*
+ * libfuse 3.14 (Debian 12's) removes a file's hidden name at its last
+ * release, but a release that runs while an unlink is hiding the file
+ * finds it not hidden yet, and the hidden name stays for good (libfuse
+ * issue #746, fixed in 3.15): `rm f; rmdir d` then fails with ENOTEMPTY
+ * for ever.  Every hidden name is noted, and once a second the monitor
+ * removes those whose file nobody has open (sweep_hidden()).
+ */
+#define HIDDEN_MAX 1024
+static char *hidden_names[HIDDEN_MAX];
+static size_t nhidden_names;
+static pthread_mutex_t hidden_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* exactly libfuse's form, ".fuse_hidden" and 16 hex digits (a user's own
+ * name is never swept, however it starts) */
+static bool libfuse_hidden_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (strncmp(base, ".fuse_hidden", 12) != 0 || strlen(base) != 28)
+		return false;
+	for (int i = 12; i < 28; i++)
+		if (!isxdigit((unsigned char)base[i]))
+			return false;
+	return true;
+}
+
+static void hidden_note(const char *path)
+{
+	if (!libfuse_hidden_name(path))
+		return;
+	pthread_mutex_lock(&hidden_lock);
+	char *p = nhidden_names < HIDDEN_MAX ? strdup(path) : NULL;
+	if (p)
+		hidden_names[nhidden_names++] = p;
+	pthread_mutex_unlock(&hidden_lock);
+}
+
+static void sweep_hidden(struct array *a)
+{
+	char *mine[HIDDEN_MAX];
+	pthread_mutex_lock(&hidden_lock);
+	size_t n = nhidden_names;
+	memcpy(mine, hidden_names, n * sizeof(*mine));
+	nhidden_names = 0;
+	pthread_mutex_unlock(&hidden_lock);
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		bool keep = false;
+		pthread_rwlock_rdlock(&a->ns_lock);
+		if (fstatat(PRIMARY, rel(mine[i]), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			/* (a file in the open table may be open, or be released
+			 * right now: libfuse then removes the name itself) */
+			keep = !S_ISREG(st.st_mode) || rfile_is_open(st.st_ino);
+			if (!keep && fs_unlink(mine[i]) == 0)
+				log_info("removed '%s', a hidden name libfuse left behind", mine[i]);
+		}
+		pthread_rwlock_unlock(&a->ns_lock);
+		if (keep)
+			hidden_note(mine[i]);
+		free(mine[i]);
+	}
+}
 
 /* true when rename(from, to) is libfuse's follow-up of hiding an open
  * 'to' that is a link of 'from': 'to' is then back (as a link).  Every
@@ -596,8 +662,10 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 		return r;
 	if (flags == 0 && hidden_by_libfuse(to)) {
 		r = rename_everywhere(from, to, flags);
-		if (r == 0)
+		if (r == 0) {
 			hide_remember(from, to);
+			hidden_note(to);
+		}
 		return r;
 	}
 	bool no_op = flags == 0 && rename_between_links(from, to);
@@ -1214,5 +1282,6 @@ static const struct fuse_operations ops = {
 const struct fuse_operations *fsops_get(struct array *a)
 {
 	A = a;
+	a->tick = sweep_hidden;
 	return &ops;
 }

@@ -5,7 +5,8 @@
  * (64 bytes, little-endian, crc32 protected; docs/format.md): the file id,
  * its layout (level, chunk, width, groups, rotation), the logical size, a
  * version counter bumped on every metadata update, this shard's member
- * index, and a dirty flag set while writes may leave parity behind data.
+ * index, a dirty flag set while writes may leave parity behind data, and
+ * an "exact" flag: every shard had its full length when it was written.
  * Because every shard has a copy, the size survives any tolerated set of
  * missing members.
  *
@@ -31,6 +32,9 @@
 #define META_VERSION 1
 
 #define META_F_DIRTY 0x1
+/* every shard was at least as long as the size needs (layout_shard_size())
+ * when the record was written: a shorter one has lost data since */
+#define META_F_EXACT 0x2
 
 struct file_meta {
 	uint64_t id;

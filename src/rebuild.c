@@ -392,10 +392,6 @@ static bool same_inode(int dirfd, const char *path, int fd)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-static inline bool usable(const struct rfile *rf, uint32_t j)
-{
-	return rf->fd[j] >= 0 && member_online(rf->a, j);
-}
 
 static bool all_zero(const uint8_t *p, size_t len)
 {
@@ -595,7 +591,7 @@ static int window_fast(struct walk *w, struct fctx *fc, struct rfile *rf, uint64
 	v.tsize = fstat(rf->fd[w->j], &ts) == 0 ? (uint64_t)ts.st_size : UINT64_MAX;
 	v.ssize = layout_shard_size(l, lj, rf->size);
 	for (uint32_t i = 0; i < l->width; i++)
-		there[i] = usable(rf, i);
+		there[i] = rfile_usable(rf, i);
 	for (uint32_t x = 0; x < ns; x++) {
 		uint64_t s = s0 + x;
 		layout_member_slot(l, s, lj, &g, &slot);

@@ -169,13 +169,9 @@ static int shard_write(struct rfile *rf, uint32_t j, const void *buf, size_t len
 	return r < 0 ? write_failed(rf, j, off, r) : 0;
 }
 
-/* usable: may be read (holds valid data); writable: must receive writes
- * (also a member being rebuilt) */
-static inline bool usable(const struct rfile *rf, uint32_t j)
-{
-	return rf->fd[j] >= 0 && member_online(rf->a, j);
-}
-
+/* rfile_usable() (file.h): may be read; writable: must receive writes
+ * (also a member being rebuilt, and a damaged shard: what is written there
+ * is right) */
 static inline bool writable(const struct rfile *rf, uint32_t j)
 {
 	return rf->fd[j] >= 0 && member_writable(rf->a, j);
@@ -224,7 +220,7 @@ static int group_alive(const struct rfile *rf, uint64_t s, uint32_t g)
 	const struct layout *l = &rf->lay;
 	uint32_t lost = 0;
 	for (uint32_t i = 0; i < l->k + l->m; i++)
-		lost += !usable(rf, layout_slot_member(l, s, g, i));
+		lost += !rfile_usable(rf, layout_slot_member(l, s, g, i));
 	return lost > l->m ? -EIO : 0;
 }
 
@@ -249,8 +245,8 @@ static int load_group(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo,
 		if (!(want >> j & 1))
 			continue;
 		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (!usable(rf, mj) || shard_read(rf, mj, blk[j], len, off) < 0) {
-			if (usable(rf, mj))
+		if (!rfile_usable(rf, mj) || shard_read(rf, mj, blk[j], len, off) < 0) {
+			if (rfile_usable(rf, mj))
 				bad |= 1ull << j;
 			missing = true;
 			continue;
@@ -264,7 +260,7 @@ static int load_group(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo,
 	if (l->red == RED_MIRROR) {
 		for (uint32_t c = 0; c < l->k + l->m; c++) {
 			uint32_t mj = layout_slot_member(l, s, g, c);
-			if (usable(rf, mj) && !(bad >> c & 1) && shard_read(rf, mj, blk[0], len, off) == 0)
+			if (rfile_usable(rf, mj) && !(bad >> c & 1) && shard_read(rf, mj, blk[0], len, off) == 0)
 				goto repair;
 		}
 		return -EIO;
@@ -274,9 +270,9 @@ static int load_group(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo,
 		if (have >> j & 1)
 			continue;
 		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (!(bad >> j & 1) && usable(rf, mj) && shard_read(rf, mj, blk[j], len, off) == 0)
+		if (!(bad >> j & 1) && rfile_usable(rf, mj) && shard_read(rf, mj, blk[j], len, off) == 0)
 			continue;
-		if (usable(rf, mj))
+		if (rfile_usable(rf, mj))
 			bad |= 1ull << j;
 		if (ne == (int)l->m)
 			return -EIO;	/* more lost than the group tolerates */
@@ -291,7 +287,7 @@ repair:
 		if (!(bad >> j & 1))
 			continue;
 		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (!usable(rf, mj))
+		if (!rfile_usable(rf, mj))
 			continue;
 		const uint8_t *src = l->red == RED_MIRROR ? blk[0] : blk[j];
 		struct iovec v = { (void *)src, len };
@@ -326,9 +322,9 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 			if (!w->src[j])
 				continue;
 			uint32_t mj = layout_slot_member(l, s, g, j);
-			ret = usable(rf, mj) ? shard_write(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j])
+			ret = rfile_usable(rf, mj) ? shard_write(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j])
 					     : -EIO;
-			if (ret == 0 && !usable(rf, mj))
+			if (ret == 0 && !rfile_usable(rf, mj))
 				ret = -EIO;	/* raid0: nothing else holds it */
 		}
 		return ret;
@@ -361,7 +357,7 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 		if (w->src[j] && w->a[j] == w->lo && w->b[j] == w->hi)
 			continue;	/* all new: its old bytes are not needed */
 		want |= 1ull << j;
-		if (!usable(rf, layout_slot_member(l, s, g, j)))
+		if (!rfile_usable(rf, layout_slot_member(l, s, g, j)))
 			rebuild = true;
 	}
 	if (rebuild)	/* an absent slot keeps old bytes we must reconstruct,
@@ -804,11 +800,11 @@ static int destage_range(struct rfile *rf, uint64_t s, uint32_t g, const struct 
 		if (a[j] < b[j]) {
 			dirty_slots |= 1ull << j;
 			rmw++;
-			rmw_ok &= usable(rf, layout_slot_member(l, s, g, j));
+			rmw_ok &= rfile_usable(rf, layout_slot_member(l, s, g, j));
 		}
 	}
 	for (uint32_t p = k; p < n; p++)
-		rmw_ok &= usable(rf, layout_slot_member(l, s, g, p));
+		rmw_ok &= rfile_usable(rf, layout_slot_member(l, s, g, p));
 
 	if (rmw_ok && rmw < rcw) {
 		/* read-modify-write: parity += encode(old ^ new of the dirty slots) */
@@ -849,7 +845,7 @@ rcw:
 		uint64_t want = unknown;
 		bool rebuild = false;
 		for (uint32_t j = 0; j < k; j++)
-			if ((want >> j & 1) && !usable(rf, layout_slot_member(l, s, g, j)))
+			if ((want >> j & 1) && !rfile_usable(rf, layout_slot_member(l, s, g, j)))
 				rebuild = true;
 		if (rebuild)	/* reconstruction needs every slot's old bytes */
 			want = (k == 64) ? ~0ull : ((1ull << k) - 1);
@@ -1009,13 +1005,13 @@ ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off
 			uint32_t copies = l->k + l->m;
 			for (uint32_t c = 0; c < copies; c++) {
 				uint32_t cand = layout_slot_member(l, s, g, (s + c) % copies);
-				if (usable(rf, cand)) {
+				if (rfile_usable(rf, cand)) {
 					mj = cand;
 					break;
 				}
 			}
 		}
-		if (usable(rf, mj) && shard_read(rf, mj, dst + (pos - off), n, s * chunk + o) == 0) {
+		if (rfile_usable(rf, mj) && shard_read(rf, mj, dst + (pos - off), n, s * chunk + o) == 0) {
 			ret = 0;
 		} else {
 			/* absent or unreadable: reconstruct (load_group retries
@@ -1032,7 +1028,7 @@ ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off
 			ret = load_group(rf, s, g, o, n, blk, 1ull << j);
 			if (ret == 0)
 				memcpy(dst + (pos - off), blk[j], n);
-			if (ret == 0 && l->red == RED_MIRROR && usable(rf, mj) &&
+			if (ret == 0 && l->red == RED_MIRROR && rfile_usable(rf, mj) &&
 			    layout_slot_member(l, s, g, 0) != mj) {
 				/* the copy we chose could not be read (load_group
 				 * read another): repair it from the good one */
@@ -1171,7 +1167,7 @@ int stripe_fsync(struct rfile *rf, bool datasync)
 		/* fsync succeeds while every group keeps its data durable */
 		uint32_t lost = 0;
 		for (uint32_t p = 0; p < rf->lay.gw; p++)
-			lost += !usable(rf, g * rf->lay.gw + p);
+			lost += !rfile_usable(rf, g * rf->lay.gw + p);
 		if (lost > rf->lay.m)
 			ret = -EIO;
 	}
@@ -1192,6 +1188,35 @@ int stripe_resync(struct rfile *rf)
 	if (ret == 0)
 		ret = trim_shards(rf, rf->size);
 	return ret;
+}
+
+/*
+ * Rebuild member j's shard of rf from the other members, in place: j's
+ * shard lost data (rf->damaged bit j; rfile_open() found it short or
+ * missing), so it is not read meanwhile.  Holes stay holes; the shard gets
+ * its full length.  On success the bit is cleared; returns the bytes
+ * written or -errno (-EIO: too few other members to rebuild from).
+ * Caller holds rf->rw exclusively.
+ */
+long stripe_repair_shard(struct rfile *rf, uint32_t j)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l);
+	uint64_t nstripes = (rf->size + sbytes - 1) / sbytes;
+	long written = 0;
+	if (!(rf->damaged >> j & 1) || !writable(rf, j))
+		return -EINVAL;
+	for (uint64_t s = 0; s < nstripes; s++) {
+		bool fixed = false;
+		long b = stripe_rebuild_chunk(rf, s, j, j, false, &fixed);
+		if (b < 0)
+			return b;
+		written += b;
+	}
+	if (ftruncate(rf->fd[j], (off_t)layout_shard_size(l, j, rf->size)) < 0)
+		return -errno;
+	rf->damaged &= ~(1ull << j);
+	return written;
 }
 
 long stripe_verify(struct rfile *rf,
@@ -1217,7 +1242,7 @@ long stripe_verify(struct rfile *rf,
 			bool incomplete = false;
 			for (uint32_t i = 0; i < n && !incomplete; i++) {
 				uint32_t mj = layout_slot_member(l, s, g, i);
-				if (!usable(rf, mj) || member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
+				if (!rfile_usable(rf, mj) || member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
 					incomplete = true;
 			}
 			if (incomplete)
@@ -1272,7 +1297,7 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 		blk[i] = scr + (size_t)i * chunk;
 	layout_member_slot(l, s, j, &g, &slot);
 	uint8_t *out;
-	if (target != j && usable(rf, j) && shard_read(rf, j, blk[0], chunk, s * chunk) == 0) {
+	if (target != j && rfile_usable(rf, j) && shard_read(rf, j, blk[0], chunk, s * chunk) == 0) {
 		/* replace in place: member j is healthy, copy its chunk */
 		out = blk[0];
 		ret = 0;

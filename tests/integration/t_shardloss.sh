@@ -1,0 +1,104 @@
+#!/bin/bash
+# t_shardloss - a shard that lost data while the array was down (cut
+# short by hand, or by a member filesystem that came back from a power
+# loss without its tail) is found when its file is opened: the reader gets
+# the right bytes from the other members, never the zeros the short shard
+# would give, the shard is rebuilt, its member's error counted, and the
+# offline check names it before and is clean after.  Files whose shards
+# are short because they were written sparsely are not mistaken for it.
+# raid0, with nothing to rebuild from, answers EIO.
+. "$(dirname "$0")/lib.sh"
+need_fuse
+need_python
+
+# sparse FILE...: bytes written far apart, leaving some shards of the last
+# stripe short (a hole) until the file's metadata is written at close
+sparse() {
+	"$PY" - "$@" <<'PYEOF'
+import os, sys
+for i, p in enumerate(sys.argv[1:]):
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.pwrite(fd, b"x" * 100, 20000 + i)
+    os.pwrite(fd, b"y" * 7, 300000 + 4096 * i + 5)
+    os.close(fd)
+PYEOF
+}
+
+# shard_of MEMBER_DIR MIN: a file whose shard there is at least MIN bytes
+shard_of() {
+	(cd "$1" && find dir0 dir1 -type f -size +"$2"c -printf '%s %p\n' | sort -rn | awk '{print $2}')
+}
+
+for level in raid5 raid6 raid1 raid10; do
+	new_array "$level" "$level"
+	write_fileset "$mnt" "$C/ref" "$SEED" 2 12 1 300000
+	sparse "$mnt/sp1" "$mnt/sp2"
+	sparse "$C/ref/sp1" "$C/ref/sp2"
+	rfs_unmount_wait "$mnt" || fail "$level: unmount"
+	# no false alarm: the sparse files' shards have their full length
+	expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
+
+	set -- $mem
+	d=("$@")
+	cut=()
+	# member 2: one file cut to 1000 bytes; member 0 (the primary): one
+	# cut to nothing; member 3: a sparse file's shard cut in half
+	f1=$(shard_of "${d[2]}" 8192 | sed -n 1p)
+	f2=$(shard_of "${d[0]}" 8192 | grep -vxF "$f1" | sed -n 1p)
+	[ -n "$f1" ] && [ -n "$f2" ] || fail "$level: no file large enough to cut"
+	truncate -s 1000 "${d[2]}/$f1"
+	truncate -s 0 "${d[0]}/$f2"
+	half=$(( $(stat -c %s "${d[3]}/sp2") / 2 ))
+	truncate -s "$half" "${d[3]}/sp2"
+	cut=("$f1" "$f2" sp2)
+	if [ "$level" = raid6 ]; then
+		# two shards of the same file: what raid6 tolerates
+		truncate -s 4096 "${d[3]}/$f1"
+		cut+=("$f1")
+	fi
+	expect_rc 1 "$RAIDFS" check "$(join_members $mem)"
+	n=$(grep -c "shorter than the" "$OUT")
+	[ "$n" -eq "${#cut[@]}" ] || fail "$level: check named $n short shards, not ${#cut[@]}: $(cat "$OUT")"
+	grep -q "redundancy does not match" "$OUT" && fail "$level: check compared the cut shard: $(cat "$OUT")"
+
+	rfs_mount "$(join_members $mem)" "$mnt" || fail "$level: mount again"
+	diff -r "$C/ref" "$mnt" >/dev/null || fail "$level: the files read back differ from the reference"
+	# (one log for every array of the test: count this one's members)
+	n=$(grep -F "$C/d" "$T/daemon.log" | grep -c "was rebuilt from the other members")
+	[ "$n" -eq "${#cut[@]}" ] || fail "$level: $n shards rebuilt, not ${#cut[@]}"
+	n=$(grep -F "$C/d" "$T/daemon.log" | grep -c "shorter than the")
+	[ "$n" -eq "${#cut[@]}" ] || fail "$level: $n short shards logged, not ${#cut[@]} (a sparse file mistaken?)"
+	"$RAIDFS" status --json "$mnt" > "$C/st.json"
+	for j in 0 2 3; do
+		grep -q "\"index\": $j, [^}]*\"state\": \"online\", [^}]*\"errors\": [1-9][^}]*\"corrected\": [1-9]" "$C/st.json" ||
+			fail "$level: member $j should be online with an error and a correction counted: $(cat "$C/st.json")"
+	done
+	[ "$(stat -c %s "${d[2]}/$f1")" -gt 1000 ] || fail "$level: the cut shard was not rebuilt to its length"
+	rfs_unmount_wait "$mnt" || fail "$level: unmount after the repair"
+	expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
+
+	# the rebuilt shards hold the right bytes: read them with member 1
+	# (raid10: 1's mirror is 0, whose cut shard must now serve) failed
+	rfs_mount "$(join_members $mem)" "$mnt" || fail "$level: third mount"
+	expect_rc 0 "$RAIDFS" fail "$mnt" 1
+	echo 3 > /proc/sys/vm/drop_caches
+	diff -r "$C/ref" "$mnt" >/dev/null || fail "$level: the files differ with member 1 failed"
+	rfs_unmount_wait "$mnt" || fail "$level: last unmount"
+	log "ok: $level (${#cut[@]} short shards found and rebuilt)"
+done
+
+# raid0 holds one copy: the lost part is an I/O error, never zeros
+new_array raid0 raid0
+head -c 200000 /dev/urandom > "$C/ref/f"
+cp "$C/ref/f" "$mnt/f"
+echo small > "$mnt/g"
+rfs_unmount_wait "$mnt" || fail "raid0: unmount"
+set -- $mem
+truncate -s 1000 "$2/f"
+rfs_mount "$(join_members $mem)" "$mnt" || fail "raid0: mount again"
+cat "$mnt/f" > "$C/out" 2> "$C/err" && fail "raid0: the cut file was read without an error"
+grep -q "Input/output error" "$C/err" || fail "raid0: expected EIO: $(cat "$C/err")"
+[ "$(cat "$mnt/g")" = small ] || fail "raid0: the other file is unreadable"
+grep -q "cannot rebuild its shard on member 1" "$T/daemon.log" || fail "raid0: the log does not say the shard cannot be rebuilt"
+rfs_unmount_wait "$mnt" || fail "raid0: unmount at the end"
+log "ok: raid0 (EIO)"
