@@ -107,6 +107,9 @@ static void check_file(struct check *c, const char *path)
 		problem(c, "file '%s': invalid layout in metadata", path);
 		goto out;
 	}
+	uint64_t lost = 0, cut = 0;
+	if (best.flags & META_F_EXACT)
+		cut = rfile_short_shards(a, &rf.lay, fds, best.size, &lost);
 	for (uint32_t j = 0; j < a->width; j++) {
 		struct stat st;
 		if (fds[j] < 0 || fstat(fds[j], &st) < 0)
@@ -115,13 +118,17 @@ static void check_file(struct check *c, const char *path)
 		if ((uint64_t)st.st_size > want)
 			problem(c, "file '%s': shard on member %u is %" PRIu64 " bytes, longer than the %" PRIu64 " its size allows",
 				path, j, (uint64_t)st.st_size, want);
-		else if ((uint64_t)st.st_size < want && (best.flags & META_F_EXACT)) {
-			rf.damaged |= 1ull << j;	/* not compared below */
+		else if (cut >> j & 1)
 			problem(c, "file '%s': shard on member %u is %" PRIu64 " bytes, shorter than the %" PRIu64
 				" its size needs: data lost on that member (opening the file on the mount rebuilds it)",
 				path, j, (uint64_t)st.st_size, want);
-		}
 	}
+	if (lost)
+		problem(c, "file '%s': shards on %d members are shorter than its size needs, more than %s can rebuild "
+			"from: data written before a crash did not reach the disks (it reads as zeros; opening the "
+			"file on the mount recomputes its redundancy)", path, __builtin_popcountll(lost),
+			layout_level_name(rf.lay.level));
+	rf.damaged = cut;	/* (not compared below) */
 	long bad = stripe_verify(&rf, bad_row, c);
 	if (bad < 0)
 		problem(c, "file '%s': cannot verify: %s", path, strerror((int)-bad));

@@ -532,32 +532,64 @@ static int open_shard(struct array *a, uint32_t j, const char *relpath)
  * A shard shorter than the file's size needs, although the record says
  * every shard had its length (META_F_EXACT), lost data since: its member's
  * filesystem came back from a crash without it, or someone cut it.  Read
- * as it is, the missing part would come back as zeros: it is marked
- * damaged instead (read from the other members), counted as an error of
- * its member, and rebuilt by repair_shards() once the file is in the table.
+ * as it is, the missing part would come back as zeros.  Where the other
+ * members of its redundancy set can rebuild it, it is marked damaged
+ * instead (read from them), counted as an error of its member, and rebuilt
+ * by repair_shards() once the file is in the table.  Where more are short
+ * than the level tolerates, the bytes never reached the disks anywhere
+ * (the usual case: a power cut before data written without fsync went
+ * out, while the metadata had): they read as zeros, as on one disk, and
+ * the file is resynced like a file the mount finds in its dirty log
+ * (redundancy recomputed from the data as it is).  Returns true then.
  */
-static void find_short_shards(struct rfile *rf, const char *relpath)
+uint64_t rfile_short_shards(const struct array *a, const struct layout *l, const int *fds, uint64_t size,
+			    uint64_t *beyond)
 {
-	struct array *a = rf->a;
+	uint64_t cut = 0, lost = 0;
 	for (uint32_t j = 0; j < a->width; j++) {
 		struct stat st;
-		if (rf->fd[j] < 0 || !member_online(a, j) || fstat(rf->fd[j], &st) < 0)
-			continue;
-		uint64_t want = layout_shard_size(&rf->lay, j, rf->size);
-		if ((uint64_t)st.st_size >= want)
+		if (fds[j] >= 0 && member_online(a, j) && fstat(fds[j], &st) == 0 &&
+		    (uint64_t)st.st_size < layout_shard_size(l, j, size))
+			cut |= 1ull << j;
+	}
+	for (uint32_t g = 0; g < l->groups; g++) {
+		/* members g * gw ... (raid10: a mirror pair) rebuild each other */
+		uint64_t set = (l->gw == 64 ? ~0ull : (1ull << l->gw) - 1) << (g * l->gw);
+		if ((uint32_t)__builtin_popcountll(cut & set) > l->m)
+			lost |= cut & set;
+	}
+	*beyond = lost;
+	return cut & ~lost;
+}
+
+static bool find_short_shards(struct rfile *rf, const char *relpath)
+{
+	struct array *a = rf->a;
+	uint64_t lost;
+	uint64_t cut = rfile_short_shards(a, &rf->lay, rf->fd, rf->size, &lost);
+	if (lost)
+		log_warn("file '%s': its shards on %d members are shorter than its size needs, more than "
+			 "%s can rebuild from (a crash before written data reached the disks?): "
+			 "the missing part reads as zeros", relpath, __builtin_popcountll(lost),
+			 layout_level_name(rf->lay.level));
+	for (uint32_t j = 0; j < a->width; j++) {
+		struct stat st;
+		if (!(cut >> j & 1) || fstat(rf->fd[j], &st) < 0)
 			continue;
 		log_err("file '%s': its shard on member %u '%s' is %" PRIu64 " bytes, shorter than the %" PRIu64
 			" its size needs: data lost on that member; read from the others and rebuilt",
-			relpath, j, a->m[j].path, (uint64_t)st.st_size, want);
+			relpath, j, a->m[j].path, (uint64_t)st.st_size, layout_shard_size(&rf->lay, j, rf->size));
 		member_count_error(a, j);
 		rf->damaged |= 1ull << j;
 	}
+	return lost != 0;
 }
 
 /* Rebuild the damaged shards of a file just put in the table (nobody has
- * used it yet; a second opener waits on rf->rw).  What cannot be rebuilt
- * stays damaged: its lost part reads as an I/O error, never as zeros. */
-static void repair_shards(struct rfile *rf, const char *relpath)
+ * used it yet; a second opener waits on rf->rw), then, with `resync`,
+ * recompute its redundancy.  What cannot be rebuilt stays damaged: its
+ * lost part reads as an I/O error, never as zeros. */
+static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 {
 	struct array *a = rf->a;
 	pthread_rwlock_wrlock(&rf->rw);
@@ -575,6 +607,17 @@ static void repair_shards(struct rfile *rf, const char *relpath)
 							  : strerror((int)-n));
 		}
 		array_member_io_error(a, j, -EIO, false);	/* (the read-error threshold) */
+	}
+	if (resync) {
+		/* (in the dirty log first, as every change: a crash meanwhile
+		 * is finished by the next mount) */
+		int r = stripe_mark_dirty(rf);
+		if (r == 0)
+			r = stripe_resync(rf);
+		if (r < 0)
+			log_err("file '%s': cannot recompute its redundancy: %s", relpath, strerror(-r));
+		else
+			log_warn("file '%s': redundancy recomputed from the data the disks hold", relpath);
 	}
 	pthread_rwlock_unlock(&rf->rw);
 }
@@ -689,14 +732,13 @@ again:;
 	if (nvalid < (int)(a->width - array_absent_count(a)))
 		rf->meta_stale = true;	/* repair the bad copies on close */
 	rf->meta_agree = ret == 0 && look.agree;
-	if (fm.flags & META_F_EXACT)
-		find_short_shards(rf, relpath);
+	bool resync = (fm.flags & META_F_EXACT) && find_short_shards(rf, relpath);
 	open_shadow(rf, relpath, false, 0);
 	*out = insert_or_share(rf, epoch, false);
 	if (!*out)
 		goto again;
-	if (*out == rf && rf->damaged)
-		repair_shards(rf, relpath);
+	if (*out == rf && (rf->damaged || resync))
+		repair_shards(rf, relpath, resync);
 	return 0;
 }
 

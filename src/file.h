@@ -141,6 +141,13 @@ static inline bool rfile_usable(const struct rfile *rf, uint32_t j)
 	return rf->fd[j] >= 0 && member_online(rf->a, j) && !(rf->damaged >> j & 1);
 }
 
+/* The online members' shards (fds) shorter than a file of `size` needs
+ * (layout_shard_size()): those the other members of their redundancy set
+ * can rebuild, returned, and those in sets with more short than the level
+ * tolerates, in *beyond.  Meaningful under a record with META_F_EXACT. */
+uint64_t rfile_short_shards(const struct array *a, const struct layout *l, const int *fds, uint64_t size,
+			    uint64_t *beyond);
+
 /* Does anybody have the file whose primary shard is inode ino open? */
 bool rfile_is_open(uint64_t ino);
 
