@@ -148,6 +148,7 @@ static void forget_one(struct rfile *rf, uint32_t j)
 	if (rf->fd[j] >= 0)
 		close(rf->fd[j]);
 	rf->fd[j] = -1;
+	rf->damaged &= ~(1ull << j);	/* (a new shard comes from the rebuild) */
 }
 
 void rfile_forget_member(uint32_t j)
@@ -168,6 +169,7 @@ static void commit_one(struct rfile *rf, uint32_t j)
 		rf->fd[j] = rf->fd[SHADOW];
 	}
 	rf->fd[SHADOW] = -1;
+	rf->damaged &= ~(1ull << j);	/* the copy was rebuilt from the others */
 }
 
 void rfile_shadow_commit(uint32_t j)
@@ -445,7 +447,7 @@ int rfile_write_meta(struct rfile *rf, uint32_t flags)
 				 rf->id, sj);
 	}
 	for (uint32_t j = 0; j < rf->a->width; j++) {
-		if (rf->fd[j] < 0 || !member_writable(rf->a, j))
+		if (rf->fd[j] < 0 || !member_writable(rf->a, j) || (rf->damaged >> j & 1))
 			continue;
 		fm.index = j;
 		int r = meta_set(rf->fd[j], &fm);
@@ -479,12 +481,22 @@ int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
 	return r;
 }
 
-bool rfile_is_open(uint64_t ino)
+/* the last files whose last handle closed: primary inode, when (ms) */
+#define CLOSED_RING 64
+static struct {
+	uint64_t key, ms;
+} closed_ring[CLOSED_RING];
+static unsigned closed_next;
+
+bool rfile_in_use(uint64_t ino, uint64_t epoch, uint64_t closed_ms)
 {
+	uint64_t now = util_now_ms();
 	pthread_mutex_lock(&table_lock);
-	bool open = find_locked(ino) != NULL;
+	bool used = !epoch_holds(epoch) || find_locked(ino) != NULL;
+	for (unsigned i = 0; i < CLOSED_RING && !used && closed_ms; i++)
+		used = closed_ring[i].key == ino && closed_ring[i].ms && now - closed_ring[i].ms <= closed_ms;
 	pthread_mutex_unlock(&table_lock);
-	return open;
+	return used;
 }
 
 /* Put a freshly built rfile into the table, or take the one another
@@ -562,41 +574,47 @@ uint64_t rfile_short_shards(const struct array *a, const struct layout *l, const
 	return cut & ~lost;
 }
 
-static bool find_short_shards(struct rfile *rf, const char *relpath)
+static bool find_short_shards(struct rfile *rf)
 {
-	struct array *a = rf->a;
 	uint64_t lost;
-	uint64_t cut = rfile_short_shards(a, &rf->lay, rf->fd, rf->size, &lost);
-	if (lost)
-		log_warn("file '%s': its shards on %d members are shorter than its size needs, more than "
-			 "%s can rebuild from (a crash before written data reached the disks?): "
-			 "the missing part reads as zeros", relpath, __builtin_popcountll(lost),
-			 layout_level_name(rf->lay.level));
-	for (uint32_t j = 0; j < a->width; j++) {
-		struct stat st;
-		if (!(cut >> j & 1) || fstat(rf->fd[j], &st) < 0)
-			continue;
-		log_err("file '%s': its shard on member %u '%s' is %" PRIu64 " bytes, shorter than the %" PRIu64
-			" its size needs: data lost on that member; read from the others and rebuilt",
-			relpath, j, a->m[j].path, (uint64_t)st.st_size, layout_shard_size(&rf->lay, j, rf->size));
-		member_count_error(a, j);
-		rf->damaged |= 1ull << j;
-	}
+	rf->damaged = rfile_short_shards(rf->a, &rf->lay, rf->fd, rf->size, &lost);
 	return lost != 0;
 }
 
-/* Rebuild the damaged shards of a file just put in the table (nobody has
- * used it yet; a second opener waits on rf->rw), then, with `resync`,
- * recompute its redundancy.  What cannot be rebuilt stays damaged: its
- * lost part reads as an I/O error, never as zeros. */
+/*
+ * What find_short_shards() found, acted on once the file is in the table
+ * (under its lock: a second opener waits).  If the record changed since
+ * it was read (another open truncated the file and closed it meanwhile),
+ * the finding is stale and dropped.  A damaged shard is rebuilt from the
+ * stripe its length ends in (the rest of it is as it was written); one
+ * that cannot be rebuilt stays damaged for this open: neither read nor
+ * written, so nothing lengthens it and the next open finds it again.  Its
+ * lost part reads as an I/O error, never as zeros.  With `resync`, the
+ * file's redundancy is recomputed from its data.  Short shards are not
+ * member errors (a power cut leaves them on healthy disks): the rebuilt
+ * ones count as corrected.
+ */
 static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 {
 	struct array *a = rf->a;
+	struct file_meta now;
 	pthread_rwlock_wrlock(&rf->rw);
+	if (meta_get(rf->fd[a->primary], &now) == 0 && now.version != rf->meta_version) {
+		rf->damaged = 0;
+		resync = false;
+	}
+	if (resync)
+		log_warn("file '%s': its shards are short on more members than %s can rebuild from "
+			 "(a crash before written data reached the disks?): the missing part reads as zeros",
+			 relpath, layout_level_name(rf->lay.level));
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (!(rf->damaged >> j & 1) || !member_online(a, j))
+		struct stat st;
+		if (!(rf->damaged >> j & 1) || fstat(rf->fd[j], &st) < 0)
 			continue;
-		long n = stripe_repair_shard(rf, j);
+		log_err("file '%s': its shard on member %u '%s' is %" PRIu64 " bytes, shorter than the %" PRIu64
+			" its size needs: data lost on that member; rebuilt from the others",
+			relpath, j, a->m[j].path, (uint64_t)st.st_size, layout_shard_size(&rf->lay, j, rf->size));
+		long n = stripe_repair_shard(rf, j, (uint64_t)st.st_size / rf->lay.chunk);
 		if (n >= 0) {
 			array_member_corrected(a, j);
 			log_warn("file '%s': its shard on member %u '%s' was rebuilt from the other members (%ld bytes written)",
@@ -606,7 +624,6 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 				n == -EIO || n == -EINVAL ? "too few other members hold the file; what it lost reads as an I/O error"
 							  : strerror((int)-n));
 		}
-		array_member_io_error(a, j, -EIO, false);	/* (the read-error threshold) */
 	}
 	if (resync) {
 		/* (in the dirty log first, as every change: a crash meanwhile
@@ -732,7 +749,7 @@ again:;
 	if (nvalid < (int)(a->width - array_absent_count(a)))
 		rf->meta_stale = true;	/* repair the bad copies on close */
 	rf->meta_agree = ret == 0 && look.agree;
-	bool resync = (fm.flags & META_F_EXACT) && find_short_shards(rf, relpath);
+	bool resync = (fm.flags & META_F_EXACT) && find_short_shards(rf);
 	open_shadow(rf, relpath, false, 0);
 	*out = insert_or_share(rf, epoch, false);
 	if (!*out)
@@ -910,6 +927,8 @@ int rfile_release(struct rfile *rf)
 		pp = &(*pp)->next;
 	if (*pp)
 		*pp = rf->next;
+	closed_ring[closed_next % CLOSED_RING].key = rf->key;
+	closed_ring[closed_next++ % CLOSED_RING].ms = util_now_ms();
 	pthread_mutex_unlock(&table_lock);
 	close_rf_fds(rf);
 	rfile_free(rf);

@@ -148,8 +148,10 @@ static inline bool rfile_usable(const struct rfile *rf, uint32_t j)
 uint64_t rfile_short_shards(const struct array *a, const struct layout *l, const int *fds, uint64_t size,
 			    uint64_t *beyond);
 
-/* Does anybody have the file whose primary shard is inode ino open? */
-bool rfile_is_open(uint64_t ino);
+/* Does anybody have the file whose primary shard is inode ino open, or
+ * did its last handle close within closed_ms?  True also when the keys
+ * changed since rfile_epoch() gave `epoch` (nothing can be told then). */
+bool rfile_in_use(uint64_t ino, uint64_t epoch, uint64_t closed_ms);
 
 /* Write the metadata (size, flags) to every present shard. */
 int rfile_write_meta(struct rfile *rf, uint32_t flags);
@@ -165,9 +167,10 @@ ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
 ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off);
 int stripe_truncate(struct rfile *rf, uint64_t size);
 int stripe_fsync(struct rfile *rf, bool datasync);
-/* Member j's shard, found damaged at open, rebuilt from the others (caller
- * holds rf->rw exclusively): bytes written or -errno. */
-long stripe_repair_shard(struct rfile *rf, uint32_t j);
+/* Member j's shard, found damaged (short) at open, rebuilt from the others
+ * from stripe `from` on (caller holds rf->rw exclusively): bytes written
+ * or -errno. */
+long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from);
 
 /* The same with rf->rw already held by the caller (shared for reads,
  * exclusively for the others); used by the cache (cache.c).  They do not

@@ -570,16 +570,22 @@ static int fs_unlink(const char *path);
  * release, but a release that runs while an unlink is hiding the file
  * finds it not hidden yet, and the hidden name stays for good (libfuse
  * issue #746, fixed in 3.15): `rm f; rmdir d` then fails with ENOTEMPTY
- * for ever.  Every hidden name is noted, and once a second the monitor
- * removes those whose file nobody has open (sweep_hidden()).
+ * for ever.  So a rename to a name of libfuse's form, of a file open or
+ * closed a moment ago (libfuse hides only open files; in the race the
+ * release came first), is noted with the file's inode, and once a second
+ * the monitor removes the names still on that file once nobody has it
+ * open (sweep_hidden()).
  */
 #define HIDDEN_MAX 1024
-static char *hidden_names[HIDDEN_MAX];
+#define HIDDEN_CLOSED_MS 2000
+static struct {
+	char *path;
+	uint64_t ino;
+} hidden_names[HIDDEN_MAX];
 static size_t nhidden_names;
 static pthread_mutex_t hidden_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* exactly libfuse's form, ".fuse_hidden" and 16 hex digits (a user's own
- * name is never swept, however it starts) */
+/* exactly libfuse's form, ".fuse_hidden" and 16 hex digits */
 static bool libfuse_hidden_name(const char *path)
 {
 	const char *base = strrchr(path, '/');
@@ -592,41 +598,51 @@ static bool libfuse_hidden_name(const char *path)
 	return true;
 }
 
-static void hidden_note(const char *path)
+static void hidden_note(const char *path, uint64_t ino)
 {
-	if (!libfuse_hidden_name(path))
-		return;
 	pthread_mutex_lock(&hidden_lock);
 	char *p = nhidden_names < HIDDEN_MAX ? strdup(path) : NULL;
-	if (p)
-		hidden_names[nhidden_names++] = p;
+	if (p) {
+		hidden_names[nhidden_names].path = p;
+		hidden_names[nhidden_names++].ino = ino;
+	}
 	pthread_mutex_unlock(&hidden_lock);
 }
 
 static void sweep_hidden(struct array *a)
 {
-	char *mine[HIDDEN_MAX];
 	pthread_mutex_lock(&hidden_lock);
 	size_t n = nhidden_names;
-	memcpy(mine, hidden_names, n * sizeof(*mine));
+	pthread_mutex_unlock(&hidden_lock);
+	/* (no wait behind a rebuild or a long operation: next second) */
+	if (n == 0 || pthread_rwlock_tryrdlock(&a->ns_lock) != 0)
+		return;
+	pthread_mutex_lock(&hidden_lock);
+	n = nhidden_names;
+	char *path[HIDDEN_MAX];
+	uint64_t ino[HIDDEN_MAX];
+	for (size_t i = 0; i < n; i++) {
+		path[i] = hidden_names[i].path;
+		ino[i] = hidden_names[i].ino;
+	}
 	nhidden_names = 0;
 	pthread_mutex_unlock(&hidden_lock);
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
+		uint64_t epoch = rfile_epoch();
 		bool keep = false;
-		pthread_rwlock_rdlock(&a->ns_lock);
-		if (fstatat(PRIMARY, rel(mine[i]), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			/* (a file in the open table may be open, or be released
-			 * right now: libfuse then removes the name itself) */
-			keep = !S_ISREG(st.st_mode) || rfile_is_open(st.st_ino);
-			if (!keep && fs_unlink(mine[i]) == 0)
-				log_info("removed '%s', a hidden name libfuse left behind", mine[i]);
+		if (fstatat(PRIMARY, rel(path[i]), &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == ino[i]) {
+			/* (a file released right now: libfuse removes the name
+			 * itself, or finds it gone) */
+			keep = rfile_in_use(ino[i], epoch, 0);
+			if (!keep && fs_unlink(path[i]) == 0)
+				log_info("removed '%s', a hidden name libfuse left behind", path[i]);
 		}
-		pthread_rwlock_unlock(&a->ns_lock);
 		if (keep)
-			hidden_note(mine[i]);
-		free(mine[i]);
+			hidden_note(path[i], ino[i]);
+		free(path[i]);
 	}
+	pthread_rwlock_unlock(&a->ns_lock);
 }
 
 /* true when rename(from, to) is libfuse's follow-up of hiding an open
@@ -661,10 +677,15 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 	if (r < 0)
 		return r;
 	if (flags == 0 && hidden_by_libfuse(to)) {
+		struct stat st;
+		uint64_t epoch = rfile_epoch();
+		bool note = libfuse_hidden_name(to) && fstatat(PRIMARY, rel(from), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISREG(st.st_mode) && rfile_in_use(st.st_ino, epoch, HIDDEN_CLOSED_MS);
 		r = rename_everywhere(from, to, flags);
 		if (r == 0) {
 			hide_remember(from, to);
-			hidden_note(to);
+			if (note)
+				hidden_note(to, st.st_ino);
 		}
 		return r;
 	}

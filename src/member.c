@@ -69,7 +69,7 @@ static int inject(struct array *a, uint32_t j, enum fault_op op)
 	return ret;
 }
 
-void member_count_error(struct array *a, uint32_t j)
+static void count_error(struct array *a, uint32_t j)
 {
 	__atomic_add_fetch(&a->m[j].errors, 1, __ATOMIC_RELAXED);
 }
@@ -78,12 +78,12 @@ ssize_t member_pread(struct array *a, uint32_t j, int fd, void *buf, size_t len,
 {
 	int e = inject(a, j, FOP_READ);
 	if (e < 0) {
-		member_count_error(a, j);
+		count_error(a, j);
 		return e;
 	}
 	ssize_t n = io_pread(fd, buf, len, off);
 	if (n < 0) {
-		member_count_error(a, j);
+		count_error(a, j);
 		return n;
 	}
 	__atomic_add_fetch(&a->m[j].reads, 1, __ATOMIC_RELAXED);
@@ -104,7 +104,7 @@ int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov,
 	if (e == 0)
 		e = io_pwritev(fd, iov, n, off);
 	if (e < 0) {
-		member_count_error(a, j);
+		count_error(a, j);
 		return e;
 	}
 	__atomic_add_fetch(&a->m[j].writes, 1, __ATOMIC_RELAXED);
@@ -123,7 +123,7 @@ int member_fsync(struct array *a, uint32_t j, int fd, bool datasync)
 	if (e == 0 && (datasync ? fdatasync(fd) : fsync(fd)) < 0)
 		e = -errno;
 	if (e < 0)
-		member_count_error(a, j);
+		count_error(a, j);
 	return e;
 }
 
@@ -131,7 +131,7 @@ int member_openat(struct array *a, uint32_t j, const char *relpath, int flags, m
 {
 	int e = inject(a, j, FOP_OPEN);
 	if (e < 0) {
-		member_count_error(a, j);
+		count_error(a, j);
 		return e;
 	}
 	int fd = openat(a->m[j].dirfd, relpath, flags | O_CLOEXEC, mode);

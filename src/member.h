@@ -62,8 +62,6 @@ int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov,
 int member_pwrite(struct array *a, uint32_t j, int fd, const void *buf, size_t len, uint64_t off);
 int member_fsync(struct array *a, uint32_t j, int fd, bool datasync);
 int member_openat(struct array *a, uint32_t j, const char *relpath, int flags, mode_t mode);
-/* Count an error found without a failed call (a shard that lost data). */
-void member_count_error(struct array *a, uint32_t j);
 
 /* Is the member's disk gone (injected vanish, or its root directory
  * deleted or replaced)?  Cheap enough for a 1 s monitor. */

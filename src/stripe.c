@@ -170,11 +170,11 @@ static int shard_write(struct rfile *rf, uint32_t j, const void *buf, size_t len
 }
 
 /* rfile_usable() (file.h): may be read; writable: must receive writes
- * (also a member being rebuilt, and a damaged shard: what is written there
- * is right) */
+ * (also a member being rebuilt; not a damaged shard, which a write could
+ * lengthen past what it lost) */
 static inline bool writable(const struct rfile *rf, uint32_t j)
 {
-	return rf->fd[j] >= 0 && member_writable(rf->a, j);
+	return rf->fd[j] >= 0 && member_writable(rf->a, j) && !(rf->damaged >> j & 1);
 }
 
 /*
@@ -1191,22 +1191,22 @@ int stripe_resync(struct rfile *rf)
 }
 
 /*
- * Rebuild member j's shard of rf from the other members, in place: j's
- * shard lost data (rf->damaged bit j; rfile_open() found it short or
- * missing), so it is not read meanwhile.  Holes stay holes; the shard gets
- * its full length.  On success the bit is cleared; returns the bytes
- * written or -errno (-EIO: too few other members to rebuild from).
+ * Rebuild member j's shard of rf from the other members, in place, from
+ * stripe `from` on: j's shard lost data (rf->damaged bit j; rfile_open()
+ * found it short), so it is not read meanwhile.  Holes stay holes; the
+ * shard gets its full length.  On success the bit is cleared; returns the
+ * bytes written or -errno (-EIO: too few other members to rebuild from).
  * Caller holds rf->rw exclusively.
  */
-long stripe_repair_shard(struct rfile *rf, uint32_t j)
+long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from)
 {
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
 	uint64_t nstripes = (rf->size + sbytes - 1) / sbytes;
 	long written = 0;
-	if (!(rf->damaged >> j & 1) || !writable(rf, j))
+	if (!(rf->damaged >> j & 1) || rf->fd[j] < 0 || !member_online(rf->a, j))
 		return -EINVAL;
-	for (uint64_t s = 0; s < nstripes; s++) {
+	for (uint64_t s = from; s < nstripes; s++) {
 		bool fixed = false;
 		long b = stripe_rebuild_chunk(rf, s, j, j, false, &fixed);
 		if (b < 0)

@@ -234,3 +234,10 @@ void abs_path(const char *p, char *out, size_t len)
 	else
 		snprintf(out, len, "%s", p);
 }
+
+uint64_t util_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
+}

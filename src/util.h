@@ -70,4 +70,7 @@ DIR *opendir_at(int dirfd, const char *path);
  * changes its directory to / when it goes to the background. */
 void abs_path(const char *p, char *out, size_t len);
 
+/* CLOCK_MONOTONIC in milliseconds */
+uint64_t util_now_ms(void);
+
 #endif
