@@ -1644,8 +1644,6 @@ static void *monitor(void *arg)
 			cache_monitor(a);	/* an offline mount comes up when it can */
 		if (monitor_run && a->tick)
 			a->tick(a);
-		if (monitor_run)
-			rfile_missing_sweep(a);
 		/* a member whose disk went away and is back at its path (same
 		 * array, same index) is re-added: hot-plug, as md's udev rules */
 		for (uint32_t j = 0; j < a->width && monitor_run; j++) {

@@ -481,124 +481,6 @@ int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
 	return r;
 }
 
-/* The user's xattrs of `to` made those of `from` (raidfs's own stay):
- * copied, and the ones `from` no longer has removed (none when `to` was
- * just created). */
-void rfile_copy_xattrs(int from, int to, bool created)
-{
-	char names[4096], theirs[4096];
-	const size_t own = sizeof(META_XATTR_PREFIX) - 1;
-	ssize_t n = flistxattr(from, names, sizeof(names));
-	for (ssize_t i = 0; i < n; i += strlen(names + i) + 1) {
-		if (!strncmp(names + i, META_XATTR_PREFIX, own))
-			continue;
-		char val[65536];
-		ssize_t v = fgetxattr(from, names + i, val, sizeof(val));
-		if (v >= 0)
-			fsetxattr(to, names + i, val, v, 0);
-	}
-	ssize_t m = n < 0 || created ? -1 : flistxattr(to, theirs, sizeof(theirs));
-	for (ssize_t i = 0; i < m; i += strlen(theirs + i) + 1) {
-		if (strncmp(theirs + i, META_XATTR_PREFIX, own) != 0 &&
-		    fgetxattr(from, theirs + i, NULL, 0) < 0 && errno == ENODATA)
-			fremovexattr(to, theirs + i);
-	}
-}
-
-/*
- * Shards missing on an online member while the others have the file (a
- * member filesystem back from a power cut without the new file's entry,
- * or a shard deleted by hand) are noted by rfile_open(), and created by
- * the monitor (rfile_missing_sweep()) under the namespace lock held
- * exclusively: an open does not hold it so, and a shard created while a
- * rename is half done on the members would take writes the renamed
- * shard then misses.  The new shard is empty, with the file's record:
- * the next first open finds it short and rebuilds it (repair_shards()).
- */
-#define MISSING_MAX 256
-#define MISSING_WAIT_MS 2000
-static struct {
-	char *path;
-	uint32_t j;
-	uint64_t ms;		/* when noted */
-} missing[MISSING_MAX];
-static size_t nmissing;
-static pthread_mutex_t missing_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void missing_note(const char *relpath, uint32_t j)
-{
-	pthread_mutex_lock(&missing_lock);
-	bool have = false;
-	for (size_t i = 0; i < nmissing && !have; i++)
-		have = missing[i].j == j && strcmp(missing[i].path, relpath) == 0;
-	char *p = !have && nmissing < MISSING_MAX ? strdup(relpath) : NULL;
-	if (p) {
-		missing[nmissing].path = p;
-		missing[nmissing].j = j;
-		missing[nmissing++].ms = util_now_ms();
-	}
-	pthread_mutex_unlock(&missing_lock);
-}
-
-/* Create member j's missing shard of the file at path, if the primary has
- * the file with a record that needs every shard at its length. */
-static void create_missing(struct array *a, const char *path, uint32_t j)
-{
-	int p = a->primary;
-	struct stat st;
-	struct file_meta fm;
-	const char *why;
-	/* (a member whose directory is being deleted loses its superblock
-	 * too: the monitor fails it, nothing is created there) */
-	if ((int)j == p || !member_online(a, j) || member_vanished(a, j, &why))
-		return;
-	int pfd = openat(a->m[p].dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (pfd < 0)
-		return;
-	if (fstat(pfd, &st) == 0 && S_ISREG(st.st_mode) && meta_get(pfd, &fm) == 0 && (fm.flags & META_F_EXACT)) {
-		int fd = openat(a->m[j].dirfd, path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 07777);
-		if (fd >= 0) {
-			fchown(fd, st.st_uid, st.st_gid);
-			fchmod(fd, st.st_mode & 07777);	/* (after the chown, which drops set-id bits) */
-			rfile_copy_xattrs(pfd, fd, true);
-			fm.index = j;
-			meta_set(fd, &fm);
-			close(fd);
-			log_warn("file '%s': its missing shard on member %u '%s' was created; the file's next open rebuilds it",
-				 path, j, a->m[j].path);
-		} else if (errno != EEXIST) {
-			log_err("file '%s': cannot create its missing shard on member %u '%s': %s", path, j, a->m[j].path,
-				strerror(errno));
-		}
-	}
-	close(pfd);
-}
-
-void rfile_missing_sweep(struct array *a)
-{
-	pthread_mutex_lock(&missing_lock);
-	size_t n = nmissing;
-	pthread_mutex_unlock(&missing_lock);
-	/* (no wait behind users' operations: next second) */
-	if (n == 0 || pthread_rwlock_trywrlock(&a->ns_lock) != 0)
-		return;
-	/* a note waits MISSING_WAIT_MS: a member going away is failed by then */
-	uint64_t now = util_now_ms();
-	pthread_mutex_lock(&missing_lock);
-	size_t kept = 0;
-	for (size_t i = 0; i < nmissing; i++) {
-		if (now - missing[i].ms < MISSING_WAIT_MS) {
-			missing[kept++] = missing[i];
-			continue;
-		}
-		create_missing(a, missing[i].path, missing[i].j);
-		free(missing[i].path);
-	}
-	nmissing = kept;
-	pthread_mutex_unlock(&missing_lock);
-	pthread_rwlock_unlock(&a->ns_lock);
-}
-
 /* the last files whose last handle closed: primary inode, when (ms) */
 #define CLOSED_RING 64
 static struct {
@@ -822,8 +704,6 @@ again:;
 		} else if (fds[j] < 0) {
 			log_err("file '%s': shard missing on member %u '%s': %s",
 				relpath, j, a->m[j].path, strerror(-fds[j]));
-			if (fds[j] == -ENOENT && member_online(a, j))
-				missing_note(relpath, j);
 			if (member_error_is_fatal(fds[j]))
 				array_member_io_error(a, j, fds[j], false);
 			fds[j] = -1;

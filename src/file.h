@@ -148,16 +148,6 @@ static inline bool rfile_usable(const struct rfile *rf, uint32_t j)
 uint64_t rfile_short_shards(const struct array *a, const struct layout *l, const int *fds, uint64_t size,
 			    uint64_t *beyond);
 
-/* The user's xattrs of `to` made those of `from` (raidfs's own stay):
- * copied, and the ones `from` no longer has removed (none when `to` was
- * just created). */
-void rfile_copy_xattrs(int from, int to, bool created);
-
-/* Create the shards rfile_open() found missing on online members (empty,
- * with the file's record: the next open rebuilds them).  Run by the
- * monitor; does nothing when the namespace lock is busy. */
-void rfile_missing_sweep(struct array *a);
-
 /* Does anybody have the file whose primary shard is inode ino open, or
  * did its last handle close within closed_ms?  True also when the keys
  * changed since rfile_epoch() gave `epoch` (nothing can be told then). */

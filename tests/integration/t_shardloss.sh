@@ -112,34 +112,6 @@ rfs_unmount_wait "$mnt" || fail "crash: unmount at the end"
 expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
 log "ok: raid5, every shard short (zeros, resynced)"
 
-# A shard missing on one member (its entry lost, or deleted by hand): read
-# from the others, created by the monitor, rebuilt by the next open.
-new_array gone raid5
-write_fileset "$mnt" "$C/ref" "$SEED" 1 4 20000 90000
-rfs_unmount_wait "$mnt" || fail "gone: unmount"
-set -- $mem
-rm "$3/dir0/f01"
-rfs_mount "$(join_members $mem)" "$mnt" || fail "gone: mount again"
-cmp -s "$C/ref/dir0/f01" "$mnt/dir0/f01" || fail "gone: wrong data with the shard missing"
-for i in $(seq 1 100); do
-	grep -q "dir0/f01': its missing shard on member 2 .* was created" "$T/daemon.log" && break
-	sleep 0.1
-done
-grep -q "dir0/f01': its missing shard on member 2 .* was created" "$T/daemon.log" || fail "gone: the missing shard was not created"
-for i in $(seq 1 100); do
-	cmp -s "$C/ref/dir0/f01" "$mnt/dir0/f01" || fail "gone: wrong data after the shard was created"
-	grep -q "dir0/f01': its shard on member 2 .* was rebuilt" "$T/daemon.log" && break
-	sleep 0.1
-done
-grep -q "dir0/f01': its shard on member 2 .* was rebuilt" "$T/daemon.log" || fail "gone: the new shard was not rebuilt"
-rfs_unmount_wait "$mnt" || fail "gone: unmount after the repair"
-expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
-rfs_mount "$(join_members $mem)" "$mnt" || fail "gone: third mount"
-expect_rc 0 "$RAIDFS" fail "$mnt" 1
-diff -r "$C/ref" "$mnt" >/dev/null || fail "gone: the files differ with member 1 failed"
-rfs_unmount_wait "$mnt" || fail "gone: last unmount"
-log "ok: raid5, a missing shard (created and rebuilt)"
-
 # A short shard that cannot be rebuilt (its array lost another member)
 # stays damaged: the lost part reads as an I/O error, and neither a write
 # nor a truncate lengthens the shard, so a later mount still finds it.
