@@ -586,10 +586,11 @@ static bool find_short_shards(struct rfile *rf)
  * (under its lock: a second opener waits).  If the record changed since
  * it was read (another open truncated the file and closed it meanwhile),
  * the finding is stale and dropped.  A damaged shard is rebuilt from the
- * stripe its length ends in (the rest of it is as it was written); one
- * that cannot be rebuilt stays damaged for this open: neither read nor
- * written, so nothing lengthens it and the next open finds it again.  Its
- * lost part reads as an I/O error, never as zeros.  With `resync`, the
+ * stripe its length ends in (below, it is as it was written); one that
+ * cannot be rebuilt stays damaged for this open: not read, and written
+ * only below its length (put_damaged(), stripe.c), so it stays right
+ * there and the next open finds it short again.  Its lost part reads as
+ * an I/O error, never as zeros.  With `resync`, the
  * file's redundancy is recomputed from its data.  Short shards are not
  * member errors (a power cut leaves them on healthy disks): the rebuilt
  * ones count as corrected.
@@ -598,8 +599,11 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 {
 	struct array *a = rf->a;
 	struct file_meta now;
+	int nvalid;
 	pthread_rwlock_wrlock(&rf->rw);
-	if (meta_get(rf->fd[a->primary], &now) == 0 && now.version != rf->meta_version) {
+	/* (the best record over every shard: a damaged shard's own lags,
+	 * rfile_write_meta() skips it) */
+	if (rfile_best_meta(a, rf->fd, &now, &nvalid) == 0 && now.version != rf->meta_version) {
 		rf->damaged = 0;
 		resync = false;
 	}

@@ -117,12 +117,38 @@ static int shard_read(struct rfile *rf, uint32_t j, void *buf, size_t len, uint6
 	return 0;
 }
 
+/* A write to a damaged shard (rf->damaged: it lost what lies past its
+ * length, and its rebuild failed) lands only below its length: what lies
+ * there stays current, and nothing lengthens the shard past what it lost,
+ * so the next open still finds it short and rebuilds it from there. */
+static int put_damaged(struct rfile *rf, uint32_t j, const struct iovec *iov, int n, uint64_t off)
+{
+	struct stat st;
+	if (fstat(rf->fd[j], &st) < 0)
+		return -errno;
+	uint64_t len = (uint64_t)st.st_size, at = off;
+	struct iovec v[n];
+	int m = 0;
+	for (int i = 0; i < n && at < len; i++) {
+		v[m] = iov[i];
+		if (v[m].iov_len > len - at)
+			v[m].iov_len = len - at;
+		at += iov[i].iov_len;
+		m++;
+	}
+	return m ? member_pwritev(rf->a, j, rf->fd[j], v, m, off) : 0;
+}
+
 /* Write to member j, and to j's replacement while j is being replaced in
  * place (if the replacement cannot take it, the replacement is abandoned;
  * j itself is fine).  The caller judges j's errors (write_failed()). */
 static int put_member(struct rfile *rf, uint32_t j, const struct iovec *iov, int n, uint64_t off)
 {
-	int r = member_pwritev(rf->a, j, rf->fd[j], iov, n, off);
+	int r = 0;
+	if (rf->damaged >> j & 1)
+		r = put_damaged(rf, j, iov, n, off);
+	else
+		r = member_pwritev(rf->a, j, rf->fd[j], iov, n, off);
 	if (r == 0 && (int)j == shadow_of(rf->a) && rf->fd[SHADOW] >= 0) {
 		int e = member_pwritev(rf->a, SHADOW, rf->fd[SHADOW], iov, n, off);
 		if (e < 0) {
@@ -170,11 +196,10 @@ static int shard_write(struct rfile *rf, uint32_t j, const void *buf, size_t len
 }
 
 /* rfile_usable() (file.h): may be read; writable: must receive writes
- * (also a member being rebuilt; not a damaged shard, which a write could
- * lengthen past what it lost) */
+ * (also a member being rebuilt, and a damaged shard: put_damaged()) */
 static inline bool writable(const struct rfile *rf, uint32_t j)
 {
-	return rf->fd[j] >= 0 && member_writable(rf->a, j) && !(rf->damaged >> j & 1);
+	return rf->fd[j] >= 0 && member_writable(rf->a, j);
 }
 
 /*
@@ -1097,9 +1122,12 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 	    ftruncate(rf->fd[SHADOW], layout_shard_size(&rf->lay, sj, size)) < 0)
 		rebuild_abandon_replace();
 	for (uint32_t j = 0; j < rf->a->width; j++) {
-		if (!writable(rf, j))
-			continue;
-		if (ftruncate(rf->fd[j], layout_shard_size(&rf->lay, j, size)) < 0) {
+		struct stat st;
+		uint64_t want = layout_shard_size(&rf->lay, j, size);
+		if (!writable(rf, j) || ((rf->damaged >> j & 1) && fstat(rf->fd[j], &st) == 0 &&
+					 (uint64_t)st.st_size <= want))
+			continue;	/* (a damaged shard is only cut: put_damaged()) */
+		if (ftruncate(rf->fd[j], want) < 0) {
 			int e = errno;
 			log_err("cannot truncate shard on member %u '%s': %s", j,
 				rf->a->m[j].path, strerror(e));

@@ -28,7 +28,7 @@ exec 7<>"$mnt/d/c"
 echo open >&7
 ren "$mnt/d/c" "$mnt/d/.fuse_hidden0000abcd00000002"
 
-gone() { [ ! -e "$mnt/d/$1" ] && [ ! -e "$C/d1/d/$1" ] && [ ! -e "$C/d2/d/$1" ]; }
+gone() { [ ! -e "$mnt/d/$1" ] && for m in $mem; do [ ! -e "$m/d/$1" ] || return 1; done; }
 for i in $(seq 1 100); do
 	gone .fuse_hidden0000abcd00000001 && break
 	sleep 0.1

@@ -118,19 +118,33 @@ log "ok: raid5, every shard short (zeros, resynced)"
 new_array deg raid5
 head -c 100000 /dev/urandom > "$C/ref/f"
 cp "$C/ref/f" "$mnt/f"
+cp "$C/ref/f" "$mnt/p"
 rfs_unmount_wait "$mnt" || fail "deg: unmount"
 set -- $mem
 truncate -s 4096 "$3/f"
+truncate -s 4096 "$1/p"	# the primary's shard: its record lags behind from now on
 rfs_mount "$(join_members $mem)" "$mnt" || fail "deg: mount again"
 expect_rc 0 "$RAIDFS" fail "$mnt" 3
-cat "$mnt/f" > /dev/null 2> "$C/err" && fail "deg: a file that lost data on two members read without an error"
-grep -q "Input/output error" "$C/err" || fail "deg: expected EIO: $(cat "$C/err")"
-grep -q "cannot rebuild its shard on member 2" "$T/daemon.log" || fail "deg: no log of the failed rebuild"
-truncate -s 200000 "$mnt/f" || fail "deg: truncate"
-[ "$(stat -c %s "$3/f")" = 4096 ] || fail "deg: the damaged shard was lengthened to $(stat -c %s "$3/f")"
-rfs_unmount_wait "$mnt" || fail "deg: unmount after the truncate"
+for x in f p; do
+	cat "$mnt/$x" > /dev/null 2> "$C/err" && fail "deg: $x, which lost data on two members, read without an error"
+	grep -q "Input/output error" "$C/err" || fail "deg: $x: expected EIO: $(cat "$C/err")"
+done
+grep -q "cannot rebuild its shard on member 2" "$T/daemon.log" || fail "deg: no log of the failed rebuild (f)"
+grep -q "cannot rebuild its shard on member 0" "$T/daemon.log" || fail "deg: no log of the failed rebuild (p)"
+# writes and truncates do not lengthen a damaged shard past what it lost
+for x in f p; do
+	dd if=/dev/urandom of="$mnt/$x" bs=4096 count=1 conv=notrunc status=none 2>/dev/null
+	dd if=/dev/urandom of="$mnt/$x" bs=4096 count=2 seek=20 conv=notrunc status=none 2>/dev/null
+	truncate -s 200000 "$mnt/$x" 2>/dev/null
+done
+[ "$(stat -c %s "$3/f")" = 4096 ] || fail "deg: the damaged shard of f was lengthened to $(stat -c %s "$3/f")"
+[ "$(stat -c %s "$1/p")" = 4096 ] || fail "deg: the damaged shard of p was lengthened to $(stat -c %s "$1/p")"
+rfs_unmount_wait "$mnt" || fail "deg: unmount after the writes"
 rfs_mount "$(join_members $mem)" "$mnt" || fail "deg: third mount"
-cat "$mnt/f" > /dev/null 2>&1 && fail "deg: the lost part reads without an error after a remount"
+for x in f p; do
+	cat "$mnt/$x" > /dev/null 2> "$C/err" && fail "deg: $x: the lost part reads without an error after a remount"
+	grep -q "Input/output error" "$C/err" || fail "deg: $x: expected EIO after a remount: $(cat "$C/err")"
+done
 rfs_unmount_wait "$mnt" || fail "deg: last unmount"
 log "ok: raid5, a short shard that cannot be rebuilt (EIO, stays short)"
 
