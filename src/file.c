@@ -447,7 +447,9 @@ int rfile_write_meta(struct rfile *rf, uint32_t flags)
 				 rf->id, sj);
 	}
 	for (uint32_t j = 0; j < rf->a->width; j++) {
-		if (rf->fd[j] < 0 || !member_writable(rf->a, j) || (rf->damaged >> j & 1))
+		/* (a damaged shard's too: its damage shows in its length, and a
+		 * stat of the closed file reads the primary's record) */
+		if (rf->fd[j] < 0 || !member_writable(rf->a, j))
 			continue;
 		fm.index = j;
 		int r = meta_set(rf->fd[j], &fm);
@@ -590,7 +592,7 @@ static bool find_short_shards(struct rfile *rf)
  * cannot be rebuilt stays damaged for this open: not read, and written
  * only below its length (put_damaged(), stripe.c), so it stays right
  * there and the next open finds it short again.  Its lost part reads as
- * an I/O error, never as zeros.  With `resync`, the
+ * an I/O error, never as zeros.  A read-only mount only reads around.  With `resync`, the
  * file's redundancy is recomputed from its data.  Short shards are not
  * member errors (a power cut leaves them on healthy disks): the rebuilt
  * ones count as corrected.
@@ -601,6 +603,12 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 	struct file_meta now;
 	int nvalid;
 	pthread_rwlock_wrlock(&rf->rw);
+	if (!array_writable(a)) {
+		/* a read-only mount changes nothing: damaged shards are only
+		 * read around */
+		pthread_rwlock_unlock(&rf->rw);
+		return;
+	}
 	/* (the best record over every shard: a damaged shard's own lags,
 	 * rfile_write_meta() skips it) */
 	if (rfile_best_meta(a, rf->fd, &now, &nvalid) == 0 && now.version != rf->meta_version) {

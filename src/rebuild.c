@@ -924,10 +924,10 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 		pthread_rwlock_wrlock(&rf->rw);
 		if (ftruncate(rf->fd[w->j], layout_shard_size(&rf->lay, w->lj, rf->size)) < 0)
 			r = -errno;
-		if (r == 0)
-			r = rfile_write_meta_rebuilt(rf, w->j);
 		if (r == 0 && w->j < a->width)
 			rf->damaged &= ~(1ull << w->j);	/* (rebuilt whole: a re-add keeps open files' shards) */
+		if (r == 0)
+			r = rfile_write_meta_rebuilt(rf, w->j);
 		if (r < 0)
 			target_error(w, r);
 		if (r == 0 && w->pass == 1)

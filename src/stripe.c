@@ -1241,7 +1241,9 @@ long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from)
 			return b;
 		written += b;
 	}
-	if (ftruncate(rf->fd[j], (off_t)layout_shard_size(l, j, rf->size)) < 0)
+	/* the data on the disk before the length: else a crash could keep
+	 * the length without it, a hole no open would find */
+	if (fdatasync(rf->fd[j]) < 0 || ftruncate(rf->fd[j], (off_t)layout_shard_size(l, j, rf->size)) < 0)
 		return -errno;
 	rf->damaged &= ~(1ull << j);
 	return written;
