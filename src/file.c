@@ -415,21 +415,22 @@ static struct file_meta meta_record(struct rfile *rf, uint64_t version, uint32_t
  * left short, so the next open finds it again.  True if all are long
  * enough.
  */
+static bool extend_to(int fd, uint64_t want)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && ((uint64_t)st.st_size >= want || ftruncate(fd, (off_t)want) == 0);
+}
+
 static bool extend_shards(struct rfile *rf)
 {
 	bool all = true;
-	int sj = shadow_of(rf->a);
 	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
-	for (uint32_t j = 0; j < MEMBER_SLOTS; j++) {
-		uint32_t lj = j == SHADOW ? (uint32_t)sj : j;
-		struct stat st;
-		if (rf->fd[j] < 0 || (j == SHADOW ? sj < 0 : j >= rf->a->width || !member_writable(rf->a, j)) ||
-		    (j != SHADOW && (rf->damaged >> j & 1)))
-			continue;
-		uint64_t want = layout_shard_size(&rf->lay, lj, size);
-		if (fstat(rf->fd[j], &st) < 0 || ((uint64_t)st.st_size < want && ftruncate(rf->fd[j], (off_t)want) < 0))
-			all = false;
-	}
+	for (uint32_t j = 0; j < rf->a->width; j++)
+		if (rf->fd[j] >= 0 && member_writable(rf->a, j) && !(rf->damaged >> j & 1))
+			all &= extend_to(rf->fd[j], layout_shard_size(&rf->lay, j, size));
+	int sj = shadow_of(rf->a);
+	if (sj >= 0 && rf->fd[SHADOW] >= 0)
+		all &= extend_to(rf->fd[SHADOW], layout_shard_size(&rf->lay, (uint32_t)sj, size));
 	return all;
 }
 
@@ -542,20 +543,6 @@ static int open_shard(struct array *a, uint32_t j, const char *relpath)
 	return fd;
 }
 
-/*
- * A shard shorter than the file's size needs, although the record says
- * every shard had its length (META_F_EXACT), lost data since: its member's
- * filesystem came back from a crash without it, or someone cut it.  Read
- * as it is, the missing part would come back as zeros.  Where the other
- * members of its redundancy set can rebuild it, it is marked damaged
- * instead (read from them), counted as an error of its member, and rebuilt
- * by repair_shards() once the file is in the table.  Where more are short
- * than the level tolerates, the bytes never reached the disks anywhere
- * (the usual case: a power cut before data written without fsync went
- * out, while the metadata had): they read as zeros, as on one disk, and
- * the file is resynced like a file the mount finds in its dirty log
- * (redundancy recomputed from the data as it is).  Returns true then.
- */
 uint64_t rfile_short_shards(const struct array *a, const struct layout *l, const int *fds, uint64_t size,
 			    uint64_t *beyond)
 {
@@ -576,6 +563,19 @@ uint64_t rfile_short_shards(const struct array *a, const struct layout *l, const
 	return cut & ~lost;
 }
 
+/*
+ * A shard shorter than the file's size needs, although the record says
+ * every shard had its length (META_F_EXACT), lost data since: its member's
+ * filesystem came back from a crash without it, or someone cut it.  Read
+ * as it is, the missing part would come back as zeros.  Where the other
+ * members of its redundancy set can rebuild it, it is marked damaged
+ * instead (read from them) and rebuilt by repair_shards() once the file is
+ * in the table.  Where more are short than the level tolerates, the bytes
+ * never reached any disk (the usual case: a power cut after the metadata
+ * went out and before data written without fsync did): they read as
+ * zeros, as on one disk, and the file is resynced as the mount resyncs a
+ * file of its dirty log; true then.
+ */
 static bool find_short_shards(struct rfile *rf)
 {
 	uint64_t lost;
@@ -592,23 +592,19 @@ static bool find_short_shards(struct rfile *rf)
  * cannot be rebuilt stays damaged for this open: not read, and written
  * only below its length (put_damaged(), stripe.c), so it stays right
  * there and the next open finds it short again.  Its lost part reads as
- * an I/O error, never as zeros.  A read-only mount only reads around.  With `resync`, the
- * file's redundancy is recomputed from its data.  Short shards are not
- * member errors (a power cut leaves them on healthy disks): the rebuilt
- * ones count as corrected.
+ * an I/O error, never as zeros.  With `resync`, the file's redundancy is
+ * recomputed from its data.  A read-only mount changes nothing.  Short
+ * shards are not member errors (a power cut leaves them on healthy
+ * disks): the rebuilt ones count as corrected.
  */
 static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 {
 	struct array *a = rf->a;
 	struct file_meta now;
 	int nvalid;
+	if (!array_writable(a))
+		return;	/* (damaged shards are only read around) */
 	pthread_rwlock_wrlock(&rf->rw);
-	if (!array_writable(a)) {
-		/* a read-only mount changes nothing: damaged shards are only
-		 * read around */
-		pthread_rwlock_unlock(&rf->rw);
-		return;
-	}
 	/* (the best record over every shard: a damaged shard's own lags,
 	 * rfile_write_meta() skips it) */
 	if (rfile_best_meta(a, rf->fd, &now, &nvalid) == 0 && now.version != rf->meta_version) {
@@ -617,7 +613,8 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 	}
 	if (resync)
 		log_warn("file '%s': its shards are short on more members than %s can rebuild from "
-			 "(a crash before written data reached the disks?): the missing part reads as zeros",
+			 "(a crash before written data reached the disks?): the missing part reads as zeros; "
+			 "restore the file's end from a copy if it matters",
 			 relpath, layout_level_name(rf->lay.level));
 	for (uint32_t j = 0; j < a->width; j++) {
 		struct stat st;
@@ -633,7 +630,9 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 				 relpath, j, a->m[j].path, n);
 		} else {
 			log_err("file '%s': cannot rebuild its shard on member %u '%s': %s", relpath, j, a->m[j].path,
-				n == -EIO || n == -EINVAL ? "too few other members hold the file; what it lost reads as an I/O error"
+				n == -EIO || n == -EINVAL ? "too few other members hold the file; what it lost reads as an "
+							    "I/O error until the missing members are back (the next open "
+							    "rebuilds it then)"
 							  : strerror((int)-n));
 		}
 	}

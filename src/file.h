@@ -54,8 +54,9 @@ struct rfile {
 					 * meta_version (as opened or last written) */
 	uint32_t meta_flags;		/* of the record of meta_version (META_F_EXACT) */
 	uint64_t damaged;		/* bit j: member j's shard lost data (shorter
-					 * than the size needs, or missing): not read
-					 * until rebuilt (stripe_repair_shard()) */
+					 * than the size needs): not read until rebuilt
+					 * (stripe_repair_shard()), written only below
+					 * its length */
 	bool marked;			/* in the dirty log */
 	bool cmarked;			/* in it as changed through the cache log only */
 	int refs;			/* protected by the table lock */

@@ -546,10 +546,17 @@ static _Thread_local struct {
 	unsigned long misses;	/* hide_misses when it was hidden */
 } hide;
 
+/* libfuse's hidden names: exactly ".fuse_hidden" and 16 hex digits */
 static bool hidden_by_libfuse(const char *path)
 {
 	const char *base = strrchr(path, '/');
-	return strncmp(base ? base + 1 : path, ".fuse_hidden", 12) == 0;
+	base = base ? base + 1 : path;
+	if (strncmp(base, ".fuse_hidden", 12) != 0 || strlen(base) != 28)
+		return false;
+	for (int i = 12; i < 28; i++)
+		if (!isxdigit((unsigned char)base[i]))
+			return false;
+	return true;
 }
 
 static void hide_remember(const char *from, const char *to)
@@ -578,25 +585,12 @@ static int fs_unlink(const char *path);
  */
 #define HIDDEN_MAX 1024
 #define HIDDEN_CLOSED_MS 2000
-static struct {
+static struct hidden_name {
 	char *path;
 	uint64_t ino;
 } hidden_names[HIDDEN_MAX];
 static size_t nhidden_names;
 static pthread_mutex_t hidden_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* exactly libfuse's form, ".fuse_hidden" and 16 hex digits */
-static bool libfuse_hidden_name(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	if (strncmp(base, ".fuse_hidden", 12) != 0 || strlen(base) != 28)
-		return false;
-	for (int i = 12; i < 28; i++)
-		if (!isxdigit((unsigned char)base[i]))
-			return false;
-	return true;
-}
 
 static void hidden_note(const char *path, uint64_t ino)
 {
@@ -611,36 +605,29 @@ static void hidden_note(const char *path, uint64_t ino)
 
 static void sweep_hidden(struct array *a)
 {
-	pthread_mutex_lock(&hidden_lock);
-	size_t n = nhidden_names;
-	pthread_mutex_unlock(&hidden_lock);
 	/* (no wait behind a rebuild or a long operation: next second) */
-	if (n == 0 || pthread_rwlock_tryrdlock(&a->ns_lock) != 0)
+	if (!__atomic_load_n(&nhidden_names, __ATOMIC_RELAXED) || pthread_rwlock_tryrdlock(&a->ns_lock) != 0)
 		return;
 	pthread_mutex_lock(&hidden_lock);
-	n = nhidden_names;
-	char *path[HIDDEN_MAX];
-	uint64_t ino[HIDDEN_MAX];
-	for (size_t i = 0; i < n; i++) {
-		path[i] = hidden_names[i].path;
-		ino[i] = hidden_names[i].ino;
-	}
+	size_t n = nhidden_names;
+	struct hidden_name mine[HIDDEN_MAX];
+	memcpy(mine, hidden_names, n * sizeof(mine[0]));
 	nhidden_names = 0;
 	pthread_mutex_unlock(&hidden_lock);
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 		uint64_t epoch = rfile_epoch();
 		bool keep = false;
-		if (fstatat(PRIMARY, rel(path[i]), &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == ino[i]) {
+		if (fstatat(PRIMARY, rel(mine[i].path), &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == mine[i].ino) {
 			/* (a file released right now: libfuse removes the name
 			 * itself, or finds it gone) */
-			keep = rfile_in_use(ino[i], epoch, 0);
-			if (!keep && fs_unlink(path[i]) == 0)
-				log_info("removed '%s', a hidden name libfuse left behind", path[i]);
+			keep = rfile_in_use(mine[i].ino, epoch, 0);
+			if (!keep && fs_unlink(mine[i].path) == 0)
+				log_info("removed '%s', a hidden name libfuse left behind", mine[i].path);
 		}
 		if (keep)
-			hidden_note(path[i], ino[i]);
-		free(path[i]);
+			hidden_note(mine[i].path, mine[i].ino);
+		free(mine[i].path);
 	}
 	pthread_rwlock_unlock(&a->ns_lock);
 }
@@ -679,8 +666,8 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 	if (flags == 0 && hidden_by_libfuse(to)) {
 		struct stat st;
 		uint64_t epoch = rfile_epoch();
-		bool note = libfuse_hidden_name(to) && fstatat(PRIMARY, rel(from), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISREG(st.st_mode) && rfile_in_use(st.st_ino, epoch, HIDDEN_CLOSED_MS);
+		bool note = fstatat(PRIMARY, rel(from), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+			    rfile_in_use(st.st_ino, epoch, HIDDEN_CLOSED_MS);
 		r = rename_everywhere(from, to, flags);
 		if (r == 0) {
 			hide_remember(from, to);
