@@ -302,17 +302,36 @@ static bool process_alive(pid_t pid)
 	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
-/* raidfs CMD MOUNTPOINT ARGS...: a control request to the daemon */
-static int cmd_control(const char *cmd, int argc, char **argv, int min_args, const char *usage_line)
+/* A directory argument as the daemon needs it: the daemon's working
+ * directory is not the caller's, so a relative one is made absolute here.
+ * A member given by its index (`member`, digits only) stays as it is. */
+static const char *dir_arg(const char *arg, bool member, char *buf, size_t len)
+{
+	char cwd[PATH_MAX];
+	if (arg[0] == '/' || arg[0] == '\0' || (member && arg[strspn(arg, "0123456789")] == '\0') ||
+	    !getcwd(cwd, sizeof(cwd)))
+		return arg;
+	snprintf(buf, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", arg);
+	return buf;
+}
+
+/* raidfs CMD MOUNTPOINT ARGS...: a control request to the daemon.  Bit k
+ * of `dirs` says that the k-th argument after MOUNTPOINT names a
+ * directory, of `members` a member (its index or its directory). */
+static int cmd_control(const char *cmd, int argc, char **argv, int min_args, unsigned dirs, unsigned members,
+		       const char *usage_line)
 {
 	if (argc < 2 + min_args) {
 		fprintf(stderr, "raidfs: %s: usage: raidfs %s\n", cmd, usage_line);
 		return 1;
 	}
-	char req[4096];
+	char req[4096], abs[PATH_MAX + 2];
 	size_t off = snprintf(req, sizeof(req), "%s", cmd);
 	for (int i = 2; i < argc && off < sizeof(req); i++)
-		off += snprintf(req + off, sizeof(req) - off, "\t%s", argv[i]);
+		off += snprintf(req + off, sizeof(req) - off, "\t%s",
+				i - 2 < 32 && ((dirs | members) >> (i - 2) & 1)
+					? dir_arg(argv[i], members >> (i - 2) & 1, abs, sizeof(abs))
+					: argv[i]);
 	if (off >= sizeof(req)) {
 		fprintf(stderr, "raidfs: %s: arguments too long\n", cmd);
 		return 1;
@@ -377,24 +396,24 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "unmount") || !strcmp(cmd, "umount"))
 		return cmd_unmount(argc - 1, argv + 1);
 	if (!strcmp(cmd, "fail"))
-		return cmd_control("fail", argc - 1, argv + 1, 1, "fail MOUNTPOINT MEMBER");
+		return cmd_control("fail", argc - 1, argv + 1, 1, 0, 0x1, "fail MOUNTPOINT MEMBER");
 	if (!strcmp(cmd, "inject"))
-		return cmd_control("inject", argc - 1, argv + 1, 2,
+		return cmd_control("inject", argc - 1, argv + 1, 2, 0, 0x1,
 				   "inject MOUNTPOINT MEMBER read-error|write-error|fsync-error|open-error [every|after N|count N|prob P] [ERRNO] | latency MS | corrupt P | vanish | clear");
 	if (!strcmp(cmd, "remove"))
-		return cmd_control("remove", argc - 1, argv + 1, 1, "remove MOUNTPOINT MEMBER|SPARE");
+		return cmd_control("remove", argc - 1, argv + 1, 1, 0, 0x1, "remove MOUNTPOINT MEMBER|SPARE");
 	if (!strcmp(cmd, "add"))
-		return cmd_control("add", argc - 1, argv + 1, 1, "add MOUNTPOINT DIR");
+		return cmd_control("add", argc - 1, argv + 1, 1, 0x1, 0, "add MOUNTPOINT DIR");
 	if (!strcmp(cmd, "replace"))
-		return cmd_control("replace", argc - 1, argv + 1, 2, "replace MOUNTPOINT MEMBER NEWDIR");
+		return cmd_control("replace", argc - 1, argv + 1, 2, 0x2, 0x1, "replace MOUNTPOINT MEMBER NEWDIR");
 	if (!strcmp(cmd, "rebuild"))
-		return cmd_control("rebuild", argc - 1, argv + 1, 1,
+		return cmd_control("rebuild", argc - 1, argv + 1, 1, 0, 0,
 				   "rebuild MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s");
 	if (!strcmp(cmd, "cache"))
-		return cmd_control("cache", argc - 1, argv + 1, 0,
+		return cmd_control("cache", argc - 1, argv + 1, 0, 0, 0,
 				   "cache MOUNTPOINT [write_policy=writeback|writethrough|always-writeback [--force] | read_policy=ra|nora|adaptive | flush | discard --force]");
 	if (!strcmp(cmd, "bbu"))
-		return cmd_control("bbu", argc - 1, argv + 1, 0, "bbu MOUNTPOINT [show|learn|fail|restore]");
+		return cmd_control("bbu", argc - 1, argv + 1, 0, 0, 0, "bbu MOUNTPOINT [show|learn|fail|restore]");
 	if (!strcmp(cmd, "check")) {
 		if (argc != 3) {
 			fprintf(stderr, "raidfs: check: give DIR[:DIR...]\n");

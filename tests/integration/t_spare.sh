@@ -33,10 +33,15 @@ done
 wait $wpid || { cat "$T/w.out" >&2; fail "workload error during the spare rebuild"; }
 log "ok: the spare took over member 2 by itself"
 
-# no spare left: fail member 0, then 'raidfs add' rebuilds onto the new spare
-"$RAIDFS" fail "$mnt" 0 >/dev/null
-expect_rc 0 "$RAIDFS" add "$mnt" "$T/s2"
+# no spare left: fail member 0, then 'raidfs add' rebuilds onto the new
+# spare; both named relative to the caller's directory (the daemon's is /)
+cd "$T" || fail "cd $T"
+expect_rc 0 "$RAIDFS" fail mnt d1
+grep -q "member 0 .* marked faulty" "$OUT" || fail "fail by a relative directory: $(cat "$OUT")"
+expect_rc 0 "$RAIDFS" add mnt s2
 grep -q "being rebuilt" "$OUT" || fail "add on a degraded array did not start a rebuild: $(cat "$OUT")"
+grep -q "'$T/s2' added" "$OUT" || fail "add does not name the spare by its full path: $(cat "$OUT")"
+cd / || fail "cd /"
 for i in $(seq 1 300); do
 	"$RAIDFS" status "$mnt" >/dev/null && break
 	sleep 0.1
