@@ -489,7 +489,25 @@ int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
 static struct {
 	uint64_t key, ms;
 } closed_ring[CLOSED_RING];
-static unsigned closed_next;
+static uint64_t closed_next;	/* closes so far; the ring holds the last ones */
+
+/* Did the last handle of the file keyed `key` close after the close
+ * counter read `since`?  A close writes the file's record (a truncate by
+ * the other opener, say), so an open that read the record before it holds
+ * an old size.  A ring that wrapped meanwhile cannot tell: `strict` says
+ * yes then.  Table lock held. */
+static bool closed_since_locked(uint64_t key, uint64_t since, bool strict)
+{
+	if (closed_next - since > CLOSED_RING) {
+		if (strict)
+			return true;
+		since = closed_next - CLOSED_RING;
+	}
+	for (uint64_t i = since; i < closed_next; i++)
+		if (closed_ring[i % CLOSED_RING].key == key)
+			return true;
+	return false;
+}
 
 bool rfile_in_use(uint64_t ino, uint64_t epoch, uint64_t closed_ms)
 {
@@ -507,11 +525,15 @@ bool rfile_in_use(uint64_t ino, uint64_t epoch, uint64_t closed_ms)
  * they were at `epoch`: if they changed since, it is keyed again when
  * `rekey` (a create: the namespace lock keeps replacements out, only the
  * primary can have changed), else dropped and NULL returned (an open
- * starts again: a shard may come from a replaced directory). */
-static struct rfile *insert_or_share(struct rfile *rf, uint64_t epoch, bool rekey)
+ * starts again: a shard may come from a replaced directory).  An open
+ * also starts again when the file's last handle closed since the close
+ * counter read `closes` (its record may predate what that close wrote;
+ * `strict`: also when the counter ran past what the ring remembers). */
+static struct rfile *insert_or_share(struct rfile *rf, uint64_t epoch, bool rekey, uint64_t closes,
+				     bool strict)
 {
 	pthread_mutex_lock(&table_lock);
-	if (!epoch_holds(epoch) && !rekey) {
+	if (!rekey && (!epoch_holds(epoch) || (!find_locked(rf->key) && closed_since_locked(rf->key, closes, strict)))) {
 		pthread_mutex_unlock(&table_lock);
 		close_rf_fds(rf);
 		rfile_free(rf);
@@ -653,6 +675,7 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 {
 	struct stat st;
+	int tries = 0;
 again:;
 	uint64_t epoch = rfile_epoch();
 	int p = a->primary;
@@ -688,6 +711,7 @@ again:;
 		*out = rf;
 		return 0;
 	}
+	uint64_t closes = closed_next;	/* (the record is read after this) */
 	pthread_mutex_unlock(&table_lock);
 
 	rf = calloc(1, sizeof(*rf));
@@ -762,7 +786,7 @@ again:;
 	rf->meta_agree = ret == 0 && look.agree;
 	bool resync = (fm.flags & META_F_EXACT) && find_short_shards(rf);
 	open_shadow(rf, relpath, false, 0);
-	*out = insert_or_share(rf, epoch, false);
+	*out = insert_or_share(rf, epoch, false, closes, ++tries < 8);
 	if (!*out)
 		goto again;
 	if (*out == rf && (rf->damaged || resync))
@@ -897,7 +921,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	}
 	fstat(fds[p], &st);
 	rf->key = st.st_ino;
-	*out = insert_or_share(rf, epoch, true);
+	*out = insert_or_share(rf, epoch, true, 0, false);
 	return 0;
 fail:
 	close_fds(a, fds);
