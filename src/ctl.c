@@ -268,7 +268,12 @@ static void status_text(struct array *a, struct out *o)
 	} else if (st == ARRAY_DEGRADED) {
 		for (uint32_t j = 0; j < a->width; j++)
 			if (!member_online(a, j)) {
-				if (member_rebuilding(a, j) && !ri.active)
+				if (member_rebuilding(a, j) && !ri.active && ri.failed_files)
+					outf(o, "action:  the rebuild of member %u onto '%s' could not rebuild %d file%s (see above and the log); "
+						"an I/O error there means the members left do not hold all of its data: restore the file from a copy "
+						"or delete it, then 'raidfs rebuild %s resume'\n",
+					     j, a->m[j].path, ri.failed_files, ri.failed_files == 1 ? "" : "s", a->mountpoint);
+				else if (member_rebuilding(a, j) && !ri.active)
 					outf(o, "action:  the rebuild of member %u onto '%s' stopped (see above); 'raidfs rebuild %s resume' starts it again\n",
 					     j, a->m[j].path, a->mountpoint);
 				else if (member_rebuilding(a, j))
@@ -333,6 +338,7 @@ static void status_json(struct array *a, struct out *o)
 	json_str(o, ri.target);
 	outf(o, ", \"last_result\": ");
 	json_str(o, ri.last_result);
+	outf(o, ", \"failed_files\": %d", ri.failed_files);
 	struct cache_stats cs;
 	cache_get_stats(&cs);
 	outf(o, "}, \"cache\": {\"size\": %" PRIu64 ", \"line_bytes\": %" PRIu64 ", \"write_policy\": \"%s\", \"current_write_policy\": \"%s\", \"current_reason\": ",

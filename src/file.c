@@ -602,6 +602,11 @@ static bool find_short_shards(struct rfile *rf)
 {
 	uint64_t lost;
 	rf->damaged = rfile_short_shards(rf->a, &rf->lay, rf->fd, rf->size, &lost);
+	for (uint32_t j = 0; j < rf->a->width; j++) {
+		struct stat st;
+		if (rf->damaged >> j & 1)	/* (the chunk its length ends in is lost too) */
+			rf->damaged_from[j] = fstat(rf->fd[j], &st) == 0 ? (uint64_t)st.st_size / rf->lay.chunk : 0;
+	}
 	return lost != 0;
 }
 
@@ -645,7 +650,7 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 		log_err("file '%s': its shard on member %u '%s' is %" PRIu64 " bytes, shorter than the %" PRIu64
 			" its size needs: data lost on that member; rebuilt from the others",
 			relpath, j, a->m[j].path, (uint64_t)st.st_size, layout_shard_size(&rf->lay, j, rf->size));
-		long n = stripe_repair_shard(rf, j, (uint64_t)st.st_size / rf->lay.chunk);
+		long n = stripe_repair_shard(rf, j, rf->damaged_from[j]);
 		if (n >= 0) {
 			array_member_corrected(a, j);
 			log_warn("file '%s': its shard on member %u '%s' was rebuilt from the other members (%ld bytes written)",

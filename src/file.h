@@ -54,9 +54,10 @@ struct rfile {
 					 * meta_version (as opened or last written) */
 	uint32_t meta_flags;		/* of the record of meta_version (META_F_EXACT) */
 	uint64_t damaged;		/* bit j: member j's shard lost data (shorter
-					 * than the size needs): not read until rebuilt
-					 * (stripe_repair_shard()), written only below
-					 * its length */
+					 * than the size needs): its chunks from stripe
+					 * damaged_from[j] on are not read until rebuilt
+					 * (stripe_repair_shard()), nor written */
+	uint64_t damaged_from[LAYOUT_MAX_WIDTH];
 	bool marked;			/* in the dirty log */
 	bool cmarked;			/* in it as changed through the cache log only */
 	int refs;			/* protected by the table lock */
@@ -140,6 +141,13 @@ bool rfile_shards_empty(const struct array *a, const int *fds);
 static inline bool rfile_usable(const struct rfile *rf, uint32_t j)
 {
 	return rf->fd[j] >= 0 && member_online(rf->a, j) && !(rf->damaged >> j & 1);
+}
+
+/* May j's chunk of stripe s be read?  A damaged shard holds valid data
+ * below the stripe its loss starts at. */
+static inline bool rfile_usable_at(const struct rfile *rf, uint32_t j, uint64_t s)
+{
+	return rf->fd[j] >= 0 && member_online(rf->a, j) && (!(rf->damaged >> j & 1) || s < rf->damaged_from[j]);
 }
 
 /* The online members' shards (fds) shorter than a file of `size` needs

@@ -279,6 +279,8 @@ struct walk {
 					 * changes (which keep the version) are
 					 * not known */
 	int errors;
+	char first_failed[PATH_MAX + 64];	/* "'path' (why)" of the first file
+						 * that failed (under lock) */
 	int target_err;		/* the first error of the new member that fails it
 				 * (target_error()), judged between files */
 	bool count_only;
@@ -591,7 +593,7 @@ static int window_fast(struct walk *w, struct fctx *fc, struct rfile *rf, uint64
 	v.tsize = fstat(rf->fd[w->j], &ts) == 0 ? (uint64_t)ts.st_size : UINT64_MAX;
 	v.ssize = layout_shard_size(l, lj, rf->size);
 	for (uint32_t i = 0; i < l->width; i++)
-		there[i] = rfile_usable(rf, i);
+		there[i] = rfile_usable_at(rf, i, s0 + ns - 1);	/* (a shard's loss is a tail) */
 	for (uint32_t x = 0; x < ns; x++) {
 		uint64_t s = s0 + x;
 		layout_member_slot(l, s, lj, &g, &slot);
@@ -1125,7 +1127,11 @@ static int file_result(struct walk *w, const char *rel, int r)
 		r = -EINTR;
 	if (r < 0 && r != -EINTR) {
 		log_err("rebuild of '%s' onto member %u failed: %s", rel, w->lj, strerror(-r));
-		__atomic_add_fetch(&w->errors, 1, __ATOMIC_RELAXED);
+		if (__atomic_add_fetch(&w->errors, 1, __ATOMIC_RELAXED) == 1) {
+			pthread_mutex_lock(&w->lock);
+			snprintf(w->first_failed, sizeof(w->first_failed), "'%s' (%s)", rel, strerror(-r));
+			pthread_mutex_unlock(&w->lock);
+		}
 	}
 	return r;
 }
@@ -1877,7 +1883,8 @@ static void *rebuild_thread(void *arg)
 		break;
 	}
 
-	char msg[256];
+	char msg[512];
+	int failed = 0;	/* files left not rebuilt */
 	bool abandoned = __atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE);
 	if (w.j == SHADOW && locked && !committed) {
 		pthread_rwlock_unlock(&a->ns_lock);
@@ -1944,8 +1951,13 @@ static void *rebuild_thread(void *arg)
 		log_warn("%s", msg);
 	} else {
 		redo_close(w.dst, false);
-		snprintf(msg, sizeof(msg), "rebuild of member %u failed (%d file errors): the member stays rebuilding; see the log",
-			 j, w.errors);
+		failed = w.errors;
+		if (w.errors)
+			snprintf(msg, sizeof(msg), "rebuild of member %u failed: %d file%s could not be rebuilt, the first %.300s; "
+				 "the member stays rebuilding (see the log)",
+				 j, w.errors, w.errors == 1 ? "" : "s", w.first_failed);
+		else
+			snprintf(msg, sizeof(msg), "rebuild of member %u failed: the member stays rebuilding; see the log", j);
 		log_err("%s", msg);
 	}
 	worker_stop();
@@ -1964,6 +1976,7 @@ static void *rebuild_thread(void *arg)
 	pthread_mutex_destroy(&w.lock);
 	pthread_mutex_lock(&rb_lock);
 	info.active = false;
+	info.failed_files = failed;
 	snprintf(info.last_result, sizeof(info.last_result), "%s", msg);
 	pthread_mutex_unlock(&rb_lock);
 	return NULL;

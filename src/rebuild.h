@@ -93,7 +93,8 @@ struct rebuild_info {
 	double elapsed;			/* seconds */
 	uint32_t min_rate, max_rate;	/* MB/s */
 	char current[256];		/* file being rebuilt */
-	char last_result[256];		/* message of the last finished rebuild */
+	char last_result[512];		/* message of the last finished rebuild */
+	int failed_files;		/* files it could not rebuild */
 };
 
 int rebuild_start(struct array *a, int member, const char *dir, char *err, size_t errlen);

@@ -117,16 +117,14 @@ static int shard_read(struct rfile *rf, uint32_t j, void *buf, size_t len, uint6
 	return 0;
 }
 
-/* A write to a damaged shard (rf->damaged: it lost what lies past its
- * length, and its rebuild failed) lands only below its length: what lies
- * there stays current, and nothing lengthens the shard past what it lost,
- * so the next open still finds it short and rebuilds it from there. */
+/* A write to a damaged shard (rf->damaged: it lost its chunks from
+ * stripe damaged_from[j] on, and their rebuild failed) lands only below
+ * that stripe: what lies there stays current and is read, and nothing
+ * lengthens the shard past what it lost, so the next open still finds it
+ * short and rebuilds it from there. */
 static int put_damaged(struct rfile *rf, uint32_t j, const struct iovec *iov, int n, uint64_t off)
 {
-	struct stat st;
-	if (fstat(rf->fd[j], &st) < 0)
-		return -errno;
-	uint64_t len = (uint64_t)st.st_size, at = off;
+	uint64_t len = rf->damaged_from[j] * rf->lay.chunk, at = off;
 	struct iovec v[n];
 	int m = 0;
 	for (int i = 0; i < n && at < len; i++) {
@@ -245,7 +243,7 @@ static int group_alive(const struct rfile *rf, uint64_t s, uint32_t g)
 	const struct layout *l = &rf->lay;
 	uint32_t lost = 0;
 	for (uint32_t i = 0; i < l->k + l->m; i++)
-		lost += !rfile_usable(rf, layout_slot_member(l, s, g, i));
+		lost += !rfile_usable_at(rf, layout_slot_member(l, s, g, i), s);
 	return lost > l->m ? -EIO : 0;
 }
 
@@ -270,8 +268,8 @@ static int load_group(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo,
 		if (!(want >> j & 1))
 			continue;
 		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (!rfile_usable(rf, mj) || shard_read(rf, mj, blk[j], len, off) < 0) {
-			if (rfile_usable(rf, mj))
+		if (!rfile_usable_at(rf, mj, s) || shard_read(rf, mj, blk[j], len, off) < 0) {
+			if (rfile_usable_at(rf, mj, s))
 				bad |= 1ull << j;
 			missing = true;
 			continue;
@@ -285,7 +283,7 @@ static int load_group(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo,
 	if (l->red == RED_MIRROR) {
 		for (uint32_t c = 0; c < l->k + l->m; c++) {
 			uint32_t mj = layout_slot_member(l, s, g, c);
-			if (rfile_usable(rf, mj) && !(bad >> c & 1) && shard_read(rf, mj, blk[0], len, off) == 0)
+			if (rfile_usable_at(rf, mj, s) && !(bad >> c & 1) && shard_read(rf, mj, blk[0], len, off) == 0)
 				goto repair;
 		}
 		return -EIO;
@@ -295,9 +293,9 @@ static int load_group(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo,
 		if (have >> j & 1)
 			continue;
 		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (!(bad >> j & 1) && rfile_usable(rf, mj) && shard_read(rf, mj, blk[j], len, off) == 0)
+		if (!(bad >> j & 1) && rfile_usable_at(rf, mj, s) && shard_read(rf, mj, blk[j], len, off) == 0)
 			continue;
-		if (rfile_usable(rf, mj))
+		if (rfile_usable_at(rf, mj, s))
 			bad |= 1ull << j;
 		if (ne == (int)l->m)
 			return -EIO;	/* more lost than the group tolerates */
@@ -312,7 +310,7 @@ repair:
 		if (!(bad >> j & 1))
 			continue;
 		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (!rfile_usable(rf, mj))
+		if (!rfile_usable_at(rf, mj, s))
 			continue;
 		const uint8_t *src = l->red == RED_MIRROR ? blk[0] : blk[j];
 		struct iovec v = { (void *)src, len };
@@ -347,9 +345,9 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 			if (!w->src[j])
 				continue;
 			uint32_t mj = layout_slot_member(l, s, g, j);
-			ret = rfile_usable(rf, mj) ? shard_write(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j])
+			ret = rfile_usable_at(rf, mj, s) ? shard_write(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j])
 					     : -EIO;
-			if (ret == 0 && !rfile_usable(rf, mj))
+			if (ret == 0 && !rfile_usable_at(rf, mj, s))
 				ret = -EIO;	/* raid0: nothing else holds it */
 		}
 		return ret;
@@ -382,7 +380,7 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 		if (w->src[j] && w->a[j] == w->lo && w->b[j] == w->hi)
 			continue;	/* all new: its old bytes are not needed */
 		want |= 1ull << j;
-		if (!rfile_usable(rf, layout_slot_member(l, s, g, j)))
+		if (!rfile_usable_at(rf, layout_slot_member(l, s, g, j), s))
 			rebuild = true;
 	}
 	if (rebuild)	/* an absent slot keeps old bytes we must reconstruct,
@@ -825,11 +823,11 @@ static int destage_range(struct rfile *rf, uint64_t s, uint32_t g, const struct 
 		if (a[j] < b[j]) {
 			dirty_slots |= 1ull << j;
 			rmw++;
-			rmw_ok &= rfile_usable(rf, layout_slot_member(l, s, g, j));
+			rmw_ok &= rfile_usable_at(rf, layout_slot_member(l, s, g, j), s);
 		}
 	}
 	for (uint32_t p = k; p < n; p++)
-		rmw_ok &= rfile_usable(rf, layout_slot_member(l, s, g, p));
+		rmw_ok &= rfile_usable_at(rf, layout_slot_member(l, s, g, p), s);
 
 	if (rmw_ok && rmw < rcw) {
 		/* read-modify-write: parity += encode(old ^ new of the dirty slots) */
@@ -870,7 +868,7 @@ rcw:
 		uint64_t want = unknown;
 		bool rebuild = false;
 		for (uint32_t j = 0; j < k; j++)
-			if ((want >> j & 1) && !rfile_usable(rf, layout_slot_member(l, s, g, j)))
+			if ((want >> j & 1) && !rfile_usable_at(rf, layout_slot_member(l, s, g, j), s))
 				rebuild = true;
 		if (rebuild)	/* reconstruction needs every slot's old bytes */
 			want = (k == 64) ? ~0ull : ((1ull << k) - 1);
@@ -1030,13 +1028,13 @@ ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off
 			uint32_t copies = l->k + l->m;
 			for (uint32_t c = 0; c < copies; c++) {
 				uint32_t cand = layout_slot_member(l, s, g, (s + c) % copies);
-				if (rfile_usable(rf, cand)) {
+				if (rfile_usable_at(rf, cand, s)) {
 					mj = cand;
 					break;
 				}
 			}
 		}
-		if (rfile_usable(rf, mj) && shard_read(rf, mj, dst + (pos - off), n, s * chunk + o) == 0) {
+		if (rfile_usable_at(rf, mj, s) && shard_read(rf, mj, dst + (pos - off), n, s * chunk + o) == 0) {
 			ret = 0;
 		} else {
 			/* absent or unreadable: reconstruct (load_group retries
@@ -1053,7 +1051,7 @@ ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off
 			ret = load_group(rf, s, g, o, n, blk, 1ull << j);
 			if (ret == 0)
 				memcpy(dst + (pos - off), blk[j], n);
-			if (ret == 0 && l->red == RED_MIRROR && rfile_usable(rf, mj) &&
+			if (ret == 0 && l->red == RED_MIRROR && rfile_usable_at(rf, mj, s) &&
 			    layout_slot_member(l, s, g, 0) != mj) {
 				/* the copy we chose could not be read (load_group
 				 * read another): repair it from the good one */
@@ -1124,6 +1122,8 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 	for (uint32_t j = 0; j < rf->a->width; j++) {
 		struct stat st;
 		uint64_t want = layout_shard_size(&rf->lay, j, size);
+		if ((rf->damaged >> j & 1) && want <= rf->damaged_from[j] * rf->lay.chunk && writable(rf, j))
+			rf->damaged &= ~(1ull << j);	/* what it lost is cut off */
 		if (!writable(rf, j) || ((rf->damaged >> j & 1) && fstat(rf->fd[j], &st) == 0 &&
 					 (uint64_t)st.st_size <= want))
 			continue;	/* (a damaged shard is only cut: put_damaged()) */
@@ -1237,8 +1237,10 @@ long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from)
 	for (uint64_t s = from; s < nstripes; s++) {
 		bool fixed = false;
 		long b = stripe_rebuild_chunk(rf, s, j, j, false, &fixed);
-		if (b < 0)
+		if (b < 0) {
+			rf->damaged_from[j] = s;	/* (the stripes before it are rebuilt) */
 			return b;
+		}
 		written += b;
 	}
 	/* the data on the disk before the length: else a crash could keep
@@ -1272,7 +1274,7 @@ long stripe_verify(struct rfile *rf,
 			bool incomplete = false;
 			for (uint32_t i = 0; i < n && !incomplete; i++) {
 				uint32_t mj = layout_slot_member(l, s, g, i);
-				if (!rfile_usable(rf, mj) || member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
+				if (!rfile_usable_at(rf, mj, s) || member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
 					incomplete = true;
 			}
 			if (incomplete)
@@ -1327,7 +1329,7 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 		blk[i] = scr + (size_t)i * chunk;
 	layout_member_slot(l, s, j, &g, &slot);
 	uint8_t *out;
-	if (target != j && rfile_usable(rf, j) && shard_read(rf, j, blk[0], chunk, s * chunk) == 0) {
+	if (target != j && rfile_usable_at(rf, j, s) && shard_read(rf, j, blk[0], chunk, s * chunk) == 0) {
 		/* replace in place: member j is healthy, copy its chunk */
 		out = blk[0];
 		ret = 0;
