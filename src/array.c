@@ -1311,6 +1311,12 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 	struct rfile rf;
 	ret = rfile_private(a, fds, &fm, &rf);
 	if (ret == 0) {
+		char what[PATH_MAX + 32];
+		if (cl > 0)
+			snprintf(what, sizeof(what), "%s", creating);
+		else
+			snprintf(what, sizeof(what), "%s (dirty log)", entry);
+		rfile_repair_short(&rf, what);
 		/* Size from what really reached the shards. */
 		uint64_t size = 0;
 		for (uint32_t j = 0; j < a->width; j++) {

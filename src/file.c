@@ -677,6 +677,18 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 	pthread_rwlock_unlock(&rf->rw);
 }
 
+void rfile_repair_short(struct rfile *rf, const char *what)
+{
+	if (!(rf->meta_flags & META_F_EXACT))
+		return;
+	if (find_short_shards(rf))
+		log_warn("file '%s': its shards are short on more members than %s can rebuild from: "
+			 "the missing part reads as zeros; restore the file's end from a copy if it matters",
+			 what, layout_level_name(rf->lay.level));
+	if (rf->damaged)
+		repair_shards(rf, what, false);
+}
+
 int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 {
 	struct stat st;

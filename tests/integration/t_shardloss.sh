@@ -112,6 +112,30 @@ rfs_unmount_wait "$mnt" || fail "crash: unmount at the end"
 expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
 log "ok: raid5, every shard short (zeros, resynced)"
 
+# A file open for writing at a crash is in the dirty log, and the mount
+# recomputes its redundancy from its data.  A shard of it that lost data
+# (shorter than its record's size needs) is rebuilt from the others first:
+# resynced as it is, its lost part would become zeros for good.
+new_array dirty raid5
+head -c 200000 /dev/urandom > "$C/ref/f"
+cp "$C/ref/f" "$mnt/f"
+exec 7>>"$mnt/f"
+echo more >&7
+echo more >> "$C/ref/f"
+rfs_kill "$mnt" || fail "dirty: kill"
+exec 7>&-
+set -- $mem
+ls "$1/.raidfs/dirty" | grep -q . || fail "dirty: the open file is not in the dirty log"
+truncate -s 40000 "$3/f"
+rfs_mount "$(join_members $mem)" "$mnt" || fail "dirty: mount after the crash"
+cmp -s "$mnt/f" "$C/ref/f" || fail "dirty: the file differs after the resync"
+grep -q "resynced 1 file left dirty" "$T/daemon.log" || fail "dirty: no resync"
+grep -q "its shard on member 2 .* was rebuilt from the other members" "$T/daemon.log" ||
+	fail "dirty: the short shard was not rebuilt before the resync"
+rfs_unmount_wait "$mnt" || fail "dirty: unmount"
+expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
+log "ok: raid5, a short shard of a file in the dirty log (rebuilt, then resynced)"
+
 # A short shard that cannot be rebuilt (its array lost another member)
 # stays damaged: the lost part reads as an I/O error, and neither a write
 # nor a truncate lengthens the shard, so a later mount still finds it.
