@@ -29,6 +29,7 @@
 #include "cache.h"
 #include "fsops.h"
 #include "rebuild.h"
+#include "scrub.h"
 #include "util.h"
 
 static int listen_fd = -1;
@@ -238,6 +239,26 @@ static void status_text(struct array *a, struct out *o)
 	} else if (ri.last_result[0]) {
 		outf(o, "rebuild: %s\n", ri.last_result);
 	}
+	struct scrub_info si;
+	scrub_get(&si);
+	if (si.active) {
+		char b[32], r[32];
+		double pct = si.files_total ? 100.0 * si.files_done / si.files_total : 0;
+		int bars = (int)(pct / 5);
+		outf(o, "scrub:   [");
+		for (int i = 0; i < 20; i++)
+			outf(o, "%c", i < bars ? '=' : (i == bars ? '>' : ' '));
+		outf(o, "] %5.1f%%  %" PRIu64 " of %" PRIu64 " files, %s compared", pct, si.files_done, si.files_total,
+		     fmt_size(si.bytes, b, sizeof(b)));
+		if (si.elapsed >= 2 && si.rate > 0)
+			outf(o, "  %s/s", fmt_size((uint64_t)si.rate, r, sizeof(r)));
+		outf(o, ", %" PRIu64 " mismatch%s%s\n", si.mismatches, si.mismatches == 1 ? "" : "es",
+		     si.repair ? " (repairing)" : "");
+		if (si.current[0])
+			outf(o, "         now: %s\n", si.current);
+	} else if (si.last_result[0]) {
+		outf(o, "scrub:   %s\n", si.last_result);
+	}
 	struct cache_stats cs;
 	cache_get_stats(&cs);
 	char csz[32], dz[32];
@@ -262,6 +283,10 @@ static void status_text(struct array *a, struct out *o)
 	if (cs.bbu_state == BBU_FAILED)
 		outf(o, "action:  the battery has failed: the cache runs write-through; 'raidfs bbu %s restore' once it is replaced\n",
 		     a->mountpoint);
+	if (!si.active && !si.repair && si.mismatches)
+		outf(o, "action:  the last scrub found %" PRIu64 " stripe%s whose redundancy does not match the data (see the log): "
+			"'raidfs scrub %s --repair' recomputes it from the data\n",
+		     si.mismatches, si.mismatches == 1 ? "" : "s", a->mountpoint);
 	if (st == ARRAY_FAILED) {
 		outf(o, "action:  too many members are lost for %s: the array refuses writes; bring the members back: a disk that returns to its path is taken back by itself, or use 'raidfs add %s DIR', or remount with all members\n",
 		     layout_level_name(a->lay.level), a->mountpoint);
@@ -339,6 +364,14 @@ static void status_json(struct array *a, struct out *o)
 	outf(o, ", \"last_result\": ");
 	json_str(o, ri.last_result);
 	outf(o, ", \"failed_files\": %d", ri.failed_files);
+	struct scrub_info si;
+	scrub_get(&si);
+	outf(o, "}, \"scrub\": {\"active\": %s, \"repair\": %s, \"files_done\": %" PRIu64 ", \"files_total\": %" PRIu64
+		", \"bytes\": %" PRIu64 ", \"mismatches\": %" PRIu64 ", \"repaired\": %" PRIu64 ", \"errors\": %" PRIu64
+		", \"rate\": %.0f, \"last_result\": ",
+	     si.active ? "true" : "false", si.repair ? "true" : "false", si.files_done, si.files_total, si.bytes,
+	     si.mismatches, si.repaired, si.errors, si.rate);
+	json_str(o, si.last_result);
 	struct cache_stats cs;
 	cache_get_stats(&cs);
 	outf(o, "}, \"cache\": {\"size\": %" PRIu64 ", \"line_bytes\": %" PRIu64 ", \"write_policy\": \"%s\", \"current_write_policy\": \"%s\", \"current_reason\": ",
@@ -563,6 +596,33 @@ static void cmd_rebuild(struct array *a, int argc, char **argv, struct out *o)
 	outf(o, "rc 0\nrebuild rates: min %u MB/s, max %u MB/s%s\n", minr, maxr, maxr ? "" : " (no limit)");
 }
 
+/* scrub MOUNTPOINT [--repair | stop] */
+static void cmd_scrub(struct array *a, int argc, char **argv, struct out *o)
+{
+	char err[256];
+	if (argc == 2 && !strcmp(argv[1], "stop")) {
+		struct scrub_info si;
+		scrub_get(&si);
+		scrub_stop();
+		if (si.active)
+			outf(o, "rc 0\nscrub of array '%s' stopped\n", a->sb.name);
+		else
+			outf(o, "rc 1\nraidfs: scrub: no scrub is running\n");
+		return;
+	}
+	bool fix = argc == 2 && !strcmp(argv[1], "--repair");
+	if (argc > 2 || (argc == 2 && !fix)) {
+		outf(o, "rc 2\nraidfs: scrub: usage: raidfs scrub MOUNTPOINT [--repair | stop]\n");
+		return;
+	}
+	if (scrub_start(a, fix, err, sizeof(err)) < 0) {
+		outf(o, "rc 1\nraidfs: scrub: %s\n", err);
+		return;
+	}
+	outf(o, "rc 0\nscrub of array '%s' started%s; follow it with 'raidfs status %s'\n", a->sb.name,
+	     fix ? " (mismatches are recomputed from the data)" : "", a->mountpoint);
+}
+
 static void dispatch(struct array *a, int argc, char **argv, struct out *o)
 {
 	const char *cmd = argv[0];
@@ -588,6 +648,8 @@ static void dispatch(struct array *a, int argc, char **argv, struct out *o)
 		cmd_replace(a, argc, argv, o);
 	} else if (!strcmp(cmd, "rebuild")) {
 		cmd_rebuild(a, argc, argv, o);
+	} else if (!strcmp(cmd, "scrub")) {
+		cmd_scrub(a, argc, argv, o);
 	} else if (!strcmp(cmd, "cache") || !strcmp(cmd, "bbu")) {
 		char reply[2048];
 		int rc = !strcmp(cmd, "cache") ? cache_ctl(argc, argv, reply, sizeof(reply))

@@ -62,6 +62,9 @@ static void usage(FILE *f)
 "        member is copied and keeps serving until the copy is complete\n"
 "  rebuild MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s\n"
 "        control a running rebuild (max 0: no limit)\n"
+"  scrub MOUNTPOINT [--repair | stop]\n"
+"        compare every file's data with its redundancy while mounted (progress in status);\n"
+"        --repair recomputes the redundancy where it does not match\n"
 "  cache MOUNTPOINT [write_policy=POLICY [--force] | read_policy=POLICY | flush | discard --force]\n"
 "        show or change the cache (always-writeback needs --force: it risks data)\n"
 "  bbu MOUNTPOINT [show|learn|fail|restore]\n"
@@ -409,6 +412,8 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "rebuild"))
 		return cmd_control("rebuild", argc - 1, argv + 1, 1, 0, 0,
 				   "rebuild MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s");
+	if (!strcmp(cmd, "scrub"))
+		return cmd_control("scrub", argc - 1, argv + 1, 0, 0, 0, "scrub MOUNTPOINT [--repair | stop]");
 	if (!strcmp(cmd, "cache"))
 		return cmd_control("cache", argc - 1, argv + 1, 0, 0, 0,
 				   "cache MOUNTPOINT [write_policy=writeback|writethrough|always-writeback [--force] | read_policy=ra|nora|adaptive | flush | discard --force]");

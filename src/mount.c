@@ -22,6 +22,7 @@
 #include "fsops.h"
 #include "parity.h"
 #include "rebuild.h"
+#include "scrub.h"
 #include "util.h"
 
 static struct array the_array;
@@ -180,6 +181,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	 * the control socket go first */
 	array_monitor_stop();
 	ctl_stop();
+	scrub_stop();
 	rebuild_stop();
 	fuse_remove_signal_handlers(fuse_get_session(f));
 	fuse_unmount(f);

@@ -49,9 +49,21 @@ static uint64_t now_ms(void)
 	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
 }
 
+static bool watch_user_io;	/* the scrub's (rebuild_watch_user_io()) */
+
+void rebuild_watch_user_io(bool on)
+{
+	__atomic_store_n(&watch_user_io, on, __ATOMIC_RELAXED);
+}
+
+uint64_t rebuild_last_user_io_ms(void)
+{
+	return __atomic_load_n(&last_user_io_ms, __ATOMIC_RELAXED);
+}
+
 void rebuild_note_user_io(void)
 {
-	if (__atomic_load_n(&info.active, __ATOMIC_RELAXED)) {
+	if (__atomic_load_n(&info.active, __ATOMIC_RELAXED) || __atomic_load_n(&watch_user_io, __ATOMIC_RELAXED)) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 		__atomic_store_n(&last_user_io_ms, ts.tv_sec * 1000ull + ts.tv_nsec / 1000000,

@@ -1255,10 +1255,27 @@ long stripe_verify(struct rfile *rf,
 		   void (*report)(void *ctx, uint64_t stripe, uint32_t group),
 		   void *ctx)
 {
+	return stripe_verify_range(rf, 0, UINT64_MAX, report, ctx);
+}
+
+int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g)
+{
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
+	int r = regen_group(rf, s, g, rf->size);
+	if (r == 0 && (s + 1) * sbytes >= rf->size)
+		r = trim_shards(rf, rf->size);	/* (the last stripe was written whole) */
+	return r;
+}
+
+long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
+			 void (*report)(void *ctx, uint64_t stripe, uint32_t group), void *ctx)
+{
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
 	uint64_t nstripes = (rf->size + sbytes - 1) / sbytes;
 	uint32_t chunk = l->chunk, n = l->k + l->m;
+	if (s1 < nstripes)
+		nstripes = s1;
 	long bad = 0;
 
 	if (l->red == RED_NONE)
@@ -1269,7 +1286,7 @@ long stripe_verify(struct rfile *rf,
 	uint8_t *blk[LAYOUT_MAX_WIDTH + 1];
 	for (uint32_t i = 0; i <= n; i++)
 		blk[i] = scr + (size_t)i * chunk;
-	for (uint64_t s = 0; s < nstripes; s++) {
+	for (uint64_t s = s0; s < nstripes; s++) {
 		for (uint32_t g = 0; g < l->groups; g++) {
 			bool incomplete = false;
 			for (uint32_t i = 0; i < n && !incomplete; i++) {

@@ -1,0 +1,307 @@
+/*
+ * scrub.c - the online scrub (see scrub.h).
+ *
+ * One thread: a first walk of the primary member's tree counts the files
+ * (for the progress bar), a second opens each regular file with
+ * rfile_open(), as a user's open does, and compares SCRUB_WINDOW stripes
+ * at a time with stripe_verify_range() under the file's lock held shared.
+ * A stripe group that does not match is logged; with --repair it is
+ * compared again under the lock held exclusively (a write may have fixed
+ * it meanwhile) and its redundancy recomputed from its data
+ * (stripe_regen()), the file marked dirty first as for any write.  The
+ * scrub stops by itself when the array is no longer optimal (a degraded
+ * stripe has nothing to compare against, and a rebuild comes first).
+ */
+#include "scrub.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "file.h"
+#include "layout.h"
+#include "rebuild.h"
+#include "superblock.h"
+#include "util.h"
+
+#define SCRUB_WINDOW 16	/* stripes compared per lock hold */
+#define SCRUB_MAX_BAD 64	/* mismatches remembered per window */
+
+static pthread_mutex_t sc_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct scrub_info info;
+static pthread_t sc_thread;
+static bool sc_live, sc_stop;
+static struct array *SA;
+static uint64_t t_start_ms;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
+}
+
+static bool stopping(void)
+{
+	return __atomic_load_n(&sc_stop, __ATOMIC_ACQUIRE);
+}
+
+/* Account `bytes` compared; while users did I/O in the last 100 ms, sleep
+ * so that the scrub stays under SCRUB_BUSY_MB. */
+static void throttle(uint64_t bytes)
+{
+	uint64_t t = now_ms();
+	pthread_mutex_lock(&sc_lock);
+	info.bytes += bytes;
+	info.elapsed = (t - t_start_ms) / 1000.0;
+	if (info.elapsed > 0.2)
+		info.rate = info.bytes / info.elapsed;
+	pthread_mutex_unlock(&sc_lock);
+	if (t - rebuild_last_user_io_ms() < 100 && bytes) {
+		uint64_t us = bytes * 1000000ull / (SCRUB_BUSY_MB * 1048576ull);
+		struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+struct bad {
+	uint64_t s[SCRUB_MAX_BAD];
+	uint32_t g[SCRUB_MAX_BAD];
+	unsigned n;
+};
+
+static void note_bad(void *ctx, uint64_t s, uint32_t g)
+{
+	struct bad *b = ctx;
+	if (b->n < SCRUB_MAX_BAD) {
+		b->s[b->n] = s;
+		b->g[b->n++] = g;
+	}
+}
+
+/* Recompute the groups in b that still do not match (rf->rw not held). */
+static void repair(struct rfile *rf, const char *rel, const struct bad *b)
+{
+	pthread_rwlock_wrlock(&rf->rw);
+	int r = stripe_mark_dirty(rf);
+	for (unsigned i = 0; i < b->n && r == 0; i++) {
+		struct bad now = { .n = 0 };
+		if (stripe_verify_range(rf, b->s[i], b->s[i] + 1, note_bad, &now) <= 0)
+			continue;	/* (written meanwhile, or the file got shorter) */
+		bool still = false;
+		for (unsigned k = 0; k < now.n; k++)
+			still |= now.g[k] == b->g[i];
+		if (!still)
+			continue;
+		r = stripe_regen(rf, b->s[i], b->g[i]);
+		if (r == 0) {
+			pthread_mutex_lock(&sc_lock);
+			info.repaired++;
+			pthread_mutex_unlock(&sc_lock);
+		}
+	}
+	pthread_rwlock_unlock(&rf->rw);
+	if (r < 0)
+		log_err("scrub: file '%s': cannot recompute its redundancy: %s", rel, strerror(-r));
+	else
+		log_warn("scrub: file '%s': redundancy recomputed from the data", rel);
+}
+
+static void scrub_file(struct array *a, const char *rel, bool fix)
+{
+	struct rfile *rf;
+	int r = rfile_open(a, rel, &rf);
+	if (r == -ENOENT || r == -ELOOP || r == -EISDIR || r == -EINVAL)
+		return;	/* deleted, or another kind of entry, meanwhile */
+	if (r < 0) {
+		log_err("scrub: file '%s' cannot be opened: %s", rel, strerror(-r));
+		pthread_mutex_lock(&sc_lock);
+		info.errors++;
+		pthread_mutex_unlock(&sc_lock);
+		return;
+	}
+	pthread_mutex_lock(&sc_lock);
+	snprintf(info.current, sizeof(info.current), "%.250s", rel);
+	pthread_mutex_unlock(&sc_lock);
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l);
+	for (uint64_t s = 0; !stopping(); s += SCRUB_WINDOW) {
+		struct bad b = { .n = 0 };
+		pthread_rwlock_rdlock(&rf->rw);
+		uint64_t size = rf->size, nstripes = (size + sbytes - 1) / sbytes;
+		long nb = s < nstripes ? stripe_verify_range(rf, s, s + SCRUB_WINDOW, note_bad, &b) : 0;
+		pthread_rwlock_unlock(&rf->rw);
+		if (s >= nstripes)
+			break;
+		if (nb < 0) {
+			log_err("scrub: file '%s': cannot compare it: %s", rel, strerror((int)-nb));
+			pthread_mutex_lock(&sc_lock);
+			info.errors++;
+			pthread_mutex_unlock(&sc_lock);
+			break;
+		}
+		if (nb > 0) {
+			pthread_mutex_lock(&sc_lock);
+			info.mismatches += (uint64_t)nb;
+			pthread_mutex_unlock(&sc_lock);
+			for (unsigned i = 0; i < b.n; i++)
+				log_warn("scrub: file '%s': the %s of stripe %" PRIu64 " (offset %" PRIu64 ", group %u) does not match its data%s%s%s",
+					 rel, l->red == RED_MIRROR ? "copies" : "parity", b.s[i], b.s[i] * sbytes, b.g[i],
+					 fix ? "" : " ('raidfs scrub ", fix ? "" : a->mountpoint, fix ? "" : " --repair' recomputes it)");
+			if (fix && array_writable(a))
+				repair(rf, rel, &b);
+		}
+		uint64_t end = (s + SCRUB_WINDOW) * sbytes;
+		throttle((end < size ? end : size) - s * sbytes);
+	}
+	rfile_release(rf);
+	pthread_mutex_lock(&sc_lock);
+	info.files_done++;
+	pthread_mutex_unlock(&sc_lock);
+}
+
+/* Walk the primary's tree under rel: count the regular files, or scrub
+ * them.  false when the scrub must stop. */
+static bool walk(struct array *a, const char *rel, bool count, bool fix)
+{
+	DIR *d = opendir_at(a->m[a->primary].dirfd, rel);
+	if (!d)
+		return !stopping();	/* (removed meanwhile) */
+	struct dirent *e;
+	bool go = true;
+	while (go && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!strcmp(rel, ".") && !strcmp(e->d_name, SB_DIR))
+			continue;	/* raidfs's own */
+		char child[PATH_MAX];
+		if (snprintf(child, sizeof(child), "%s%s%s", strcmp(rel, ".") ? rel : "", strcmp(rel, ".") ? "/" : "",
+			     e->d_name) >= (int)sizeof(child))
+			continue;
+		unsigned char type = e->d_type;
+		if (type == DT_UNKNOWN) {
+			struct stat st;
+			if (fstatat(a->m[a->primary].dirfd, child, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+		}
+		if (type == DT_DIR) {
+			go = walk(a, child, count, fix);
+		} else if (type == DT_REG && count) {
+			pthread_mutex_lock(&sc_lock);
+			info.files_total++;
+			pthread_mutex_unlock(&sc_lock);
+		} else if (type == DT_REG) {
+			if (array_state(a) != ARRAY_OPTIMAL) {
+				go = false;
+				break;
+			}
+			scrub_file(a, child, fix);
+		}
+		go = go && !stopping();
+	}
+	closedir(d);
+	return go;
+}
+
+static void *scrub_thread(void *arg)
+{
+	(void)arg;
+	struct array *a = SA;
+	bool fix = info.repair;
+	rebuild_watch_user_io(true);
+	log_info("array '%s': scrub started%s", a->sb.name, fix ? " (repairing mismatches)" : "");
+	bool done = walk(a, ".", true, fix) && walk(a, ".", false, fix);
+	rebuild_watch_user_io(false);
+	char msg[512];
+	pthread_mutex_lock(&sc_lock);
+	const char *why = done ? "finished" : stopping() ? "stopped" : "stopped: the array is no longer optimal";
+	char sz[32];
+	int len = snprintf(msg, sizeof(msg), "%s: %" PRIu64 " of %" PRIu64 " files, %s compared in %.1f s; %" PRIu64
+			   " stripe%s did not match",
+			   why, info.files_done, info.files_total, fmt_size(info.bytes, sz, sizeof(sz)),
+			   (now_ms() - t_start_ms) / 1000.0, info.mismatches, info.mismatches == 1 ? "" : "s");
+	if (fix && info.mismatches)
+		len += snprintf(msg + len, sizeof(msg) - len, ", %" PRIu64 " recomputed", info.repaired);
+	if (info.errors)
+		snprintf(msg + len, sizeof(msg) - len, "; %" PRIu64 " file%s could not be compared (see the log)",
+			 info.errors, info.errors == 1 ? "" : "s");
+	snprintf(info.last_result, sizeof(info.last_result), "%s", msg);
+	info.active = false;
+	info.current[0] = '\0';
+	pthread_mutex_unlock(&sc_lock);
+	if (info.mismatches || info.errors)
+		log_warn("array '%s': scrub %s", a->sb.name, msg);
+	else
+		log_info("array '%s': scrub %s", a->sb.name, msg);
+	return NULL;
+}
+
+int scrub_start(struct array *a, bool fix, char *err, size_t errlen)
+{
+	struct rebuild_info ri;
+	rebuild_get(&ri);
+	if (array_state(a) != ARRAY_OPTIMAL || ri.active) {
+		snprintf(err, errlen, "the array is %s: a scrub compares complete stripes; rebuild first",
+			 ri.active ? "being rebuilt" : array_state_name(array_state(a)));
+		return -EBUSY;
+	}
+	if (fix && !array_writable(a)) {
+		snprintf(err, errlen, "the array is mounted read-only: 'raidfs scrub' without --repair only compares");
+		return -EROFS;
+	}
+	pthread_mutex_lock(&sc_lock);
+	if (info.active) {
+		pthread_mutex_unlock(&sc_lock);
+		snprintf(err, errlen, "a scrub is already running ('raidfs scrub MOUNTPOINT stop' stops it)");
+		return -EBUSY;
+	}
+	if (sc_live) {
+		pthread_mutex_unlock(&sc_lock);
+		pthread_join(sc_thread, NULL);	/* the last one, finished */
+		pthread_mutex_lock(&sc_lock);
+		sc_live = false;
+	}
+	memset(&info, 0, sizeof(info));
+	info.active = true;
+	info.repair = fix;
+	SA = a;
+	t_start_ms = now_ms();
+	__atomic_store_n(&sc_stop, false, __ATOMIC_RELEASE);
+	if (pthread_create(&sc_thread, NULL, scrub_thread, NULL) != 0) {
+		info.active = false;
+		pthread_mutex_unlock(&sc_lock);
+		snprintf(err, errlen, "cannot start the scrub thread");
+		return -EAGAIN;
+	}
+	sc_live = true;
+	pthread_mutex_unlock(&sc_lock);
+	return 0;
+}
+
+void scrub_stop(void)
+{
+	__atomic_store_n(&sc_stop, true, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&sc_lock);
+	bool live = sc_live;
+	sc_live = false;
+	pthread_mutex_unlock(&sc_lock);
+	if (live)
+		pthread_join(sc_thread, NULL);
+}
+
+void scrub_get(struct scrub_info *out)
+{
+	pthread_mutex_lock(&sc_lock);
+	*out = info;
+	pthread_mutex_unlock(&sc_lock);
+}

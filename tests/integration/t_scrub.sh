@@ -1,0 +1,117 @@
+#!/bin/bash
+# t_scrub - the online scrub ('raidfs scrub MOUNTPOINT [--repair|stop]'):
+# it names the file and stripe whose parity (raid5, raid6) or mirror copy
+# (raid1) differs from its data, changes nothing without --repair, and
+# with it recomputes the redundancy, after which the offline check is
+# clean; a shard cut short under a closed file is rebuilt (the open's
+# check); it runs alongside a workload without changing its bytes, stops
+# on request and at unmount, and refuses a degraded array.
+. "$(dirname "$0")/lib.sh"
+need_fuse
+need_python
+
+# scrub_wait MNT: until the scrub has ended (at most 60 s)
+scrub_wait() {
+	for _ in $(seq 1 600); do
+		"$RAIDFS" status --json "$1" | grep -q '"scrub": {"active": false' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+json() { "$RAIDFS" status --json "$1" | "$PY" -c "import json, sys; print(json.load(sys.stdin)$2)"; }
+
+for level in raid5 raid6 raid1; do
+	new_array "$level" "$level"
+	mkdir -p "$C/ref/a" "$C/ref/b"
+	for i in $(seq 1 12); do head -c $((i * 9000)) /dev/urandom > "$C/ref/a/f$i"; done
+	head -c 1 /dev/urandom > "$C/ref/b/tiny"
+	: > "$C/ref/b/empty"
+	truncate -s 200000 "$C/ref/b/sparse"
+	cp -a "$C/ref/." "$mnt/"
+	set -- $mem
+	# a clean array scrubs clean
+	expect_rc 0 "$RAIDFS" scrub "$mnt"
+	scrub_wait "$mnt" || fail "$level: the scrub did not end"
+	[ "$(json "$mnt" '["scrub"]["mismatches"]')" = 0 ] || fail "$level: mismatches on a clean array"
+	[ "$(json "$mnt" '["scrub"]["files_done"]')" = 15 ] || fail "$level: not every file was scrubbed: $(json "$mnt" '["scrub"]')"
+	# one chunk changed behind the array's back: member 1's shard of a/f9
+	printf 'scrubme!' | dd of="$2/a/f9" bs=1 seek=5000 conv=notrunc status=none
+	expect_rc 0 "$RAIDFS" scrub "$mnt"
+	scrub_wait "$mnt" || fail "$level: the second scrub did not end"
+	[ "$(json "$mnt" '["scrub"]["mismatches"]')" = 1 ] || fail "$level: the changed chunk was not found: $(json "$mnt" '["scrub"]')"
+	grep -q "scrub: file 'a/f9': the .* of stripe 1 (offset .*) does not match its data" "$T/daemon.log" ||
+		fail "$level: the log does not name the file and stripe: $(grep scrub "$T/daemon.log")"
+	"$RAIDFS" status "$mnt" > "$C/status"
+	grep -q "^scrub:   finished: 15 of 15 files, .* 1 stripe did not match" "$C/status" ||
+		fail "$level: status: $(grep scrub "$C/status")"
+	grep -q "action:  the last scrub found 1 stripe .*'raidfs scrub $mnt --repair'" "$C/status" ||
+		fail "$level: no action line: $(cat "$C/status")"
+	cmp -s <(dd if="$2/a/f9" bs=1 skip=5000 count=8 status=none) <(printf 'scrubme!') ||
+		fail "$level: a scrub without --repair changed the member"
+	cat "$mnt/a/f9" > "$C/before"
+	expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
+	scrub_wait "$mnt" || fail "$level: the repair did not end"
+	cat "$mnt/a/f9" > "$C/ref/a/f9"
+	# parity is recomputed from the data as read; a mirror takes its first
+	# copy, which may be the changed one: at most those 8 bytes change
+	[ "$level" = raid1 ] || cmp -s "$C/before" "$C/ref/a/f9" || fail "$level: the repair changed the data as read"
+	[ "$(cmp -l "$C/before" "$C/ref/a/f9" | wc -l)" -le 8 ] || fail "$level: the repair changed more than the chunk"
+	[ "$(json "$mnt" '["scrub"]["repaired"]')" = 1 ] || fail "$level: not repaired: $(json "$mnt" '["scrub"]')"
+	expect_rc 0 "$RAIDFS" scrub "$mnt"
+	scrub_wait "$mnt" || fail "$level: the third scrub did not end"
+	[ "$(json "$mnt" '["scrub"]["mismatches"]')" = 0 ] || fail "$level: still mismatched after the repair"
+	# a shard cut short under a closed file: rebuilt by the scrub's open
+	truncate -s 4096 "$3/a/f12"
+	expect_rc 0 "$RAIDFS" scrub "$mnt"
+	scrub_wait "$mnt" || fail "$level: the fourth scrub did not end"
+	grep -q "file 'a/f12': its shard on member 2 .* was rebuilt from the other members" "$T/daemon.log" ||
+		fail "$level: the short shard was not rebuilt"
+	rfs_unmount_wait "$mnt" || fail "$level: unmount"
+	expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
+	rfs_mount "$(join_members $mem)" "$mnt" || fail "$level: mount again"
+	# the tree reads back whole, also without a member: the recomputed
+	# redundancy is right
+	expect_rc 0 "$RAIDFS" fail "$mnt" 2
+	workload compare "$mnt" "$C/ref" > "$C/cmp" 2>&1 || { cat "$C/cmp" >&2; fail "$level: the tree differs"; }
+	rfs_unmount_wait "$mnt" || fail "$level: last unmount"
+	log "ok: $level: a changed chunk found, left alone, then repaired; a short shard rebuilt"
+done
+
+# A scrub with --repair alongside a workload changes none of its bytes; a
+# degraded array is refused; stop and unmount end a running scrub.
+new_array load raid6
+mkdir -p "$C/ref"
+workload run --mnt "$mnt" --ref "$C/ref" --seed "$SEED" --ops 300 --chunk 4096 > /dev/null 2>&1 || fail "load: first workload"
+workload run --mnt "$mnt" --ref "$C/ref" --seed $((SEED + 1)) --ops 600 --chunk 4096 --name-prefix w > "$C/w.out" 2>&1 &
+wpid=$!
+for _ in 1 2 3 4 5; do
+	"$RAIDFS" scrub "$mnt" --repair > /dev/null 2>&1
+	scrub_wait "$mnt" || fail "load: a scrub did not end"
+done
+wait $wpid || { cat "$C/w.out" >&2; fail "load: the workload failed alongside the scrub"; }
+[ "$(json "$mnt" '["scrub"]["mismatches"]')" = 0 ] || fail "load: mismatches found alongside a workload: $(json "$mnt" '["scrub"]')"
+workload compare "$mnt" "$C/ref" > "$C/cmp" 2>&1 || { cat "$C/cmp" >&2; fail "load: the tree differs"; }
+mkdir -p "$mnt/many"
+for i in $(seq 1 300); do echo "$i" > "$mnt/many/$i"; done
+expect_rc 0 "$RAIDFS" inject "$mnt" 1 latency 5
+expect_rc 0 "$RAIDFS" scrub "$mnt"
+sleep 0.5
+expect_rc 0 "$RAIDFS" scrub "$mnt" stop
+scrub_wait "$mnt" || fail "load: stop did not stop the scrub"
+json "$mnt" '["scrub"]["last_result"]' | grep -q "^stopped: " || fail "load: $(json "$mnt" '["scrub"]["last_result"]')"
+expect_rc 0 "$RAIDFS" scrub "$mnt"
+sleep 0.5
+expect_rc 0 "$RAIDFS" fail "$mnt" 3
+scrub_wait "$mnt" || fail "load: the scrub did not stop when the array became degraded"
+json "$mnt" '["scrub"]["last_result"]' | grep -q "no longer optimal" || fail "load: $(json "$mnt" '["scrub"]["last_result"]')"
+expect_rc 0 "$RAIDFS" inject "$mnt" 1 clear
+expect_rc 1 "$RAIDFS" scrub "$mnt"
+grep -q "the array is degraded: a scrub compares complete stripes" "$ERR" || fail "load: degraded: $(cat "$ERR")"
+mkdir -p "$C/new"
+expect_rc 0 "$RAIDFS" replace "$mnt" 3 "$C/new"
+wait_member "$mnt" 3 online || fail "load: rebuild"
+expect_rc 0 "$RAIDFS" inject "$mnt" 1 latency 5
+expect_rc 0 "$RAIDFS" scrub "$mnt"
+sleep 0.3
+rfs_unmount_wait "$mnt" || fail "load: unmount during a scrub"
+log "ok: scrub --repair alongside a workload; stop, degraded and unmount end it"
