@@ -1316,7 +1316,6 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 			snprintf(what, sizeof(what), "%s", creating);
 		else
 			snprintf(what, sizeof(what), "%s (dirty log)", entry);
-		rfile_repair_short(&rf, what);
 		/* Size from what really reached the shards. */
 		uint64_t size = 0;
 		for (uint32_t j = 0; j < a->width; j++) {
@@ -1329,6 +1328,7 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 		}
 		if (array_absent_count(a) > 0 && fm.size > size)
 			size = fm.size;	/* the absent member may hold the tail */
+		rfile_repair_short(&rf, what, size);
 		rf.size = size;
 		/* what the cache of the last run held for it goes in first */
 		ret = cache_replay_file(&rf);

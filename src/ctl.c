@@ -293,7 +293,7 @@ static void status_text(struct array *a, struct out *o)
 	} else if (st == ARRAY_DEGRADED) {
 		for (uint32_t j = 0; j < a->width; j++)
 			if (!member_online(a, j)) {
-				if (member_rebuilding(a, j) && !ri.active && ri.failed_files)
+				if (member_rebuilding(a, j) && !ri.active && ri.failed_files && ri.member == (int)j)
 					outf(o, "action:  the rebuild of member %u onto '%s' could not rebuild %d file%s (see above and the log); "
 						"an I/O error there means the members left do not hold all of its data: restore the file from a copy "
 						"or delete it, then 'raidfs rebuild %s resume'\n",

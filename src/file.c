@@ -489,24 +489,25 @@ int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
 static struct {
 	uint64_t key, ms;
 } closed_ring[CLOSED_RING];
-static uint64_t closed_next;	/* closes so far; the ring holds the last ones */
+static uint64_t closed_next;	/* closes so far */
+/* The last close of each file, by hash of its key: a slot another file
+ * took since cannot tell whether this one closed meanwhile */
+#define CLOSE_SLOTS 1024
+static struct {
+	uint64_t key, seq;
+} close_slot[CLOSE_SLOTS];
 
 /* Did the last handle of the file keyed `key` close after the close
  * counter read `since`?  A close writes the file's record (a truncate by
  * the other opener, say), so an open that read the record before it holds
- * an old size.  A ring that wrapped meanwhile cannot tell: `strict` says
- * yes then.  Table lock held. */
+ * an old size.  When the slot went to another file since, `strict` says
+ * yes.  Table lock held. */
 static bool closed_since_locked(uint64_t key, uint64_t since, bool strict)
 {
-	if (closed_next - since > CLOSED_RING) {
-		if (strict)
-			return true;
-		since = closed_next - CLOSED_RING;
-	}
-	for (uint64_t i = since; i < closed_next; i++)
-		if (closed_ring[i % CLOSED_RING].key == key)
-			return true;
-	return false;
+	unsigned h = bucket(key) % CLOSE_SLOTS;
+	if (close_slot[h].seq <= since)
+		return false;
+	return close_slot[h].key == key || strict;
 }
 
 bool rfile_in_use(uint64_t ino, uint64_t epoch, uint64_t closed_ms)
@@ -528,7 +529,7 @@ bool rfile_in_use(uint64_t ino, uint64_t epoch, uint64_t closed_ms)
  * starts again: a shard may come from a replaced directory).  An open
  * also starts again when the file's last handle closed since the close
  * counter read `closes` (its record may predate what that close wrote;
- * `strict`: also when the counter ran past what the ring remembers). */
+ * `strict`: also when another file's close took its slot since). */
 static struct rfile *insert_or_share(struct rfile *rf, uint64_t epoch, bool rekey, uint64_t closes,
 				     bool strict)
 {
@@ -677,11 +678,11 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 	pthread_rwlock_unlock(&rf->rw);
 }
 
-void rfile_repair_short(struct rfile *rf, const char *what)
+void rfile_repair_short(struct rfile *rf, const char *what, uint64_t size)
 {
-	if (!(rf->meta_flags & META_F_EXACT))
-		return;
-	if (find_short_shards(rf))
+	bool beyond = (rf->meta_flags & META_F_EXACT) && find_short_shards(rf);
+	rf->size = size;
+	if (beyond)
 		log_warn("file '%s': its shards are short on more members than %s can rebuild from: "
 			 "the missing part reads as zeros; restore the file's end from a copy if it matters",
 			 what, layout_level_name(rf->lay.level));
@@ -981,6 +982,8 @@ int rfile_release(struct rfile *rf)
 		*pp = rf->next;
 	closed_ring[closed_next % CLOSED_RING].key = rf->key;
 	closed_ring[closed_next++ % CLOSED_RING].ms = util_now_ms();
+	close_slot[bucket(rf->key) % CLOSE_SLOTS].key = rf->key;
+	close_slot[bucket(rf->key) % CLOSE_SLOTS].seq = closed_next;
 	pthread_mutex_unlock(&table_lock);
 	close_rf_fds(rf);
 	rfile_free(rf);

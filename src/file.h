@@ -178,10 +178,12 @@ int stripe_truncate(struct rfile *rf, uint64_t size);
 int stripe_fsync(struct rfile *rf, bool datasync);
 /* The mount's resync of a file of the dirty log (rf private, as its
  * record has it): a shard shorter than the record's size needs lost data,
- * and is rebuilt from the others first, as at open (rfile_open()); the
- * resync would otherwise recompute redundancy from the zeros it reads as.
- * `what` names the file in the log. */
-void rfile_repair_short(struct rfile *rf, const char *what);
+ * and is rebuilt from the others first, as at open (rfile_open()), up to
+ * `size` (what the other shards hold: writes after the record reached
+ * them); the resync would otherwise recompute redundancy from the zeros
+ * it reads as.  rf->size is `size` after.  `what` names the file in the
+ * log. */
+void rfile_repair_short(struct rfile *rf, const char *what, uint64_t size);
 
 /* Member j's shard, found damaged (short) at open, rebuilt from the others
  * from stripe `from` on (caller holds rf->rw exclusively): bytes written

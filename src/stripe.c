@@ -516,8 +516,10 @@ static int write_full_stripes(struct rfile *rf, uint64_t s0, uint32_t ns, const 
 				return r;
 		}
 	}
+	/* (the last stripe: a damaged shard's loss is a tail, so the first
+	 * may still have it where the last does not) */
 	for (uint32_t g = 0; g < l->groups; g++)
-		if (group_alive(rf, s0, g) < 0)
+		if (group_alive(rf, s0 + ns - 1, g) < 0)
 			return -EIO;
 	return 0;
 }
@@ -1122,11 +1124,11 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 	for (uint32_t j = 0; j < rf->a->width; j++) {
 		struct stat st;
 		uint64_t want = layout_shard_size(&rf->lay, j, size);
-		if ((rf->damaged >> j & 1) && want <= rf->damaged_from[j] * rf->lay.chunk && writable(rf, j))
-			rf->damaged &= ~(1ull << j);	/* what it lost is cut off */
-		if (!writable(rf, j) || ((rf->damaged >> j & 1) && fstat(rf->fd[j], &st) == 0 &&
-					 (uint64_t)st.st_size <= want))
-			continue;	/* (a damaged shard is only cut: put_damaged()) */
+		/* (a damaged shard is only cut, put_damaged(), unless the cut
+		 * takes all it lost: then drop_cut_damage() follows) */
+		bool keep = (rf->damaged >> j & 1) && want > rf->damaged_from[j] * rf->lay.chunk;
+		if (!writable(rf, j) || (keep && fstat(rf->fd[j], &st) == 0 && (uint64_t)st.st_size <= want))
+			continue;
 		if (ftruncate(rf->fd[j], want) < 0) {
 			int e = errno;
 			log_err("cannot truncate shard on member %u '%s': %s", j,
@@ -1149,6 +1151,16 @@ int stripe_truncate(struct rfile *rf, uint64_t size)
 	return ret;
 }
 
+/* Once the file's size no longer reaches what a damaged shard lost (a
+ * truncate), the shard is whole again: trim_shards() gave it its length. */
+static void drop_cut_damage(struct rfile *rf)
+{
+	for (uint32_t j = 0; j < rf->a->width; j++)
+		if ((rf->damaged >> j & 1) && writable(rf, j) &&
+		    layout_shard_size(&rf->lay, j, rf->size) <= rf->damaged_from[j] * rf->lay.chunk)
+			rf->damaged &= ~(1ull << j);
+}
+
 int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 {
 	const struct layout *l = &rf->lay;
@@ -1164,6 +1176,7 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 		ret = trim_shards(rf, size);
 	if (ret == 0) {
 		__atomic_store_n(&rf->size, size, __ATOMIC_RELEASE);
+		drop_cut_damage(rf);
 		/* cut shards lost their allocation; grown ones are holes */
 		if (rf->reserved > size)
 			__atomic_store_n(&rf->reserved, size, __ATOMIC_RELEASE);
@@ -1238,7 +1251,10 @@ long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from)
 		bool fixed = false;
 		long b = stripe_rebuild_chunk(rf, s, j, j, false, &fixed);
 		if (b < 0) {
-			rf->damaged_from[j] = s;	/* (the stripes before it are rebuilt) */
+			/* the stripes before it are rebuilt: kept, on the disk
+			 * before anything relies on them */
+			if (fdatasync(rf->fd[j]) == 0)
+				rf->damaged_from[j] = s;
 			return b;
 		}
 		written += b;
