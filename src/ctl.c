@@ -244,6 +244,8 @@ static void status_text(struct array *a, struct out *o)
 	if (si.active) {
 		char b[32], r[32];
 		double pct = si.files_total ? 100.0 * si.files_done / si.files_total : 0;
+		if (pct > 100)
+			pct = 100;	/* (files created meanwhile) */
 		int bars = (int)(pct / 5);
 		outf(o, "scrub:   [");
 		for (int i = 0; i < 20; i++)
@@ -603,9 +605,10 @@ static void cmd_scrub(struct array *a, int argc, char **argv, struct out *o)
 	if (argc == 2 && !strcmp(argv[1], "stop")) {
 		struct scrub_info si;
 		scrub_get(&si);
-		scrub_stop();
+		scrub_request_stop();
 		if (si.active)
-			outf(o, "rc 0\nscrub of array '%s' stopped\n", a->sb.name);
+			outf(o, "rc 0\nscrub of array '%s' stopping; 'raidfs status %s' shows where it stopped\n", a->sb.name,
+			     a->mountpoint);
 		else
 			outf(o, "rc 1\nraidfs: scrub: no scrub is running\n");
 		return;

@@ -176,12 +176,12 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	fuse_loop_cfg_set_idle_threads(lc, 8);
 	r = fuse_loop_mt(f, lc);
 	fuse_loop_cfg_destroy(lc);
+	scrub_stop();	/* (before the cache's last destage, which it would slow) */
 	cache_close();
 	/* nothing may start a rebuild after rebuild_stop(): the monitor and
 	 * the control socket go first */
 	array_monitor_stop();
 	ctl_stop();
-	scrub_stop();
 	rebuild_stop();
 	fuse_remove_signal_handlers(fuse_get_session(f));
 	fuse_unmount(f);

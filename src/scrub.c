@@ -34,12 +34,12 @@
 #include "util.h"
 
 #define SCRUB_WINDOW 16	/* stripes compared per lock hold */
-#define SCRUB_MAX_BAD 64	/* mismatches remembered per window */
+#define SCRUB_MAX_BAD 1024	/* mismatches remembered per window (16 stripes x groups) */
 
 static pthread_mutex_t sc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct scrub_info info;
 static pthread_t sc_thread;
-static bool sc_live, sc_stop;
+static bool sc_live, sc_stop, sc_closed;	/* closed: unmounting, no new scrub */
 static struct array *SA;
 static uint64_t t_start_ms;
 
@@ -66,7 +66,7 @@ static void throttle(uint64_t bytes)
 	if (info.elapsed > 0.2)
 		info.rate = info.bytes / info.elapsed;
 	pthread_mutex_unlock(&sc_lock);
-	if (t - rebuild_last_user_io_ms() < 100 && bytes) {
+	if ((int64_t)(t - rebuild_last_user_io_ms()) < 100 && bytes) {
 		uint64_t us = bytes * 1000000ull / (SCRUB_BUSY_MB * 1048576ull);
 		struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
 		nanosleep(&ts, NULL);
@@ -88,45 +88,85 @@ static void note_bad(void *ctx, uint64_t s, uint32_t g)
 	}
 }
 
-/* Recompute the groups in b that still do not match (rf->rw not held). */
-static void repair(struct rfile *rf, const char *rel, const struct bad *b)
+/* The groups in b (found under the lock held shared) compared again under
+ * it held exclusively: a destage of the write-back cache writes data and
+ * parity under the shared lock, so a stripe it was half-way through looked
+ * mismatched.  Those still mismatched are counted and logged, and with
+ * `fix` recomputed from their data.  rf->rw not held. */
+static void confirm(struct array *a, struct rfile *rf, const char *rel, const struct bad *b, bool fix)
 {
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l), found = 0, fixed = 0;
+	int r = 0;
+	fix = fix && array_writable(a);
 	pthread_rwlock_wrlock(&rf->rw);
-	int r = stripe_mark_dirty(rf);
 	for (unsigned i = 0; i < b->n && r == 0; i++) {
 		struct bad now = { .n = 0 };
-		if (stripe_verify_range(rf, b->s[i], b->s[i] + 1, note_bad, &now) <= 0)
-			continue;	/* (written meanwhile, or the file got shorter) */
 		bool still = false;
-		for (unsigned k = 0; k < now.n; k++)
-			still |= now.g[k] == b->g[i];
+		if (stripe_verify_range(rf, b->s[i], b->s[i] + 1, note_bad, &now, NULL) > 0)
+			for (unsigned k = 0; k < now.n; k++)
+				still |= now.g[k] == b->g[i];
 		if (!still)
+			continue;	/* (written meanwhile, or the file got shorter) */
+		found++;
+		log_warn("scrub: file '%s': the %s of stripe %" PRIu64 " (offset %" PRIu64 ", group %u) does not match its data%s%s%s",
+			 rel, l->red == RED_MIRROR ? "copies" : "parity", b->s[i], b->s[i] * sbytes, b->g[i],
+			 fix ? "" : " ('raidfs scrub ", fix ? "" : a->mountpoint, fix ? "" : " --repair' recomputes it)");
+		if (!fix)
 			continue;
-		r = stripe_regen(rf, b->s[i], b->g[i]);
-		if (r == 0) {
-			pthread_mutex_lock(&sc_lock);
-			info.repaired++;
-			pthread_mutex_unlock(&sc_lock);
-		}
+		r = stripe_mark_dirty(rf);
+		if (r == 0)
+			r = stripe_regen(rf, b->s[i], b->g[i]);
+		fixed += r == 0;
 	}
 	pthread_rwlock_unlock(&rf->rw);
+	pthread_mutex_lock(&sc_lock);
+	info.mismatches += found;
+	info.repaired += fixed;
+	pthread_mutex_unlock(&sc_lock);
 	if (r < 0)
 		log_err("scrub: file '%s': cannot recompute its redundancy: %s", rel, strerror(-r));
-	else
-		log_warn("scrub: file '%s': redundancy recomputed from the data", rel);
+	else if (fixed)
+		log_warn("scrub: file '%s': redundancy recomputed from the data (%" PRIu64 " stripe%s)", rel, fixed,
+			 fixed == 1 ? "" : "s");
+}
+
+/* Why the scrub must stop now (NULL: it goes on). */
+static const char *must_stop(struct array *a)
+{
+	struct rebuild_info ri;
+	if (stopping())
+		return "stopped";
+	if (array_state(a) != ARRAY_OPTIMAL)
+		return "stopped: the array is no longer optimal";
+	rebuild_get(&ri);
+	if (ri.active)
+		return "stopped: a rebuild or replacement started";
+	return NULL;
+}
+
+static const char *stop_why;	/* (the scrub thread's own) */
+
+static void count_error(void)
+{
+	pthread_mutex_lock(&sc_lock);
+	info.errors++;
+	pthread_mutex_unlock(&sc_lock);
 }
 
 static void scrub_file(struct array *a, const char *rel, bool fix)
 {
 	struct rfile *rf;
+	/* (the namespace lock held exclusively, as the rebuild's open: a
+	 * create or rename is never seen half done on the members) */
+	pthread_rwlock_wrlock(&a->ns_lock);
 	int r = rfile_open(a, rel, &rf);
+	pthread_rwlock_unlock(&a->ns_lock);
 	if (r == -ENOENT || r == -ELOOP || r == -EISDIR || r == -EINVAL)
 		return;	/* deleted, or another kind of entry, meanwhile */
 	if (r < 0) {
 		log_err("scrub: file '%s' cannot be opened: %s", rel, strerror(-r));
-		pthread_mutex_lock(&sc_lock);
-		info.errors++;
-		pthread_mutex_unlock(&sc_lock);
+		count_error();
 		return;
 	}
 	pthread_mutex_lock(&sc_lock);
@@ -134,35 +174,35 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 	pthread_mutex_unlock(&sc_lock);
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
-	for (uint64_t s = 0; !stopping(); s += SCRUB_WINDOW) {
+	uint8_t *buf = NULL;
+	for (uint64_t s = 0; !(stop_why = must_stop(a)); s += SCRUB_WINDOW) {
 		struct bad b = { .n = 0 };
+		uint64_t unreadable = 0;
 		pthread_rwlock_rdlock(&rf->rw);
 		uint64_t size = rf->size, nstripes = (size + sbytes - 1) / sbytes;
-		long nb = s < nstripes ? stripe_verify_range(rf, s, s + SCRUB_WINDOW, note_bad, &b) : 0;
+		long nb = s < nstripes ? stripe_verify_range(rf, s, s + SCRUB_WINDOW, note_bad, &b, &unreadable) : 0;
+		if (nb >= 0 && unreadable && (buf || (buf = malloc(sbytes)))) {
+			/* a chunk that cannot be read: a read of its stripes
+			 * repairs it from redundancy, as a user's read does
+			 * (md's way), and counts it on its member */
+			for (uint64_t x = s; x < s + SCRUB_WINDOW && x < nstripes; x++)
+				if (stripe_read_locked(rf, buf, sbytes, x * sbytes) < 0)
+					nb = -EIO;
+		}
 		pthread_rwlock_unlock(&rf->rw);
 		if (s >= nstripes)
 			break;
 		if (nb < 0) {
-			log_err("scrub: file '%s': cannot compare it: %s", rel, strerror((int)-nb));
-			pthread_mutex_lock(&sc_lock);
-			info.errors++;
-			pthread_mutex_unlock(&sc_lock);
+			log_err("scrub: file '%s': stripes from %" PRIu64 " cannot be read: %s", rel, s, strerror((int)-nb));
+			count_error();
 			break;
 		}
-		if (nb > 0) {
-			pthread_mutex_lock(&sc_lock);
-			info.mismatches += (uint64_t)nb;
-			pthread_mutex_unlock(&sc_lock);
-			for (unsigned i = 0; i < b.n; i++)
-				log_warn("scrub: file '%s': the %s of stripe %" PRIu64 " (offset %" PRIu64 ", group %u) does not match its data%s%s%s",
-					 rel, l->red == RED_MIRROR ? "copies" : "parity", b.s[i], b.s[i] * sbytes, b.g[i],
-					 fix ? "" : " ('raidfs scrub ", fix ? "" : a->mountpoint, fix ? "" : " --repair' recomputes it)");
-			if (fix && array_writable(a))
-				repair(rf, rel, &b);
-		}
+		if (nb > 0)
+			confirm(a, rf, rel, &b, fix);
 		uint64_t end = (s + SCRUB_WINDOW) * sbytes;
 		throttle((end < size ? end : size) - s * sbytes);
 	}
+	free(buf);
 	rfile_release(rf);
 	pthread_mutex_lock(&sc_lock);
 	info.files_done++;
@@ -175,7 +215,7 @@ static bool walk(struct array *a, const char *rel, bool count, bool fix)
 {
 	DIR *d = opendir_at(a->m[a->primary].dirfd, rel);
 	if (!d)
-		return !stopping();	/* (removed meanwhile) */
+		return !(stop_why = must_stop(a));	/* (removed meanwhile) */
 	struct dirent *e;
 	bool go = true;
 	while (go && (e = readdir(d))) {
@@ -201,13 +241,9 @@ static bool walk(struct array *a, const char *rel, bool count, bool fix)
 			info.files_total++;
 			pthread_mutex_unlock(&sc_lock);
 		} else if (type == DT_REG) {
-			if (array_state(a) != ARRAY_OPTIMAL) {
-				go = false;
-				break;
-			}
 			scrub_file(a, child, fix);
 		}
-		go = go && !stopping();
+		go = go && !(stop_why = must_stop(a));
 	}
 	closedir(d);
 	return go;
@@ -224,7 +260,7 @@ static void *scrub_thread(void *arg)
 	rebuild_watch_user_io(false);
 	char msg[512];
 	pthread_mutex_lock(&sc_lock);
-	const char *why = done ? "finished" : stopping() ? "stopped" : "stopped: the array is no longer optimal";
+	const char *why = done ? "finished" : stop_why ? stop_why : "stopped";
 	char sz[32];
 	int len = snprintf(msg, sizeof(msg), "%s: %" PRIu64 " of %" PRIu64 " files, %s compared in %.1f s; %" PRIu64
 			   " stripe%s did not match",
@@ -260,9 +296,10 @@ int scrub_start(struct array *a, bool fix, char *err, size_t errlen)
 		return -EROFS;
 	}
 	pthread_mutex_lock(&sc_lock);
-	if (info.active) {
+	if (info.active || sc_closed) {
 		pthread_mutex_unlock(&sc_lock);
-		snprintf(err, errlen, "a scrub is already running ('raidfs scrub MOUNTPOINT stop' stops it)");
+		snprintf(err, errlen, sc_closed ? "the array is being unmounted"
+						: "a scrub is already running ('raidfs scrub MOUNTPOINT stop' stops it)");
 		return -EBUSY;
 	}
 	if (sc_live) {
@@ -288,12 +325,18 @@ int scrub_start(struct array *a, bool fix, char *err, size_t errlen)
 	return 0;
 }
 
+void scrub_request_stop(void)
+{
+	__atomic_store_n(&sc_stop, true, __ATOMIC_RELEASE);
+}
+
 void scrub_stop(void)
 {
 	__atomic_store_n(&sc_stop, true, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&sc_lock);
 	bool live = sc_live;
 	sc_live = false;
+	sc_closed = true;
 	pthread_mutex_unlock(&sc_lock);
 	if (live)
 		pthread_join(sc_thread, NULL);

@@ -36,7 +36,9 @@ struct scrub_info {
 
 /* Start a scrub of a (0), or -errno with a message in err. */
 int scrub_start(struct array *a, bool repair, char *err, size_t errlen);
-/* Stop a running scrub and wait for its thread (also at unmount). */
+/* Ask a running scrub to stop (it ends within a window of stripes). */
+void scrub_request_stop(void);
+/* Stop a running scrub and wait for its thread (at unmount). */
 void scrub_stop(void);
 void scrub_get(struct scrub_info *out);
 

@@ -1271,20 +1271,57 @@ long stripe_verify(struct rfile *rf,
 		   void (*report)(void *ctx, uint64_t stripe, uint32_t group),
 		   void *ctx)
 {
-	return stripe_verify_range(rf, 0, UINT64_MAX, report, ctx);
+	return stripe_verify_range(rf, 0, UINT64_MAX, report, ctx, NULL);
+}
+
+/* Mirror copies of group g in stripe s that differ: the bytes most of
+ * the readable copies agree on (more than half) go to every copy; with no
+ * such majority (two copies) the first copy's.  0 or -errno. */
+static int regen_mirror(struct rfile *rf, uint64_t s, uint32_t g)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t chunk = l->chunk, n = l->k + l->m, nread = 0;
+	uint8_t *scr = scratch((size_t)n * chunk);
+	uint8_t *copy[LAYOUT_MAX_WIDTH];
+	if (!scr)
+		return -ENOMEM;
+	for (uint32_t c = 0; c < n; c++) {
+		uint32_t mj = layout_slot_member(l, s, g, c);
+		copy[c] = NULL;
+		if (rfile_usable_at(rf, mj, s) && shard_read(rf, mj, scr + (size_t)nread * chunk, chunk, s * chunk) == 0)
+			copy[c] = scr + (size_t)nread++ * chunk;
+	}
+	const uint8_t *best = NULL;
+	for (uint32_t c = 0; c < n && !best; c++) {
+		uint32_t agree = 0;
+		for (uint32_t d = 0; copy[c] && d < n; d++)
+			agree += copy[d] && !memcmp(copy[c], copy[d], chunk);
+		if (2 * agree > nread)
+			best = copy[c];
+	}
+	if (!best)
+		return regen_group(rf, s, g, rf->size);
+	int ret = 0;
+	for (uint32_t c = 0; c < n && !ret; c++) {
+		uint32_t mj = layout_slot_member(l, s, g, c);
+		if (copy[c] != best && (!copy[c] || memcmp(copy[c], best, chunk)) && writable(rf, mj))
+			ret = shard_write(rf, mj, best, chunk, s * chunk);
+	}
+	return ret ? ret : group_alive(rf, s, g);
 }
 
 int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g)
 {
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
-	int r = regen_group(rf, s, g, rf->size);
+	int r = rf->lay.red == RED_MIRROR ? regen_mirror(rf, s, g) : regen_group(rf, s, g, rf->size);
 	if (r == 0 && (s + 1) * sbytes >= rf->size)
 		r = trim_shards(rf, rf->size);	/* (the last stripe was written whole) */
 	return r;
 }
 
 long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
-			 void (*report)(void *ctx, uint64_t stripe, uint32_t group), void *ctx)
+			 void (*report)(void *ctx, uint64_t stripe, uint32_t group), void *ctx,
+			 uint64_t *unreadable)
 {
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
@@ -1307,8 +1344,13 @@ long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
 			bool incomplete = false;
 			for (uint32_t i = 0; i < n && !incomplete; i++) {
 				uint32_t mj = layout_slot_member(l, s, g, i);
-				if (!rfile_usable_at(rf, mj, s) || member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
+				if (!rfile_usable_at(rf, mj, s)) {
 					incomplete = true;
+				} else if (member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0) {
+					incomplete = true;
+					if (unreadable)
+						(*unreadable)++;
+				}
 			}
 			if (incomplete)
 				continue;	/* nothing to compare against */

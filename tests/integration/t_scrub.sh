@@ -19,6 +19,9 @@ scrub_wait() {
 	return 1
 }
 json() { "$RAIDFS" status --json "$1" | "$PY" -c "import json, sys; print(json.load(sys.stdin)$2)"; }
+# newlog: the daemon log lines since the last mark (mark: remember where it ends)
+mark() { LOGAT=$(wc -l < "$T/daemon.log"); }
+newlog() { tail -n +$((LOGAT + 1)) "$T/daemon.log"; }
 
 for level in raid5 raid6 raid1; do
 	new_array "$level" "$level"
@@ -28,7 +31,9 @@ for level in raid5 raid6 raid1; do
 	: > "$C/ref/b/empty"
 	truncate -s 200000 "$C/ref/b/sparse"
 	cp -a "$C/ref/." "$mnt/"
+	cp "$C/ref/a/f9" "$C/orig"
 	set -- $mem
+	mark
 	# a clean array scrubs clean
 	expect_rc 0 "$RAIDFS" scrub "$mnt"
 	scrub_wait "$mnt" || fail "$level: the scrub did not end"
@@ -39,8 +44,8 @@ for level in raid5 raid6 raid1; do
 	expect_rc 0 "$RAIDFS" scrub "$mnt"
 	scrub_wait "$mnt" || fail "$level: the second scrub did not end"
 	[ "$(json "$mnt" '["scrub"]["mismatches"]')" = 1 ] || fail "$level: the changed chunk was not found: $(json "$mnt" '["scrub"]')"
-	grep -q "scrub: file 'a/f9': the .* of stripe 1 (offset .*) does not match its data" "$T/daemon.log" ||
-		fail "$level: the log does not name the file and stripe: $(grep scrub "$T/daemon.log")"
+	newlog | grep -q "scrub: file 'a/f9': the .* of stripe 1 (offset .*) does not match its data" ||
+		fail "$level: the log does not name the file and stripe: $(newlog | grep scrub)"
 	"$RAIDFS" status "$mnt" > "$C/status"
 	grep -q "^scrub:   finished: 15 of 15 files, .* 1 stripe did not match" "$C/status" ||
 		fail "$level: status: $(grep scrub "$C/status")"
@@ -55,6 +60,8 @@ for level in raid5 raid6 raid1; do
 	# parity is recomputed from the data as read; a mirror takes its first
 	# copy, which may be the changed one: at most those 8 bytes change
 	[ "$level" = raid1 ] || cmp -s "$C/before" "$C/ref/a/f9" || fail "$level: the repair changed the data as read"
+	# four copies: the three that agree win
+	[ "$level" != raid1 ] || cmp -s "$C/orig" "$C/ref/a/f9" || fail "$level: the repair did not take the copies that agree"
 	[ "$(cmp -l "$C/before" "$C/ref/a/f9" | wc -l)" -le 8 ] || fail "$level: the repair changed more than the chunk"
 	[ "$(json "$mnt" '["scrub"]["repaired"]')" = 1 ] || fail "$level: not repaired: $(json "$mnt" '["scrub"]')"
 	expect_rc 0 "$RAIDFS" scrub "$mnt"
@@ -64,7 +71,7 @@ for level in raid5 raid6 raid1; do
 	truncate -s 4096 "$3/a/f12"
 	expect_rc 0 "$RAIDFS" scrub "$mnt"
 	scrub_wait "$mnt" || fail "$level: the fourth scrub did not end"
-	grep -q "file 'a/f12': its shard on member 2 .* was rebuilt from the other members" "$T/daemon.log" ||
+	newlog | grep -q "file 'a/f12': its shard on member 2 .* was rebuilt from the other members" ||
 		fail "$level: the short shard was not rebuilt"
 	rfs_unmount_wait "$mnt" || fail "$level: unmount"
 	expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
@@ -87,9 +94,9 @@ wpid=$!
 for _ in 1 2 3 4 5; do
 	"$RAIDFS" scrub "$mnt" --repair > /dev/null 2>&1
 	scrub_wait "$mnt" || fail "load: a scrub did not end"
+	[ "$(json "$mnt" '["scrub"]["mismatches"]')" = 0 ] || fail "load: mismatches found alongside a workload: $(json "$mnt" '["scrub"]')"
 done
 wait $wpid || { cat "$C/w.out" >&2; fail "load: the workload failed alongside the scrub"; }
-[ "$(json "$mnt" '["scrub"]["mismatches"]')" = 0 ] || fail "load: mismatches found alongside a workload: $(json "$mnt" '["scrub"]')"
 workload compare "$mnt" "$C/ref" > "$C/cmp" 2>&1 || { cat "$C/cmp" >&2; fail "load: the tree differs"; }
 mkdir -p "$mnt/many"
 for i in $(seq 1 300); do echo "$i" > "$mnt/many/$i"; done
@@ -110,8 +117,14 @@ grep -q "the array is degraded: a scrub compares complete stripes" "$ERR" || fai
 mkdir -p "$C/new"
 expect_rc 0 "$RAIDFS" replace "$mnt" 3 "$C/new"
 wait_member "$mnt" 3 online || fail "load: rebuild"
+for _ in $(seq 1 100); do
+	"$RAIDFS" status --json "$mnt" | grep -q '"rebuild": {"active": false' && break
+	sleep 0.1
+done
 expect_rc 0 "$RAIDFS" inject "$mnt" 1 latency 5
 expect_rc 0 "$RAIDFS" scrub "$mnt"
 sleep 0.3
+mark
 rfs_unmount_wait "$mnt" || fail "load: unmount during a scrub"
+newlog | grep -q "scrub stopped: " || fail "load: the unmount did not stop the scrub: $(newlog | grep scrub)"
 log "ok: scrub --repair alongside a workload; stop, degraded and unmount end it"
