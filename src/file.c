@@ -968,7 +968,8 @@ int rfile_release(struct rfile *rf)
 	 * a fresh rfile from the metadata we are about to write, so write it
 	 * while still holding the table lock for this key's consistency. */
 	int ret = 0;
-	if (rf->meta_stale || rf->marked || rf->cmarked) {
+	/* (a read-only mount writes nothing, not even a repaired record) */
+	if (!rf->a->readonly && (rf->meta_stale || rf->marked || rf->cmarked)) {
 		ret = rfile_write_meta(rf, 0);
 		if (ret == 0 && (rf->marked || rf->cmarked)) {
 			array_clear_dirty(rf->a, rf->id);

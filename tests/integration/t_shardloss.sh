@@ -236,13 +236,17 @@ log "ok: raid5, a rebuild past files it cannot rebuild (named; resumed after the
 new_array ro raid5
 head -c 100000 /dev/urandom > "$C/ref/f"
 cp "$C/ref/f" "$mnt/f"
+cp "$C/ref/f" "$mnt/g"
 rfs_unmount_wait "$mnt" || fail "ro: unmount"
 set -- $mem
 truncate -s 4096 "$2/f"
+setfattr -x user.raidfs.meta "$4/g" || fail "ro: setfattr"	# a record lost: repaired at a close
 rfs_mount "$(join_members $mem)" "$mnt" -o ro || fail "ro: mount -o ro"
 cmp -s "$C/ref/f" "$mnt/f" || fail "ro: wrong data read around the short shard"
+cmp -s "$C/ref/f" "$mnt/g" || fail "ro: wrong data read of the file missing a record"
 [ "$(stat -c %s "$2/f")" = 4096 ] || fail "ro: a read-only mount rebuilt the shard"
 rfs_unmount_wait "$mnt" || fail "ro: unmount at the end"
+getfattr -n user.raidfs.meta "$4/g" > /dev/null 2>&1 && fail "ro: a read-only mount wrote a record"
 log "ok: raid5 mounted read-only (read around, nothing written)"
 
 # raid0 holds one copy: a short shard is as a single disk would have it
