@@ -1642,8 +1642,11 @@ static void *monitor(void *arg)
 		rebuild_get(&ri);
 		if (monitor_run && !ri.active)
 			rebuild_take_spare(a);
-		if (monitor_run && rebuild_resume_due(a)) {
-			log_warn("array '%s': enough members are back: the stopped rebuild goes on", a->sb.name);
+		int due = monitor_run ? rebuild_resume_due(a) : 0;
+		if (due) {
+			log_warn("array '%s': %s", a->sb.name,
+				 due == 1 ? "enough members are back: the stopped rebuild goes on"
+					  : "the rebuild that waited for the one before starts");
 			rebuild_resume(a);
 		}
 		if (monitor_run)

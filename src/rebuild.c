@@ -32,6 +32,8 @@ static bool rb_thread_live, rb_stop, rb_abandon;
 /* the last rebuild stopped because the array lost more members than it
  * tolerates: it goes on once they are back (rebuild_resume_due()) */
 static bool rb_wait_members;
+/* a start found another rebuild running (launch()): its member waits */
+static bool rb_queued;
 static bool rb_promote;	/* the member being replaced in place failed */
 static struct array *RA;
 /* What the running rebuild is: onto a directory that holds nothing of
@@ -2071,7 +2073,11 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 		rfile_forget_member(slot);
 	pthread_mutex_lock(&rb_lock);
 	if (info.active) {
-		/* another start got here first (the monitor and a command) */
+		/* another start got here first (the monitor and a command);
+		 * the caller may have recorded its member as rebuilding:
+		 * rebuild_resume_due() starts it once that one ends */
+		if (info.member != member)
+			rb_queued = true;
 		pthread_mutex_unlock(&rb_lock);
 		snprintf(err, errlen, "a rebuild is already running (member %d)", info.member);
 		return -EBUSY;
@@ -2301,12 +2307,12 @@ int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen
 	return r;
 }
 
-bool rebuild_resume_due(struct array *a)
+int rebuild_resume_due(struct array *a)
 {
 	pthread_mutex_lock(&rb_lock);
-	bool due = !info.active && rb_wait_members && array_state(a) != ARRAY_FAILED;
+	int due = info.active || array_state(a) == ARRAY_FAILED ? 0 : rb_wait_members ? 1 : rb_queued ? 2 : 0;
 	if (due)
-		rb_wait_members = false;	/* one try (a failed target stays failed) */
+		rb_wait_members = rb_queued = false;	/* one try (a failed target stays failed) */
 	pthread_mutex_unlock(&rb_lock);
 	return due;
 }

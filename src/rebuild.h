@@ -138,10 +138,11 @@ void rebuild_target_failed(uint32_t j);
  * and the copy stops and is dropped, also when it is not running.  Any
  * thread holding no lock. */
 void rebuild_fail_replacement(struct array *a, const char *why);
-/* The last rebuild stopped because the array lost more members than it
- * tolerates, and enough are back now: rebuild_resume() goes on with it
- * (the monitor's job). */
-bool rebuild_resume_due(struct array *a);
+/* Should the monitor call rebuild_resume()?  1: the last rebuild stopped
+ * because the array lost more members than it tolerates, and enough are
+ * back now; 2: a start that found another rebuild running left its member
+ * recorded as rebuilding, and that one has ended; 0: no. */
+int rebuild_resume_due(struct array *a);
 /* Called on every user I/O, to slow the rebuild down (cheap). */
 void rebuild_note_user_io(void);
 /* The scrub's use of the same: note user I/O also while no rebuild runs;
