@@ -680,9 +680,17 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 
 void rfile_repair_short(struct rfile *rf, const char *what, uint64_t size)
 {
-	bool beyond = (rf->meta_flags & META_F_EXACT) && find_short_shards(rf);
+	uint64_t record = rf->size, lost = 0;
 	rf->size = size;
-	if (beyond)
+	if (!(rf->meta_flags & META_F_EXACT))
+		return;
+	/* judged against what the shards prove, so that a tail written after
+	 * the record and lost on its data member comes back from parity; a
+	 * shard only short of that (a hole the write did not reach) is
+	 * rebuilt as the zeros it holds */
+	find_short_shards(rf);
+	rfile_short_shards(rf->a, &rf->lay, rf->fd, record < size ? record : size, &lost);
+	if (lost)
 		log_warn("file '%s': its shards are short on more members than %s can rebuild from: "
 			 "the missing part reads as zeros; restore the file's end from a copy if it matters",
 			 what, layout_level_name(rf->lay.level));

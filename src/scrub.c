@@ -131,6 +131,41 @@ static void confirm(struct array *a, struct rfile *rf, const char *rel, const st
 			 fixed == 1 ? "" : "s");
 }
 
+/* Stripes [s0, s1) of rf had chunks that could not be read: under the
+ * file's lock held exclusively (no destage half done), each such stripe's
+ * groups are recomputed, which reads the data through the read path (a
+ * data chunk that cannot be read is rebuilt from redundancy and written
+ * back, md's way, and counted on its member) and writes the redundancy
+ * whole (a parity chunk or mirror copy that cannot be read is written
+ * anew).  Still unreadable: -EIO.  Read-only: only counted. */
+static int unreadable_stripes(struct array *a, struct rfile *rf, const char *rel, uint64_t s0, uint64_t s1)
+{
+	int r = 0;
+	uint64_t fixed = 0;
+	pthread_rwlock_wrlock(&rf->rw);
+	for (uint64_t s = s0; s < s1 && r == 0; s++) {
+		uint64_t u = 0;
+		if (stripe_verify_range(rf, s, s + 1, NULL, NULL, &u) < 0 || !u)
+			continue;
+		if (!array_writable(a)) {
+			r = -EIO;
+			break;
+		}
+		r = stripe_mark_dirty(rf);
+		for (uint32_t g = 0; g < rf->lay.groups && r == 0; g++)
+			r = stripe_regen(rf, s, g);
+		u = 0;
+		if (r == 0 && (stripe_verify_range(rf, s, s + 1, NULL, NULL, &u) < 0 || u))
+			r = -EIO;
+		fixed += r == 0;
+	}
+	pthread_rwlock_unlock(&rf->rw);
+	if (fixed)
+		log_warn("scrub: file '%s': %" PRIu64 " stripe%s with chunks that could not be read rewritten from redundancy",
+			 rel, fixed, fixed == 1 ? "" : "s");
+	return r;
+}
+
 /* Why the scrub must stop now (NULL: it goes on). */
 static const char *must_stop(struct array *a)
 {
@@ -174,24 +209,17 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 	pthread_mutex_unlock(&sc_lock);
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
-	uint8_t *buf = NULL;
 	for (uint64_t s = 0; !(stop_why = must_stop(a)); s += SCRUB_WINDOW) {
 		struct bad b = { .n = 0 };
 		uint64_t unreadable = 0;
 		pthread_rwlock_rdlock(&rf->rw);
 		uint64_t size = rf->size, nstripes = (size + sbytes - 1) / sbytes;
 		long nb = s < nstripes ? stripe_verify_range(rf, s, s + SCRUB_WINDOW, note_bad, &b, &unreadable) : 0;
-		if (nb >= 0 && unreadable && (buf || (buf = malloc(sbytes)))) {
-			/* a chunk that cannot be read: a read of its stripes
-			 * repairs it from redundancy, as a user's read does
-			 * (md's way), and counts it on its member */
-			for (uint64_t x = s; x < s + SCRUB_WINDOW && x < nstripes; x++)
-				if (stripe_read_locked(rf, buf, sbytes, x * sbytes) < 0)
-					nb = -EIO;
-		}
 		pthread_rwlock_unlock(&rf->rw);
 		if (s >= nstripes)
 			break;
+		if (nb >= 0 && unreadable && unreadable_stripes(a, rf, rel, s, s + SCRUB_WINDOW) < 0)
+			nb = -EIO;
 		if (nb < 0) {
 			log_err("scrub: file '%s': stripes from %" PRIu64 " cannot be read: %s", rel, s, strerror((int)-nb));
 			count_error();
@@ -202,7 +230,6 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 		uint64_t end = (s + SCRUB_WINDOW) * sbytes;
 		throttle((end < size ? end : size) - s * sbytes);
 	}
-	free(buf);
 	rfile_release(rf);
 	pthread_mutex_lock(&sc_lock);
 	info.files_done++;
@@ -296,22 +323,26 @@ int scrub_start(struct array *a, bool fix, char *err, size_t errlen)
 		return -EROFS;
 	}
 	pthread_mutex_lock(&sc_lock);
-	if (info.active || sc_closed) {
+	if (!info.active && sc_live) {
+		/* the last one ended: joined here, claimed under the lock so
+		 * that scrub_stop() does not join it too */
+		pthread_t old = sc_thread;
+		sc_live = false;
+		pthread_mutex_unlock(&sc_lock);
+		pthread_join(old, NULL);
+		pthread_mutex_lock(&sc_lock);
+	}
+	if (info.active || sc_live || sc_closed) {
 		pthread_mutex_unlock(&sc_lock);
 		snprintf(err, errlen, sc_closed ? "the array is being unmounted"
 						: "a scrub is already running ('raidfs scrub MOUNTPOINT stop' stops it)");
 		return -EBUSY;
 	}
-	if (sc_live) {
-		pthread_mutex_unlock(&sc_lock);
-		pthread_join(sc_thread, NULL);	/* the last one, finished */
-		pthread_mutex_lock(&sc_lock);
-		sc_live = false;
-	}
 	memset(&info, 0, sizeof(info));
 	info.active = true;
 	info.repair = fix;
 	SA = a;
+	stop_why = NULL;
 	t_start_ms = now_ms();
 	__atomic_store_n(&sc_stop, false, __ATOMIC_RELEASE);
 	if (pthread_create(&sc_thread, NULL, scrub_thread, NULL) != 0) {
@@ -332,14 +363,15 @@ void scrub_request_stop(void)
 
 void scrub_stop(void)
 {
-	__atomic_store_n(&sc_stop, true, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&sc_lock);
-	bool live = sc_live;
-	sc_live = false;
+	__atomic_store_n(&sc_stop, true, __ATOMIC_RELEASE);
 	sc_closed = true;
+	bool live = sc_live;
+	pthread_t t = sc_thread;
+	sc_live = false;
 	pthread_mutex_unlock(&sc_lock);
 	if (live)
-		pthread_join(sc_thread, NULL);
+		pthread_join(t, NULL);
 }
 
 void scrub_get(struct scrub_info *out)

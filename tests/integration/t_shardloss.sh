@@ -136,6 +136,38 @@ rfs_unmount_wait "$mnt" || fail "dirty: unmount"
 expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
 log "ok: raid5, a short shard of a file in the dirty log (rebuilt, then resynced)"
 
+# Bytes appended after the file's record (no fsync), at a crash: whichever
+# single member loses its part of them, the others (parity included) hold
+# them, and the resync brings them back rather than zeros or a cut.
+new_array tail raid5
+head -c 10000 /dev/urandom > "$C/ref/f"
+cp "$C/ref/f" "$mnt/f"
+sleep 0.2	# (the close's record)
+set -- $mem
+declare -a before
+for i in 1 2 3 4; do before[$i]=$(stat -c %s "${!i}/f"); done
+head -c 4000 /dev/urandom > "$C/app"
+exec 7>>"$mnt/f"
+cat "$C/app" >&7
+cat "$C/app" >> "$C/ref/f"
+rfs_kill "$mnt" || fail "tail: kill"
+exec 7>&-
+mkdir -p "$C/saved"
+for i in 1 2 3 4; do cp -a "${!i}" "$C/saved/$i"; done
+tried=0
+for i in 1 2 3 4; do
+	[ "$(stat -c %s "$C/saved/$i/f")" -gt "${before[$i]}" ] || continue
+	tried=$((tried + 1))
+	for k in 1 2 3 4; do rm -rf "${!k}"; cp -a "$C/saved/$k" "${!k}"; done
+	truncate -s "${before[$i]}" "${!i}/f"
+	rfs_mount "$(join_members $mem)" "$mnt" || fail "tail: mount with member $i's part of the append lost"
+	cmp -s "$mnt/f" "$C/ref/f" || fail "tail: member $i's part of the append lost: the file differs ($(stat -c %s "$mnt/f") bytes)"
+	rfs_unmount_wait "$mnt" || fail "tail: unmount"
+	expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
+done
+[ "$tried" -ge 2 ] || fail "tail: the append reached only $tried members"
+log "ok: raid5, an append after the record lost on any one member ($tried tried)"
+
 # A short shard that cannot be rebuilt (its array lost another member)
 # stays damaged: the lost part reads as an I/O error, and neither a write
 # nor a truncate lengthens the shard, so a later mount still finds it.
