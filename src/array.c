@@ -1316,6 +1316,7 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 			snprintf(what, sizeof(what), "%s", creating);
 		else
 			snprintf(what, sizeof(what), "%s (dirty log)", entry);
+		rfile_repair_short(&rf, what);
 		/* Size from what really reached the shards. */
 		uint64_t size = 0;
 		for (uint32_t j = 0; j < a->width; j++) {
@@ -1328,7 +1329,6 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 		}
 		if (array_absent_count(a) > 0 && fm.size > size)
 			size = fm.size;	/* the absent member may hold the tail */
-		rfile_repair_short(&rf, what, size);
 		rf.size = size;
 		/* what the cache of the last run held for it goes in first */
 		ret = cache_replay_file(&rf);
@@ -1642,12 +1642,14 @@ static void *monitor(void *arg)
 		rebuild_get(&ri);
 		if (monitor_run && !ri.active)
 			rebuild_take_spare(a);
-		int due = monitor_run ? rebuild_resume_due(a) : 0;
-		if (due) {
-			log_warn("array '%s': %s", a->sb.name,
-				 due == 1 ? "enough members are back: the stopped rebuild goes on"
-					  : "the rebuild that waited for the one before starts");
+		int queued = -1, due = monitor_run ? rebuild_resume_due(a, &queued) : 0;
+		if (due == 1) {
+			log_warn("array '%s': enough members are back: the stopped rebuild goes on", a->sb.name);
 			rebuild_resume(a);
+		} else if (due == 2) {
+			log_warn("array '%s': the rebuild of member %d, which waited for the one before, starts",
+				 a->sb.name, queued);
+			rebuild_resume_member(a, queued);
 		}
 		if (monitor_run)
 			cache_monitor(a);	/* an offline mount comes up when it can */

@@ -384,17 +384,6 @@ uint64_t layout_size_from_shard(const struct layout *l, uint32_t member,
 		d = member_data_index(l, q, member);
 		if (d >= 0)
 			return layout_unmap(l, q, (uint32_t)d, 0) + p;
-		/* redundancy: as long as the longest data chunk of its group
-		 * there, so the file reaches p bytes into at least the first */
-		uint32_t g, slot;
-		uint64_t first = UINT64_MAX;
-		layout_member_slot(l, q, member, &g, &slot);
-		for (uint32_t j = 0; j < l->k; j++) {
-			uint64_t o = layout_unmap(l, q, layout_data_index(l, g, j), 0);
-			if (o < first)
-				first = o;
-		}
-		return first + p;
 	}
 	/*
 	 * Otherwise the last complete data chunk of this member bounds the

@@ -165,15 +165,14 @@ uint64_t layout_shard_size(const struct layout *l, uint32_t member,
 
 /*
  * The smallest logical size consistent with member `member`'s shard being
- * `shard_len` bytes long: 1 + the largest logical offset among the file
- * bytes the shard holds below shard_len.  Mirror copies count as data
- * (they hold the bytes of their data slot).  Parity ending inside a chunk
- * is as long as the longest data chunk of its group there, so the file
- * reaches that far at least into the group's first data chunk; parity
- * ending at a chunk's end says nothing more than this member's data in
- * earlier stripes (or 0 if it has none).  The max over all members of
- * this value is the file's size when every shard follows
- * layout_shard_size(); any single value is a lower bound.
+ * `shard_len` bytes long, judging by its data bytes only: 1 + the largest
+ * logical offset among the file bytes the shard holds below shard_len.
+ * Mirror copies count as data (they hold the bytes of their data slot);
+ * parity does not, so when the last shard bytes are parity the answer
+ * comes from this member's data in earlier stripes, or is 0 if it has
+ * none.  The max over all members of this value is the file's size when
+ * every shard follows layout_shard_size(); any single value is a lower
+ * bound.
  */
 uint64_t layout_size_from_shard(const struct layout *l, uint32_t member,
 				uint64_t shard_len);

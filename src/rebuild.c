@@ -32,8 +32,8 @@ static bool rb_thread_live, rb_stop, rb_abandon;
 /* the last rebuild stopped because the array lost more members than it
  * tolerates: it goes on once they are back (rebuild_resume_due()) */
 static bool rb_wait_members;
-/* a start found another rebuild running (launch()): its member waits */
-static bool rb_queued;
+/* a start found another rebuild running (launch()): this member waits */
+static int rb_queued = -1;
 static bool rb_promote;	/* the member being replaced in place failed */
 static struct array *RA;
 /* What the running rebuild is: onto a directory that holds nothing of
@@ -2067,8 +2067,16 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 		  const char *target, char *err, size_t errlen)
 {
 	uint64_t done = 0;
+	bool have_pos = false;
+	/* (the saved position is read into a buffer of this call's own: the
+	 * shared one belongs to a rebuild that may be running) */
+	char *pos = malloc(PATH_MAX);
+	if (!pos) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	if (resume)
-		resume_set = load_position(a->m[slot].dirfd, member, resume_path, sizeof(resume_path), &done, &mode);
+		have_pos = load_position(a->m[slot].dirfd, member, pos, PATH_MAX, &done, &mode);
 	else
 		rfile_forget_member(slot);
 	pthread_mutex_lock(&rb_lock);
@@ -2077,11 +2085,14 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 		 * the caller may have recorded its member as rebuilding:
 		 * rebuild_resume_due() starts it once that one ends */
 		if (info.member != member)
-			rb_queued = true;
+			rb_queued = member;
 		pthread_mutex_unlock(&rb_lock);
+		free(pos);
 		snprintf(err, errlen, "a rebuild is already running (member %d)", info.member);
 		return -EBUSY;
 	}
+	snprintf(resume_path, sizeof(resume_path), "%s", have_pos ? pos : "");
+	free(pos);
 	info.active = true;
 	if (rb_thread_live) {
 		pthread_mutex_unlock(&rb_lock);
@@ -2089,7 +2100,7 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 		pthread_mutex_lock(&rb_lock);
 	}
 	RA = a;
-	resume_set = resume && resume_set;
+	resume_set = resume && have_pos;
 	rb_mode = mode;
 	info.readd = mode != RB_FULL;
 	info.replace = slot == SHADOW;
@@ -2307,17 +2318,25 @@ int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen
 	return r;
 }
 
-int rebuild_resume_due(struct array *a)
+int rebuild_resume_due(struct array *a, int *member)
 {
 	pthread_mutex_lock(&rb_lock);
-	int due = info.active || array_state(a) == ARRAY_FAILED ? 0 : rb_wait_members ? 1 : rb_queued ? 2 : 0;
-	if (due)
-		rb_wait_members = rb_queued = false;	/* one try (a failed target stays failed) */
+	int due = info.active || array_state(a) == ARRAY_FAILED ? 0 : rb_wait_members ? 1 : rb_queued >= 0 ? 2 : 0;
+	*member = due == 2 ? rb_queued : -1;
+	if (due == 1)
+		rb_wait_members = false;	/* one try (a failed target stays failed) */
+	else if (due == 2)
+		rb_queued = -1;
 	pthread_mutex_unlock(&rb_lock);
 	return due;
 }
 
 int rebuild_resume(struct array *a)
+{
+	return rebuild_resume_member(a, -1);
+}
+
+int rebuild_resume_member(struct array *a, int only)
 {
 	char err[256];
 	/* (under the namespace lock, as the rebuild thread does both: a
@@ -2328,13 +2347,13 @@ int rebuild_resume(struct array *a)
 		array_shadow_drop(a);	/* nothing to rebuild it from */
 	pthread_rwlock_unlock(&a->ns_lock);
 	sj = shadow_of(a);
-	if (sj >= 0) {
+	if (sj >= 0 && (only < 0 || only == sj)) {
 		/* a replacement in place: the member serves, the copy goes on */
 		int r = launch(a, sj, SHADOW, RB_FULL, true, a->m[SHADOW].path, err, sizeof(err));
 		return r < 0 ? r : 1;
 	}
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (!member_rebuilding(a, j))
+		if (!member_rebuilding(a, j) || (only >= 0 && (int)j != only))
 			continue;
 		/* also a replacement whose member failed (its mode "replace") */
 		int r = launch(a, j, j, RB_FULL, true, a->m[j].path, err, sizeof(err));

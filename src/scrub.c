@@ -131,39 +131,45 @@ static void confirm(struct array *a, struct rfile *rf, const char *rel, const st
 			 fixed == 1 ? "" : "s");
 }
 
-/* Stripes [s0, s1) of rf had chunks that could not be read: under the
- * file's lock held exclusively (no destage half done), each such stripe's
- * groups are recomputed, which reads the data through the read path (a
- * data chunk that cannot be read is rebuilt from redundancy and written
- * back, md's way, and counted on its member) and writes the redundancy
- * whole (a parity chunk or mirror copy that cannot be read is written
- * anew).  Still unreadable: -EIO.  Read-only: only counted. */
+/* Stripes [s0, s1) of rf had chunks that could not be read.  Under the
+ * file's lock held exclusively (no destage half done), each is read
+ * through the read path, which rebuilds a data chunk it cannot read from
+ * redundancy and writes it back (md's way; the error counts on its
+ * member); a redundancy chunk that still cannot be read is written anew
+ * from the data (the data is read fine by then).  -EIO when one stays
+ * unreadable (or read-only: nothing is written). */
 static int unreadable_stripes(struct array *a, struct rfile *rf, const char *rel, uint64_t s0, uint64_t s1)
 {
-	int r = 0;
-	uint64_t fixed = 0;
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), fixed = 0, left = 0;
+	uint8_t *buf = malloc(sbytes);
+	if (!buf)
+		return -ENOMEM;
 	pthread_rwlock_wrlock(&rf->rw);
-	for (uint64_t s = s0; s < s1 && r == 0; s++) {
-		uint64_t u = 0;
-		if (stripe_verify_range(rf, s, s + 1, NULL, NULL, &u) < 0 || !u)
+	uint64_t size = rf->size, nstripes = (size + sbytes - 1) / sbytes;
+	for (uint64_t s = s0; s < s1 && s < nstripes; s++) {
+		uint64_t len = size - s * sbytes < sbytes ? size - s * sbytes : sbytes, u = 0;
+		if (stripe_read_locked(rf, buf, len, s * sbytes) < 0 ||
+		    stripe_verify_range(rf, s, s + 1, NULL, NULL, &u) < 0) {
+			left++;
 			continue;
-		if (!array_writable(a)) {
-			r = -EIO;
-			break;
 		}
-		r = stripe_mark_dirty(rf);
+		if (!u)
+			continue;
+		int r = array_writable(a) ? stripe_mark_dirty(rf) : -EROFS;
 		for (uint32_t g = 0; g < rf->lay.groups && r == 0; g++)
 			r = stripe_regen(rf, s, g);
 		u = 0;
-		if (r == 0 && (stripe_verify_range(rf, s, s + 1, NULL, NULL, &u) < 0 || u))
-			r = -EIO;
-		fixed += r == 0;
+		if (r < 0 || stripe_verify_range(rf, s, s + 1, NULL, NULL, &u) < 0 || u)
+			left++;
+		else
+			fixed++;
 	}
 	pthread_rwlock_unlock(&rf->rw);
+	free(buf);
 	if (fixed)
-		log_warn("scrub: file '%s': %" PRIu64 " stripe%s with chunks that could not be read rewritten from redundancy",
-			 rel, fixed, fixed == 1 ? "" : "s");
-	return r;
+		log_warn("scrub: file '%s': redundancy of %" PRIu64 " stripe%s that could not be read written anew", rel, fixed,
+			 fixed == 1 ? "" : "s");
+	return left ? -EIO : 0;
 }
 
 /* Why the scrub must stop now (NULL: it goes on). */
@@ -218,8 +224,17 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 		pthread_rwlock_unlock(&rf->rw);
 		if (s >= nstripes)
 			break;
-		if (nb >= 0 && unreadable && unreadable_stripes(a, rf, rel, s, s + SCRUB_WINDOW) < 0)
-			nb = -EIO;
+		if (nb >= 0 && unreadable) {
+			/* repaired, then compared again */
+			struct bad again = { .n = 0 };
+			nb = unreadable_stripes(a, rf, rel, s, s + SCRUB_WINDOW);
+			if (nb == 0) {
+				pthread_rwlock_rdlock(&rf->rw);
+				nb = stripe_verify_range(rf, s, s + SCRUB_WINDOW, note_bad, &again, NULL);
+				pthread_rwlock_unlock(&rf->rw);
+				b = again;
+			}
+		}
 		if (nb < 0) {
 			log_err("scrub: file '%s': stripes from %" PRIu64 " cannot be read: %s", rel, s, strerror((int)-nb));
 			count_error();
@@ -289,7 +304,7 @@ static void *scrub_thread(void *arg)
 	pthread_mutex_lock(&sc_lock);
 	const char *why = done ? "finished" : stop_why ? stop_why : "stopped";
 	char sz[32];
-	int len = snprintf(msg, sizeof(msg), "%s: %" PRIu64 " of %" PRIu64 " files, %s compared in %.1f s; %" PRIu64
+	int len = snprintf(msg, sizeof(msg), "%s: %" PRIu64 " of %" PRIu64 " files, %s compared in %.2f s; %" PRIu64
 			   " stripe%s did not match",
 			   why, info.files_done, info.files_total, fmt_size(info.bytes, sz, sizeof(sz)),
 			   (now_ms() - t_start_ms) / 1000.0, info.mismatches, info.mismatches == 1 ? "" : "s");

@@ -1239,6 +1239,9 @@ int stripe_resync(struct rfile *rf)
  * bytes written or -errno (-EIO: too few other members to rebuild from).
  * Caller holds rf->rw exclusively.
  */
+static long rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify, bool *fixed,
+			  uint32_t from);
+
 long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from)
 {
 	const struct layout *l = &rf->lay;
@@ -1247,9 +1250,12 @@ long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from)
 	long written = 0;
 	if (!(rf->damaged >> j & 1) || rf->fd[j] < 0 || !member_online(rf->a, j))
 		return -EINVAL;
-	for (uint64_t s = from; s < nstripes; s++) {
+	/* (bytes the shard still holds are not rewritten: where its stripe
+	 * was being written at a crash, its redundancy may lag behind them) */
+	for (uint64_t s = from / l->chunk; s < nstripes; s++) {
 		bool fixed = false;
-		long b = stripe_rebuild_chunk(rf, s, j, j, false, &fixed);
+		uint32_t at = s == from / l->chunk ? (uint32_t)(from % l->chunk) : 0;
+		long b = rebuild_chunk(rf, s, j, j, false, &fixed, at);
 		if (b < 0) {
 			/* the stripes before it are rebuilt: kept, on the disk
 			 * before anything relies on them */
@@ -1388,7 +1394,8 @@ long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
  * holes; the final ftruncate gives the shard its length).  Returns the
  * bytes written (0 or chunk) or -errno.  Caller holds rf->rw exclusively.
  */
-long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify, bool *fixed)
+static long rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify, bool *fixed,
+			  uint32_t from)
 {
 	const struct layout *l = &rf->lay;
 	uint32_t chunk = l->chunk, n = l->k + l->m, g, slot;
@@ -1436,7 +1443,10 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 		*fixed = true;
 	} else {
 		bool zero = true;
-		for (uint32_t i = 0; i < chunk && zero; i += 8)
+		uint32_t i = from;
+		for (; i < chunk && i % 8 && zero; i++)
+			zero = out[i] == 0;
+		for (; i < chunk && zero; i += 8)	/* (chunks are multiples of 4 KiB) */
 			zero = *(uint64_t *)(out + i) == 0;
 		if (zero) {
 			/* a hole stays a hole, unless the new shard holds
@@ -1444,7 +1454,7 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 			uint8_t *have = scratch_extra(chunk);
 			if (!have)
 				return -ENOMEM;
-			ssize_t r = member_pread(rf->a, target, rf->fd[target], have, chunk, s * chunk);
+			ssize_t r = member_pread(rf->a, target, rf->fd[target], have, chunk - from, s * chunk + from);
 			bool same = r >= 0;
 			for (ssize_t i = 0; i < r && same; i++)
 				same = have[i] == 0;
@@ -1452,6 +1462,11 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 				return 0;
 		}
 	}
-	ret = member_pwrite(rf->a, target, rf->fd[target], out, chunk, s * chunk);
-	return ret < 0 ? ret : (long)chunk;
+	ret = member_pwrite(rf->a, target, rf->fd[target], out + from, chunk - from, s * chunk + from);
+	return ret < 0 ? ret : (long)(chunk - from);
+}
+
+long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify, bool *fixed)
+{
+	return rebuild_chunk(rf, s, j, target, verify, fixed, 0);
 }
