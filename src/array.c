@@ -1311,13 +1311,11 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 	struct rfile rf;
 	ret = rfile_private(a, fds, &fm, &rf);
 	if (ret == 0) {
-		char what[PATH_MAX + 32];
-		if (cl > 0)
-			snprintf(what, sizeof(what), "%s", creating);
-		else
-			snprintf(what, sizeof(what), "%s (dirty log)", entry);
-		rfile_repair_short(&rf, what);
-		/* Size from what really reached the shards. */
+		/* Size from what really reached the shards.  (A shard short of
+		 * the record's size is resynced as it is, like the rest: its
+		 * file was being written, and rebuilding it from redundancy
+		 * that may lag behind the data would put other bytes where md
+		 * puts the data the members hold; see plan-failures.md.) */
 		uint64_t size = 0;
 		for (uint32_t j = 0; j < a->width; j++) {
 			struct stat st;
@@ -1645,7 +1643,7 @@ static void *monitor(void *arg)
 		int queued = -1, due = monitor_run ? rebuild_resume_due(a, &queued) : 0;
 		if (due == 1) {
 			log_warn("array '%s': enough members are back: the stopped rebuild goes on", a->sb.name);
-			rebuild_resume(a);
+			rebuild_resume_member(a, queued);
 		} else if (due == 2) {
 			log_warn("array '%s': the rebuild of member %d, which waited for the one before, starts",
 				 a->sb.name, queued);

@@ -651,7 +651,7 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 		log_err("file '%s': its shard on member %u '%s' is %" PRIu64 " bytes, shorter than the %" PRIu64
 			" its size needs: data lost on that member; rebuilt from the others",
 			relpath, j, a->m[j].path, (uint64_t)st.st_size, layout_shard_size(&rf->lay, j, rf->size));
-		long n = stripe_repair_shard(rf, j, (uint64_t)st.st_size);
+		long n = stripe_repair_shard(rf, j, rf->damaged_from[j] * rf->lay.chunk);
 		if (n >= 0) {
 			array_member_corrected(a, j);
 			log_warn("file '%s': its shard on member %u '%s' was rebuilt from the other members (%ld bytes written)",
@@ -676,23 +676,6 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 			log_warn("file '%s': redundancy recomputed from the data the disks hold", relpath);
 	}
 	pthread_rwlock_unlock(&rf->rw);
-}
-
-void rfile_repair_short(struct rfile *rf, const char *what)
-{
-	/* Judged against the record's size: what it says every shard held
-	 * when it was written.  Past it, bytes written since and lost on a
-	 * member are not rebuilt: their stripes may have been half written
-	 * at the crash, where redundancy is in doubt; they are resynced from
-	 * the data the members hold, as md resyncs a dirty stripe.  Below
-	 * it, the bytes a shard still holds are not rewritten either
-	 * (stripe_repair_shard() starts at its length). */
-	if ((rf->meta_flags & META_F_EXACT) && find_short_shards(rf))
-		log_warn("file '%s': its shards are short on more members than %s can rebuild from: "
-			 "the missing part reads as zeros; restore the file's end from a copy if it matters",
-			 what, layout_level_name(rf->lay.level));
-	if (rf->damaged)
-		repair_shards(rf, what, false);
 }
 
 int rfile_open(struct array *a, const char *relpath, struct rfile **out)

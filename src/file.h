@@ -176,16 +176,9 @@ ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
 ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off);
 int stripe_truncate(struct rfile *rf, uint64_t size);
 int stripe_fsync(struct rfile *rf, bool datasync);
-/* The mount's resync of a file of the dirty log (rf private, as its
- * record has it): a shard shorter than the record's size needs lost data,
- * and is rebuilt from the others first, as at open (rfile_open()), up to
- * that size; the resync would otherwise recompute redundancy from the
- * zeros it reads as.  `what` names the file in the log. */
-void rfile_repair_short(struct rfile *rf, const char *what);
-
 /* Member j's shard, found damaged (short) at open, rebuilt from the others
- * from its byte `from` (its length) on (caller holds rf->rw exclusively):
- * bytes written or -errno. */
+ * from its byte `from` on (the start of the chunk its length ends in;
+ * caller holds rf->rw exclusively): bytes written or -errno. */
 long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from);
 
 /* The same with rf->rw already held by the caller (shared for reads,

@@ -32,8 +32,11 @@ static bool rb_thread_live, rb_stop, rb_abandon;
 /* the last rebuild stopped because the array lost more members than it
  * tolerates: it goes on once they are back (rebuild_resume_due()) */
 static bool rb_wait_members;
-/* a start found another rebuild running (launch()): this member waits */
-static int rb_queued = -1;
+/* starts that found another rebuild running (launch()): these members
+ * (bits) wait; and the member of the rebuild that stopped to wait for
+ * members (rb_wait_members) */
+static uint64_t rb_queued;
+static int rb_wait_member = -1;
 static bool rb_promote;	/* the member being replaced in place failed */
 static struct array *RA;
 /* What the running rebuild is: onto a directory that holds nothing of
@@ -1132,6 +1135,7 @@ static int file_result(struct walk *w, const char *rel, int r)
 		 * are back */
 		pthread_mutex_lock(&rb_lock);
 		rb_wait_members = rb_stop = true;
+		rb_wait_member = info.member;
 		pthread_cond_broadcast(&rb_cond);
 		pthread_mutex_unlock(&rb_lock);
 		r = -EINTR;
@@ -2084,8 +2088,8 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 		/* another start got here first (the monitor and a command);
 		 * the caller may have recorded its member as rebuilding:
 		 * rebuild_resume_due() starts it once that one ends */
-		if (info.member != member)
-			rb_queued = member;
+		if (info.member != member && member >= 0 && member < 64)
+			rb_queued |= 1ull << member;
 		pthread_mutex_unlock(&rb_lock);
 		free(pos);
 		snprintf(err, errlen, "a rebuild is already running (member %d)", info.member);
@@ -2321,12 +2325,15 @@ int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen
 int rebuild_resume_due(struct array *a, int *member)
 {
 	pthread_mutex_lock(&rb_lock);
-	int due = info.active || array_state(a) == ARRAY_FAILED ? 0 : rb_wait_members ? 1 : rb_queued >= 0 ? 2 : 0;
-	*member = due == 2 ? rb_queued : -1;
-	if (due == 1)
+	int due = info.active || array_state(a) == ARRAY_FAILED ? 0 : rb_wait_members ? 1 : rb_queued ? 2 : 0;
+	*member = -1;
+	if (due == 1) {
 		rb_wait_members = false;	/* one try (a failed target stays failed) */
-	else if (due == 2)
-		rb_queued = -1;
+		*member = rb_wait_member;
+	} else if (due == 2) {
+		*member = __builtin_ctzll(rb_queued);	/* one at a time, in turn */
+		rb_queued &= rb_queued - 1;
+	}
 	pthread_mutex_unlock(&rb_lock);
 	return due;
 }

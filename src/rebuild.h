@@ -138,11 +138,11 @@ void rebuild_target_failed(uint32_t j);
  * and the copy stops and is dropped, also when it is not running.  Any
  * thread holding no lock. */
 void rebuild_fail_replacement(struct array *a, const char *why);
-/* Should the monitor call rebuild_resume()?  1: the last rebuild stopped
- * because the array lost more members than it tolerates, and enough are
- * back now; 2: a start that found another rebuild running left *member
- * recorded as rebuilding, and that one has ended (then
- * rebuild_resume_member()); 0: no. */
+/* Should the monitor call rebuild_resume_member(a, *member)?  1: the last
+ * rebuild (of *member) stopped because the array lost more members than
+ * it tolerates, and enough are back now; 2: a start that found another
+ * rebuild running left *member recorded as rebuilding, and that one has
+ * ended; 0: no. */
 int rebuild_resume_due(struct array *a, int *member);
 /* rebuild_resume() of that member only. */
 int rebuild_resume_member(struct array *a, int only);

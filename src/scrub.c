@@ -135,29 +135,35 @@ static void confirm(struct array *a, struct rfile *rf, const char *rel, const st
  * file's lock held exclusively (no destage half done), each is read
  * through the read path, which rebuilds a data chunk it cannot read from
  * redundancy and writes it back (md's way; the error counts on its
- * member); a redundancy chunk that still cannot be read is written anew
- * from the data (the data is read fine by then).  -EIO when one stays
- * unreadable (or read-only: nothing is written). */
-static int unreadable_stripes(struct array *a, struct rfile *rf, const char *rel, uint64_t s0, uint64_t s1)
+ * member); a group whose redundancy still cannot be read, and whose
+ * readable chunks do not disagree, has its redundancy written anew from
+ * the data.  Returns the stripes left unreadable (read-only: not written). */
+static uint64_t unreadable_stripes(struct array *a, struct rfile *rf, const char *rel, uint64_t s0, uint64_t s1)
 {
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), fixed = 0, left = 0;
 	uint8_t *buf = malloc(sbytes);
 	if (!buf)
-		return -ENOMEM;
+		return s1 - s0;
 	pthread_rwlock_wrlock(&rf->rw);
 	uint64_t size = rf->size, nstripes = (size + sbytes - 1) / sbytes;
 	for (uint64_t s = s0; s < s1 && s < nstripes; s++) {
 		uint64_t len = size - s * sbytes < sbytes ? size - s * sbytes : sbytes, u = 0;
+		struct bad mm = { .n = 0 };
 		if (stripe_read_locked(rf, buf, len, s * sbytes) < 0 ||
-		    stripe_verify_range(rf, s, s + 1, NULL, NULL, &u) < 0) {
+		    stripe_verify_range(rf, s, s + 1, note_bad, &mm, &u) < 0) {
 			left++;
 			continue;
 		}
 		if (!u)
 			continue;
 		int r = array_writable(a) ? stripe_mark_dirty(rf) : -EROFS;
-		for (uint32_t g = 0; g < rf->lay.groups && r == 0; g++)
-			r = stripe_regen(rf, s, g);
+		for (uint32_t g = 0; g < rf->lay.groups && r == 0; g++) {
+			bool mismatched = false;	/* (left to confirm(), as found) */
+			for (unsigned k = 0; k < mm.n; k++)
+				mismatched |= mm.g[k] == g;
+			if (!mismatched)
+				r = stripe_regen(rf, s, g);
+		}
 		u = 0;
 		if (r < 0 || stripe_verify_range(rf, s, s + 1, NULL, NULL, &u) < 0 || u)
 			left++;
@@ -169,7 +175,7 @@ static int unreadable_stripes(struct array *a, struct rfile *rf, const char *rel
 	if (fixed)
 		log_warn("scrub: file '%s': redundancy of %" PRIu64 " stripe%s that could not be read written anew", rel, fixed,
 			 fixed == 1 ? "" : "s");
-	return left ? -EIO : 0;
+	return left;
 }
 
 /* Why the scrub must stop now (NULL: it goes on). */
@@ -225,15 +231,17 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 		if (s >= nstripes)
 			break;
 		if (nb >= 0 && unreadable) {
-			/* repaired, then compared again */
-			struct bad again = { .n = 0 };
-			nb = unreadable_stripes(a, rf, rel, s, s + SCRUB_WINDOW);
-			if (nb == 0) {
-				pthread_rwlock_rdlock(&rf->rw);
-				nb = stripe_verify_range(rf, s, s + SCRUB_WINDOW, note_bad, &again, NULL);
-				pthread_rwlock_unlock(&rf->rw);
-				b = again;
+			/* repaired where it can be, then compared again */
+			uint64_t left = unreadable_stripes(a, rf, rel, s, s + SCRUB_WINDOW);
+			if (left) {
+				log_err("scrub: file '%s': %" PRIu64 " stripe%s from stripe %" PRIu64 " still cannot be read whole%s",
+					rel, left, left == 1 ? "" : "s", s, array_writable(a) ? "" : " (read-only: not rewritten)");
+				count_error();
 			}
+			b.n = 0;
+			pthread_rwlock_rdlock(&rf->rw);
+			nb = stripe_verify_range(rf, s, s + SCRUB_WINDOW, note_bad, &b, NULL);
+			pthread_rwlock_unlock(&rf->rw);
 		}
 		if (nb < 0) {
 			log_err("scrub: file '%s': stripes from %" PRIu64 " cannot be read: %s", rel, s, strerror((int)-nb));

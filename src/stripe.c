@@ -1250,8 +1250,6 @@ long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from)
 	long written = 0;
 	if (!(rf->damaged >> j & 1) || rf->fd[j] < 0 || !member_online(rf->a, j))
 		return -EINVAL;
-	/* (bytes the shard still holds are not rewritten: where its stripe
-	 * was being written at a crash, its redundancy may lag behind them) */
 	for (uint64_t s = from / l->chunk; s < nstripes; s++) {
 		bool fixed = false;
 		uint32_t at = s == from / l->chunk ? (uint32_t)(from % l->chunk) : 0;
