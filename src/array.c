@@ -1641,14 +1641,10 @@ static void *monitor(void *arg)
 		if (monitor_run && !ri.active)
 			rebuild_take_spare(a);
 		int queued = -1, due = monitor_run ? rebuild_resume_due(a, &queued) : 0;
-		if (due == 1) {
-			log_warn("array '%s': enough members are back: the stopped rebuild goes on", a->sb.name);
-			rebuild_resume_member(a, queued);
-		} else if (due == 2) {
-			log_warn("array '%s': the rebuild of member %d, which waited for the one before, starts",
-				 a->sb.name, queued);
-			rebuild_resume_member(a, queued);
-		}
+		if (due && rebuild_resume_member(a, queued) > 0)
+			log_warn("array '%s': %s", a->sb.name,
+				 due == 1 ? "enough members are back: the stopped rebuild goes on"
+					  : "a rebuild that waited for the one before starts");
 		if (monitor_run)
 			cache_monitor(a);	/* an offline mount comes up when it can */
 		if (monitor_run && a->tick)

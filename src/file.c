@@ -617,10 +617,10 @@ static bool find_short_shards(struct rfile *rf)
  * it was read (another open truncated the file and closed it meanwhile),
  * the finding is stale and dropped.  A damaged shard is rebuilt from the
  * stripe its length ends in (below, it is as it was written); one that
- * cannot be rebuilt stays damaged for this open: not read, and written
- * only below its length (put_damaged(), stripe.c), so it stays right
- * there and the next open finds it short again.  Its lost part reads as
- * an I/O error, never as zeros.  With `resync`, the file's redundancy is
+ * cannot be rebuilt stays damaged for this open: its chunks from that
+ * stripe on are not read, nor written (put_damaged(), stripe.c), so the
+ * rest stays right and the next open finds it short again.  Its lost
+ * part reads as an I/O error, never as zeros.  With `resync`, the file's redundancy is
  * recomputed from its data.  A read-only mount changes nothing.  Short
  * shards are not member errors (a power cut leaves them on healthy
  * disks): the rebuilt ones count as corrected.
@@ -651,7 +651,7 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 		log_err("file '%s': its shard on member %u '%s' is %" PRIu64 " bytes, shorter than the %" PRIu64
 			" its size needs: data lost on that member; rebuilt from the others",
 			relpath, j, a->m[j].path, (uint64_t)st.st_size, layout_shard_size(&rf->lay, j, rf->size));
-		long n = stripe_repair_shard(rf, j, rf->damaged_from[j] * rf->lay.chunk);
+		long n = stripe_repair_shard(rf, j, rf->damaged_from[j]);
 		if (n >= 0) {
 			array_member_corrected(a, j);
 			log_warn("file '%s': its shard on member %u '%s' was rebuilt from the other members (%ld bytes written)",

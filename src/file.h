@@ -177,8 +177,8 @@ ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off
 int stripe_truncate(struct rfile *rf, uint64_t size);
 int stripe_fsync(struct rfile *rf, bool datasync);
 /* Member j's shard, found damaged (short) at open, rebuilt from the others
- * from its byte `from` on (the start of the chunk its length ends in;
- * caller holds rf->rw exclusively): bytes written or -errno. */
+ * from stripe `from` on (caller holds rf->rw exclusively): bytes written
+ * or -errno. */
 long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from);
 
 /* The same with rf->rw already held by the caller (shared for reads,

@@ -2117,6 +2117,10 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 	info.total = 0;
 	info.rate = info.elapsed = 0;
 	info.current[0] = '\0';
+	/* (a rebuild that stopped for lack of members, of another member,
+	 * waits its turn) */
+	if (rb_wait_members && rb_wait_member >= 0 && rb_wait_member < 64 && rb_wait_member != member)
+		rb_queued |= 1ull << rb_wait_member;
 	rb_stop = rb_wait_members = false;
 	__atomic_store_n(&rb_abandon, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&rb_promote, false, __ATOMIC_RELEASE);

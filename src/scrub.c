@@ -137,13 +137,14 @@ static void confirm(struct array *a, struct rfile *rf, const char *rel, const st
  * redundancy and writes it back (md's way; the error counts on its
  * member); a group whose redundancy still cannot be read, and whose
  * readable chunks do not disagree, has its redundancy written anew from
- * the data.  Returns the stripes left unreadable (read-only: not written). */
-static uint64_t unreadable_stripes(struct array *a, struct rfile *rf, const char *rel, uint64_t s0, uint64_t s1)
+ * the data (see below).  Returns the stripes left unreadable. */
+static uint64_t unreadable_stripes(struct array *a, struct rfile *rf, const char *rel, uint64_t s0, uint64_t s1,
+				   bool fix)
 {
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), fixed = 0, left = 0;
 	uint8_t *buf = malloc(sbytes);
 	if (!buf)
-		return s1 - s0;
+		return 1;
 	pthread_rwlock_wrlock(&rf->rw);
 	uint64_t size = rf->size, nstripes = (size + sbytes - 1) / sbytes;
 	for (uint64_t s = s0; s < s1 && s < nstripes; s++) {
@@ -154,9 +155,22 @@ static uint64_t unreadable_stripes(struct array *a, struct rfile *rf, const char
 			left++;
 			continue;
 		}
+		if (u) {	/* (once more: an error that does not repeat is gone) */
+			u = 0;
+			mm.n = 0;
+			if (stripe_verify_range(rf, s, s + 1, note_bad, &mm, &u) < 0) {
+				left++;
+				continue;
+			}
+		}
 		if (!u)
 			continue;
-		int r = array_writable(a) ? stripe_mark_dirty(rf) : -EROFS;
+		/* Redundancy that cannot be read is written anew from the data
+		 * where a single redundancy chunk per group is all there is
+		 * (raid5/50, two mirror copies: nothing to compare it with, md's
+		 * way); with more (raid6, more copies) the readable ones might
+		 * disagree with the data, so only --repair does it. */
+		int r = (fix || rf->lay.m == 1) && array_writable(a) ? stripe_mark_dirty(rf) : -EROFS;
 		for (uint32_t g = 0; g < rf->lay.groups && r == 0; g++) {
 			bool mismatched = false;	/* (left to confirm(), as found) */
 			for (unsigned k = 0; k < mm.n; k++)
@@ -221,6 +235,7 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 	pthread_mutex_unlock(&sc_lock);
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
+	bool failed = false;	/* (counted once per file) */
 	for (uint64_t s = 0; !(stop_why = must_stop(a)); s += SCRUB_WINDOW) {
 		struct bad b = { .n = 0 };
 		uint64_t unreadable = 0;
@@ -232,11 +247,15 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 			break;
 		if (nb >= 0 && unreadable) {
 			/* repaired where it can be, then compared again */
-			uint64_t left = unreadable_stripes(a, rf, rel, s, s + SCRUB_WINDOW);
+			uint64_t left = unreadable_stripes(a, rf, rel, s, s + SCRUB_WINDOW, fix);
 			if (left) {
 				log_err("scrub: file '%s': %" PRIu64 " stripe%s from stripe %" PRIu64 " still cannot be read whole%s",
-					rel, left, left == 1 ? "" : "s", s, array_writable(a) ? "" : " (read-only: not rewritten)");
-				count_error();
+					rel, left, left == 1 ? "" : "s", s,
+					!array_writable(a) ? " (read-only: not rewritten)"
+					: fix ? "" : " ('raidfs scrub MOUNTPOINT --repair' writes their redundancy anew)");
+				if (!failed)
+					count_error();
+				failed = true;
 			}
 			b.n = 0;
 			pthread_rwlock_rdlock(&rf->rw);
@@ -245,7 +264,8 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 		}
 		if (nb < 0) {
 			log_err("scrub: file '%s': stripes from %" PRIu64 " cannot be read: %s", rel, s, strerror((int)-nb));
-			count_error();
+			if (!failed)
+				count_error();
 			break;
 		}
 		if (nb > 0)

@@ -310,8 +310,8 @@ repair:
 		if (!(bad >> j & 1))
 			continue;
 		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (!rfile_usable_at(rf, mj, s))
-			continue;
+		if (!rfile_usable_at(rf, mj, s) || rf->a->readonly)
+			continue;	/* (a read-only mount writes nothing) */
 		const uint8_t *src = l->red == RED_MIRROR ? blk[0] : blk[j];
 		struct iovec v = { (void *)src, len };
 		if (put_member(rf, mj, &v, 1, off) == 0) {
@@ -1239,9 +1239,6 @@ int stripe_resync(struct rfile *rf)
  * bytes written or -errno (-EIO: too few other members to rebuild from).
  * Caller holds rf->rw exclusively.
  */
-static long rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify, bool *fixed,
-			  uint32_t from);
-
 long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from)
 {
 	const struct layout *l = &rf->lay;
@@ -1250,10 +1247,9 @@ long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from)
 	long written = 0;
 	if (!(rf->damaged >> j & 1) || rf->fd[j] < 0 || !member_online(rf->a, j))
 		return -EINVAL;
-	for (uint64_t s = from / l->chunk; s < nstripes; s++) {
+	for (uint64_t s = from; s < nstripes; s++) {
 		bool fixed = false;
-		uint32_t at = s == from / l->chunk ? (uint32_t)(from % l->chunk) : 0;
-		long b = rebuild_chunk(rf, s, j, j, false, &fixed, at);
+		long b = stripe_rebuild_chunk(rf, s, j, j, false, &fixed);
 		if (b < 0) {
 			/* the stripes before it are rebuilt: kept, on the disk
 			 * before anything relies on them */
@@ -1392,8 +1388,7 @@ long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
  * holes; the final ftruncate gives the shard its length).  Returns the
  * bytes written (0 or chunk) or -errno.  Caller holds rf->rw exclusively.
  */
-static long rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify, bool *fixed,
-			  uint32_t from)
+long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify, bool *fixed)
 {
 	const struct layout *l = &rf->lay;
 	uint32_t chunk = l->chunk, n = l->k + l->m, g, slot;
@@ -1441,10 +1436,7 @@ static long rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 		*fixed = true;
 	} else {
 		bool zero = true;
-		uint32_t i = from;
-		for (; i < chunk && i % 8 && zero; i++)
-			zero = out[i] == 0;
-		for (; i < chunk && zero; i += 8)	/* (chunks are multiples of 4 KiB) */
+		for (uint32_t i = 0; i < chunk && zero; i += 8)
 			zero = *(uint64_t *)(out + i) == 0;
 		if (zero) {
 			/* a hole stays a hole, unless the new shard holds
@@ -1452,7 +1444,7 @@ static long rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 			uint8_t *have = scratch_extra(chunk);
 			if (!have)
 				return -ENOMEM;
-			ssize_t r = member_pread(rf->a, target, rf->fd[target], have, chunk - from, s * chunk + from);
+			ssize_t r = member_pread(rf->a, target, rf->fd[target], have, chunk, s * chunk);
 			bool same = r >= 0;
 			for (ssize_t i = 0; i < r && same; i++)
 				same = have[i] == 0;
@@ -1460,11 +1452,6 @@ static long rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 				return 0;
 		}
 	}
-	ret = member_pwrite(rf->a, target, rf->fd[target], out + from, chunk - from, s * chunk + from);
-	return ret < 0 ? ret : (long)(chunk - from);
-}
-
-long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify, bool *fixed)
-{
-	return rebuild_chunk(rf, s, j, target, verify, fixed, 0);
+	ret = member_pwrite(rf->a, target, rf->fd[target], out, chunk, s * chunk);
+	return ret < 0 ? ret : (long)chunk;
 }
