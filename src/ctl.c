@@ -176,6 +176,18 @@ static const char *state_word(struct array *a, enum array_state st)
 	return array_state_name(st);
 }
 
+/* "[=====>     ]  42.0%": 20 columns, pct cut to 0..100 */
+static void progress_bar(struct out *o, double pct)
+{
+	if (pct > 100)
+		pct = 100;
+	int bars = (int)(pct / 5);
+	outf(o, "[");
+	for (int i = 0; i < 20; i++)
+		outf(o, "%c", i < bars ? '=' : (i == bars ? '>' : ' '));
+	outf(o, "] %5.1f%%", pct);
+}
+
 static void status_text(struct array *a, struct out *o)
 {
 	char uuid[37], sz[32], ch[32];
@@ -217,16 +229,12 @@ static void status_text(struct array *a, struct out *o)
 	if (ri.active) {
 		char d[32], t[32], r[32];
 		double pct = ri.total ? 100.0 * ri.done / ri.total : 0;
-		if (pct > 100)
-			pct = 100;
-		int bars = (int)(pct / 5);
 		if (ri.replace)
-			outf(o, "replace: member %d -> '%s'\n         [", ri.member, ri.target);
+			outf(o, "replace: member %d -> '%s'\n         ", ri.member, ri.target);
 		else
-			outf(o, "%s member %d [", ri.readd ? "re-add: " : "rebuild:", ri.member);
-		for (int i = 0; i < 20; i++)
-			outf(o, "%c", i < bars ? '=' : (i == bars ? '>' : ' '));
-		outf(o, "] %5.1f%%  %s / %s", pct, fmt_size(ri.done, d, sizeof(d)), fmt_size(ri.total, t, sizeof(t)));
+			outf(o, "%s member %d ", ri.readd ? "re-add: " : "rebuild:", ri.member);
+		progress_bar(o, pct);
+		outf(o, "  %s / %s", fmt_size(ri.done, d, sizeof(d)), fmt_size(ri.total, t, sizeof(t)));
 		if (ri.elapsed >= 2 && ri.rate > 0) {
 			double eta = ri.done < ri.total ? (ri.total - ri.done) / ri.rate : 0;
 			outf(o, "  %s/s  ETA %dm%02ds", fmt_size((uint64_t)ri.rate, r, sizeof(r)), (int)eta / 60, (int)eta % 60);
@@ -244,13 +252,9 @@ static void status_text(struct array *a, struct out *o)
 	if (si.active) {
 		char b[32], r[32];
 		double pct = si.files_total ? 100.0 * si.files_done / si.files_total : 0;
-		if (pct > 100)
-			pct = 100;	/* (files created meanwhile) */
-		int bars = (int)(pct / 5);
-		outf(o, "scrub:   [");
-		for (int i = 0; i < 20; i++)
-			outf(o, "%c", i < bars ? '=' : (i == bars ? '>' : ' '));
-		outf(o, "] %5.1f%%  %" PRIu64 " of %" PRIu64 " files, %s compared", pct, si.files_done, si.files_total,
+		outf(o, "scrub:   ");
+		progress_bar(o, pct);	/* (past 100% with files created meanwhile: cut) */
+		outf(o, "  %" PRIu64 " of %" PRIu64 " files, %s compared", si.files_done, si.files_total,
 		     fmt_size(si.bytes, b, sizeof(b)));
 		if (si.elapsed >= 2 && si.rate > 0)
 			outf(o, "  %s/s", fmt_size((uint64_t)si.rate, r, sizeof(r)));

@@ -484,17 +484,13 @@ int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
 	return r;
 }
 
-/* the last files whose last handle closed: primary inode, when (ms) */
-#define CLOSED_RING 64
-static struct {
-	uint64_t key, ms;
-} closed_ring[CLOSED_RING];
 static uint64_t closed_next;	/* closes so far */
-/* The last close of each file, by hash of its key: a slot another file
- * took since cannot tell whether this one closed meanwhile */
+/* The last close of each file (its last handle), by hash of its key: the
+ * key, the close's number and when (ms).  A slot another file took since
+ * cannot tell whether this one closed meanwhile. */
 #define CLOSE_SLOTS 1024
 static struct {
-	uint64_t key, seq;
+	uint64_t key, seq, ms;
 } close_slot[CLOSE_SLOTS];
 
 /* Did the last handle of the file keyed `key` close after the close
@@ -515,8 +511,9 @@ bool rfile_in_use(uint64_t ino, uint64_t epoch, uint64_t closed_ms)
 	uint64_t now = util_now_ms();
 	pthread_mutex_lock(&table_lock);
 	bool used = !epoch_holds(epoch) || find_locked(ino) != NULL;
-	for (unsigned i = 0; i < CLOSED_RING && !used && closed_ms; i++)
-		used = closed_ring[i].key == ino && closed_ring[i].ms && now - closed_ring[i].ms <= closed_ms;
+	unsigned h = bucket(ino) % CLOSE_SLOTS;
+	if (!used && closed_ms && close_slot[h].key == ino && close_slot[h].seq)
+		used = now - close_slot[h].ms <= closed_ms;
 	pthread_mutex_unlock(&table_lock);
 	return used;
 }
@@ -969,10 +966,10 @@ int rfile_release(struct rfile *rf)
 		pp = &(*pp)->next;
 	if (*pp)
 		*pp = rf->next;
-	closed_ring[closed_next % CLOSED_RING].key = rf->key;
-	closed_ring[closed_next++ % CLOSED_RING].ms = util_now_ms();
-	close_slot[bucket(rf->key) % CLOSE_SLOTS].key = rf->key;
-	close_slot[bucket(rf->key) % CLOSE_SLOTS].seq = closed_next;
+	unsigned h = bucket(rf->key) % CLOSE_SLOTS;
+	close_slot[h].key = rf->key;
+	close_slot[h].seq = ++closed_next;
+	close_slot[h].ms = util_now_ms();
 	pthread_mutex_unlock(&table_lock);
 	close_rf_fds(rf);
 	rfile_free(rf);

@@ -237,15 +237,16 @@ void rfile_forget_member(uint32_t j);
  * Verify redundancy of every stripe against the data (offline check).
  * Returns the number of inconsistent rows (>= 0), or -errno; calls
  * report(stripe, group) for each bad row when report is not NULL.
- * stripe_verify_range(): stripes [s0, s1) only (the scrub, rf->rw held).
+ * stripe_verify_range(): stripes [s0, s1) only (the scrub, rf->rw held);
+ * *unreadable (if not NULL) counts the groups skipped because a chunk
+ * could not be read.
  */
 long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
 			 void (*report)(void *ctx, uint64_t stripe, uint32_t group), void *ctx,
 			 uint64_t *unreadable);
 /* Recompute group g of stripe s's redundancy from its data (the scrub's
  * repair; rf->rw held exclusively, the file marked dirty); mirror copies
- * take what most of them agree on.  (*unreadable above: groups skipped
- * because a chunk could not be read.) */
+ * take what most of them agree on. */
 int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g);
 long stripe_verify(struct rfile *rf,
 		   void (*report)(void *ctx, uint64_t stripe, uint32_t group),

@@ -29,14 +29,13 @@ static pthread_cond_t rb_cond = PTHREAD_COND_INITIALIZER;
 static struct rebuild_info info = { .member = -1, .min_rate = 100, .max_rate = 0 };
 static pthread_t rb_thread;
 static bool rb_thread_live, rb_stop, rb_abandon;
-/* the last rebuild stopped because the array lost more members than it
- * tolerates: it goes on once they are back (rebuild_resume_due()) */
-static bool rb_wait_members;
+/* the member whose rebuild stopped because the array lost more members
+ * than it tolerates (-1: none): it goes on once they are back
+ * (rebuild_resume_due()) */
+static int rb_waiting = -1;
 /* starts that found another rebuild running (launch()): these members
- * (bits) wait; and the member of the rebuild that stopped to wait for
- * members (rb_wait_members) */
+ * (bits) wait their turn */
 static uint64_t rb_queued;
-static int rb_wait_member = -1;
 static bool rb_promote;	/* the member being replaced in place failed */
 static struct array *RA;
 /* What the running rebuild is: onto a directory that holds nothing of
@@ -1134,8 +1133,8 @@ static int file_result(struct walk *w, const char *rel, int r)
 		/* nothing left to rebuild from: stop, go on when the members
 		 * are back */
 		pthread_mutex_lock(&rb_lock);
-		rb_wait_members = rb_stop = true;
-		rb_wait_member = info.member;
+		rb_stop = true;
+		rb_waiting = info.member;
 		pthread_cond_broadcast(&rb_cond);
 		pthread_mutex_unlock(&rb_lock);
 		r = -EINTR;
@@ -1926,7 +1925,7 @@ static void *rebuild_thread(void *arg)
 			/* unmount: the replacement stays recorded and resumes */
 			redo_close(w.dst, false);
 			snprintf(msg, sizeof(msg), "replacement of member %u stopped at %.120s%s", lj, info.current,
-				 rb_wait_members ? WAIT_MEMBERS : "");
+				 rb_waiting >= 0 ? WAIT_MEMBERS : "");
 			log_warn("%s", msg);
 		} else {
 			redo_close(w.dst, false);
@@ -1965,7 +1964,7 @@ static void *rebuild_thread(void *arg)
 	} else if (r == -EINTR) {
 		redo_close(w.dst, false);
 		snprintf(msg, sizeof(msg), "rebuild of member %u stopped at %.120s%s", j, info.current,
-			 rb_wait_members ? WAIT_MEMBERS : "");
+			 rb_waiting >= 0 ? WAIT_MEMBERS : "");
 		log_warn("%s", msg);
 	} else {
 		redo_close(w.dst, false);
@@ -2074,13 +2073,9 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 	bool have_pos = false;
 	/* (the saved position is read into a buffer of this call's own: the
 	 * shared one belongs to a rebuild that may be running) */
-	char *pos = malloc(PATH_MAX);
-	if (!pos) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	char pos[PATH_MAX];
 	if (resume)
-		have_pos = load_position(a->m[slot].dirfd, member, pos, PATH_MAX, &done, &mode);
+		have_pos = load_position(a->m[slot].dirfd, member, pos, sizeof(pos), &done, &mode);
 	else
 		rfile_forget_member(slot);
 	pthread_mutex_lock(&rb_lock);
@@ -2091,12 +2086,10 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 		if (info.member != member && member >= 0 && member < 64)
 			rb_queued |= 1ull << member;
 		pthread_mutex_unlock(&rb_lock);
-		free(pos);
 		snprintf(err, errlen, "a rebuild is already running (member %d)", info.member);
 		return -EBUSY;
 	}
 	snprintf(resume_path, sizeof(resume_path), "%s", have_pos ? pos : "");
-	free(pos);
 	info.active = true;
 	if (rb_thread_live) {
 		pthread_mutex_unlock(&rb_lock);
@@ -2119,9 +2112,10 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 	info.current[0] = '\0';
 	/* (a rebuild that stopped for lack of members, of another member,
 	 * waits its turn) */
-	if (rb_wait_members && rb_wait_member >= 0 && rb_wait_member < 64 && rb_wait_member != member)
-		rb_queued |= 1ull << rb_wait_member;
-	rb_stop = rb_wait_members = false;
+	if (rb_waiting >= 0 && rb_waiting < 64 && rb_waiting != member)
+		rb_queued |= 1ull << rb_waiting;
+	rb_stop = false;
+	rb_waiting = -1;
 	__atomic_store_n(&rb_abandon, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&rb_promote, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&rb_lock);
@@ -2329,11 +2323,11 @@ int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen
 int rebuild_resume_due(struct array *a, int *member)
 {
 	pthread_mutex_lock(&rb_lock);
-	int due = info.active || array_state(a) == ARRAY_FAILED ? 0 : rb_wait_members ? 1 : rb_queued ? 2 : 0;
+	int due = info.active || array_state(a) == ARRAY_FAILED ? 0 : rb_waiting >= 0 ? 1 : rb_queued ? 2 : 0;
 	*member = -1;
 	if (due == 1) {
-		rb_wait_members = false;	/* one try (a failed target stays failed) */
-		*member = rb_wait_member;
+		*member = rb_waiting;
+		rb_waiting = -1;	/* one try (a failed target stays failed) */
 	} else if (due == 2) {
 		*member = __builtin_ctzll(rb_queued);	/* one at a time, in turn */
 		rb_queued &= rb_queued - 1;

@@ -43,13 +43,6 @@ static bool sc_live, sc_stop, sc_closed;	/* closed: unmounting, no new scrub */
 static struct array *SA;
 static uint64_t t_start_ms;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
-}
-
 static bool stopping(void)
 {
 	return __atomic_load_n(&sc_stop, __ATOMIC_ACQUIRE);
@@ -59,7 +52,7 @@ static bool stopping(void)
  * so that the scrub stays under SCRUB_BUSY_MB. */
 static void throttle(uint64_t bytes)
 {
-	uint64_t t = now_ms();
+	uint64_t t = util_now_ms();
 	pthread_mutex_lock(&sc_lock);
 	info.bytes += bytes;
 	info.elapsed = (t - t_start_ms) / 1000.0;
@@ -249,10 +242,11 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 			/* repaired where it can be, then compared again */
 			uint64_t left = unreadable_stripes(a, rf, rel, s, s + SCRUB_WINDOW, fix);
 			if (left) {
-				log_err("scrub: file '%s': %" PRIu64 " stripe%s from stripe %" PRIu64 " still cannot be read whole%s",
+				bool hint = !fix && rf->lay.m > 1 && array_writable(a);	/* (what --repair would add) */
+				log_err("scrub: file '%s': %" PRIu64 " stripe%s from stripe %" PRIu64 " still cannot be read whole%s%s%s",
 					rel, left, left == 1 ? "" : "s", s,
-					!array_writable(a) ? " (read-only: not rewritten)"
-					: fix ? "" : " ('raidfs scrub MOUNTPOINT --repair' writes their redundancy anew)");
+					!array_writable(a) ? " (read-only: not rewritten)" : hint ? " ('raidfs scrub " : "",
+					hint ? a->mountpoint : "", hint ? " --repair' writes their redundancy anew)" : "");
 				if (!failed)
 					count_error();
 				failed = true;
@@ -335,7 +329,7 @@ static void *scrub_thread(void *arg)
 	int len = snprintf(msg, sizeof(msg), "%s: %" PRIu64 " of %" PRIu64 " files, %s compared in %.2f s; %" PRIu64
 			   " stripe%s did not match",
 			   why, info.files_done, info.files_total, fmt_size(info.bytes, sz, sizeof(sz)),
-			   (now_ms() - t_start_ms) / 1000.0, info.mismatches, info.mismatches == 1 ? "" : "s");
+			   (util_now_ms() - t_start_ms) / 1000.0, info.mismatches, info.mismatches == 1 ? "" : "s");
 	if (fix && info.mismatches)
 		len += snprintf(msg + len, sizeof(msg) - len, ", %" PRIu64 " recomputed", info.repaired);
 	if (info.errors)
@@ -386,7 +380,7 @@ int scrub_start(struct array *a, bool fix, char *err, size_t errlen)
 	info.repair = fix;
 	SA = a;
 	stop_why = NULL;
-	t_start_ms = now_ms();
+	t_start_ms = util_now_ms();
 	__atomic_store_n(&sc_stop, false, __ATOMIC_RELEASE);
 	if (pthread_create(&sc_thread, NULL, scrub_thread, NULL) != 0) {
 		info.active = false;

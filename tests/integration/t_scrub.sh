@@ -5,7 +5,8 @@
 # with it recomputes the redundancy, after which the offline check is
 # clean; a shard cut short under a closed file is rebuilt (the open's
 # check); it runs alongside a workload without changing its bytes, stops
-# on request and at unmount, and refuses a degraded array.
+# on request and at unmount, and refuses a degraded array; a read-only
+# mount compares only.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
@@ -139,3 +140,18 @@ mark
 rfs_unmount_wait "$mnt" || fail "load: unmount during a scrub"
 newlog | grep -q "scrub stopped: " || fail "load: the unmount did not stop the scrub: $(newlog | grep scrub)"
 log "ok: scrub --repair alongside a workload; stop, degraded and unmount end it"
+
+# A read-only mount compares and writes nothing: --repair is refused with
+# what to do, a plain scrub runs; 'stop' with no scrub running says so.
+set -- $mem
+rfs_mount "$1:$2:$3:$C/new" "$mnt" -o ro || fail "ro: mount -o ro"
+expect_rc 1 "$RAIDFS" scrub "$mnt" --repair
+grep -q "mounted read-only: 'raidfs scrub' without --repair only compares" "$ERR" || fail "ro: --repair: $(cat "$ERR")"
+expect_rc 0 "$RAIDFS" scrub "$mnt"
+scrub_wait "$mnt" || fail "ro: the scrub did not end"
+json "$mnt" '["scrub"]["last_result"]' | grep -q "^finished: .* 0 stripes did not match" ||
+	fail "ro: $(json "$mnt" '["scrub"]["last_result"]')"
+expect_rc 1 "$RAIDFS" scrub "$mnt" stop
+grep -q "no scrub is running" "$ERR" || fail "ro: stop: $(cat "$ERR")"
+rfs_unmount_wait "$mnt" || fail "ro: unmount"
+log "ok: a read-only mount: --repair refused, a scrub compares"
