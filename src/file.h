@@ -58,6 +58,9 @@ struct rfile {
 					 * damaged_from[j] on are not read until rebuilt
 					 * (stripe_repair_shard()), nor written */
 	uint64_t damaged_from[LAYOUT_MAX_WIDTH];
+	uint64_t sync_end;		/* one past the last stripe written since the
+					 * last fsync that succeeded (0: none):
+					 * stripe_fsync() judges damaged shards there */
 	bool marked;			/* in the dirty log */
 	bool cmarked;			/* in it as changed through the cache log only */
 	int refs;			/* protected by the table lock */
@@ -136,15 +139,9 @@ void rfile_new_meta(const struct array *a, uint64_t id, struct file_meta *fm);
 /* Are all the given shards empty (an interrupted create)? */
 bool rfile_shards_empty(const struct array *a, const int *fds);
 
-/* May shard j of rf be read (it holds valid data)?  Not when its member is
- * not online, or the shard lost data (rf->damaged). */
-static inline bool rfile_usable(const struct rfile *rf, uint32_t j)
-{
-	return rf->fd[j] >= 0 && member_online(rf->a, j) && !(rf->damaged >> j & 1);
-}
-
-/* May j's chunk of stripe s be read?  A damaged shard holds valid data
- * below the stripe its loss starts at. */
+/* May j's chunk of stripe s be read (it holds valid data)?  Not when its
+ * member is not online, nor from the stripe a damaged shard's loss starts
+ * at (rf->damaged): it holds valid data below. */
 static inline bool rfile_usable_at(const struct rfile *rf, uint32_t j, uint64_t s)
 {
 	return rf->fd[j] >= 0 && member_online(rf->a, j) && (!(rf->damaged >> j & 1) || s < rf->damaged_from[j]);

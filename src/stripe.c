@@ -193,11 +193,18 @@ static int shard_write(struct rfile *rf, uint32_t j, const void *buf, size_t len
 	return r < 0 ? write_failed(rf, j, off, r) : 0;
 }
 
-/* rfile_usable() (file.h): may be read; writable: must receive writes
+/* rfile_usable_at() (file.h): may be read; writable: must receive writes
  * (also a member being rebuilt, and a damaged shard: put_damaged()) */
 static inline bool writable(const struct rfile *rf, uint32_t j)
 {
 	return rf->fd[j] >= 0 && member_writable(rf->a, j);
+}
+
+/* Stripes up to s_end - 1 are being written (for stripe_fsync()). */
+static void note_written(struct rfile *rf, uint64_t s_end)
+{
+	if (s_end > rf->sync_end)
+		rf->sync_end = s_end;
 }
 
 /*
@@ -647,6 +654,7 @@ ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint6
 
 	if (len == 0)
 		return 0;
+	note_written(rf, (end + sbytes - 1) / sbytes);
 	ret = stripe_mark_dirty(rf);
 	if (ret == 0)
 		ret = reserve(rf, off, end);
@@ -942,6 +950,7 @@ int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const
 	if (s * sbytes >= size)
 		return 0;
 	struct cline c = { data, valid, dirty, sector, size - s * sbytes < sbytes ? size - s * sbytes : sbytes };
+	note_written(rf, s + 1);
 	int ret = stripe_mark_dirty(rf);
 	if (ret == 0)
 		ret = reserve(rf, s * sbytes, (s + 1) * sbytes < size ? (s + 1) * sbytes : size);
@@ -976,6 +985,7 @@ int stripe_write_stripes_locked(struct rfile *rf, uint64_t s0, uint32_t ns, cons
 {
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
+	note_written(rf, s0 + ns);
 	int ret = stripe_mark_dirty(rf);
 	if (ret == 0) {
 		uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
@@ -1205,13 +1215,22 @@ int stripe_fsync(struct rfile *rf, bool datasync)
 	if (shadow_of(rf->a) >= 0 && rf->fd[SHADOW] >= 0)
 		member_fsync(rf->a, SHADOW, rf->fd[SHADOW], datasync);
 	for (uint32_t g = 0; g < rf->lay.groups && ret == 0; g++) {
-		/* fsync succeeds while every group keeps its data durable */
+		/* fsync succeeds while every group keeps what was written
+		 * durable: on enough members that are still there, counting
+		 * a damaged shard (which takes no writes from the stripe its
+		 * loss starts at) where the writes since the last fsync
+		 * reached that far */
 		uint32_t lost = 0;
-		for (uint32_t p = 0; p < rf->lay.gw; p++)
-			lost += !rfile_usable(rf, g * rf->lay.gw + p);
+		for (uint32_t p = 0; p < rf->lay.gw; p++) {
+			uint32_t j = g * rf->lay.gw + p;
+			lost += rf->fd[j] < 0 || !member_online(rf->a, j) ||
+				(rf->sync_end && !rfile_usable_at(rf, j, rf->sync_end - 1));
+		}
 		if (lost > rf->lay.m)
 			ret = -EIO;
 	}
+	if (ret == 0)
+		rf->sync_end = 0;
 	pthread_rwlock_unlock(&rf->rw);
 	return ret;
 }

@@ -139,6 +139,19 @@ for x in f p; do
 done
 grep -q "cannot rebuild its shard on member 2" "$T/daemon.log" || fail "deg: no log of the failed rebuild (f)"
 grep -q "cannot rebuild its shard on member 0" "$T/daemon.log" || fail "deg: no log of the failed rebuild (p)"
+# a write below the cut is on enough members: its fsync succeeds and it
+# reads back; one past the cut is not: the write or its fsync fails
+for x in f p; do
+	head -c 4096 /dev/urandom > "$C/new"
+	dd if="$C/new" of="$mnt/$x" bs=4096 count=1 conv=notrunc,fsync status=none 2>"$C/err" ||
+		fail "deg: $x: a write to the first stripe, on enough members, failed: $(cat "$C/err")"
+	dd if="$mnt/$x" of="$C/head" bs=4096 count=1 iflag=direct status=none 2>"$C/err" ||
+		fail "deg: $x: the first stripe does not read after the write: $(cat "$C/err")"
+	cmp -s "$C/head" "$C/new" || fail "deg: $x: the first stripe reads wrong after the write"
+	dd if=/dev/urandom of="$mnt/$x" bs=4096 count=2 seek=20 conv=notrunc,fsync status=none 2>"$C/err" &&
+		fail "deg: $x: a write past the cut, where two members lost the data, and its fsync succeeded"
+	grep -q "Input/output error" "$C/err" || fail "deg: $x: a write past the cut: expected EIO: $(cat "$C/err")"
+done
 # writes and truncates do not lengthen a damaged shard past what it lost
 for x in f p; do
 	dd if=/dev/urandom of="$mnt/$x" bs=4096 count=1 conv=notrunc status=none 2>/dev/null
