@@ -1348,6 +1348,32 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 	return r;
 }
 
+void cache_forget_clean(struct rfile *rf, uint64_t off, uint64_t end)
+{
+	if (!C.up)
+		return;
+	uint64_t lb = C.line_bytes;
+	pthread_mutex_lock(&C.lock);
+	for (uint32_t i = 0; i < C.nlines; i++) {
+		struct line *ln = &C.lines[i];
+		if (ln->list == L_FREE || ln->h->fid != rf->id)
+			continue;
+		uint64_t sbeg = ln->h->stripe * lb;
+		if (sbeg >= end || sbeg + lb <= off)
+			continue;
+		uint32_t first = off > sbeg ? (uint32_t)((off - sbeg) / SECTOR) : 0;
+		uint32_t last = end - sbeg < lb ? (uint32_t)((end - sbeg + SECTOR - 1) / SECTOR) : C.nsec;
+		for (uint32_t k = first; k < last && k < C.nsec; k++)
+			if (bit(VALID(ln), k) && !bit(DIRTY(ln), k)) {
+				clear_bit(VALID(ln), k);
+				ln->nvalid--;
+			}
+		if (ln->list == L_CLEAN && ln->nvalid == 0 && !ln->pins)
+			drop_clean_locked(ln);
+	}
+	pthread_mutex_unlock(&C.lock);
+}
+
 int cache_fsync(struct rfile *rf, bool datasync)
 {
 	if (C.up) {

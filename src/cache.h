@@ -134,6 +134,11 @@ ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
 ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
 int cache_truncate(struct rfile *rf, uint64_t size);
 int cache_fsync(struct rfile *rf, bool datasync);
+/* Forget the clean cached bytes of rf in [off, end): the members' bytes
+ * there changed under the cache (a scrub's repair of mirror copies took
+ * another copy).  Dirty bytes, newer than the members', stay.  Caller
+ * holds rf->rw exclusively. */
+void cache_forget_clean(struct rfile *rf, uint64_t off, uint64_t end);
 
 /* Control (ctl.c).  Each writes a reply for the CLI into buf and returns
  * the exit status: 0 ok, 1 refused. */

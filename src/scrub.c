@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "file.h"
 #include "layout.h"
 #include "rebuild.h"
@@ -110,6 +111,8 @@ static void confirm(struct array *a, struct rfile *rf, const char *rel, const st
 		r = stripe_mark_dirty(rf);
 		if (r == 0)
 			r = stripe_regen(rf, b->s[i], b->g[i]);
+		if (l->red == RED_MIRROR)	/* (the vote may have taken another copy) */
+			cache_forget_clean(rf, b->s[i] * sbytes, (b->s[i] + 1) * sbytes);
 		fixed += r == 0;
 	}
 	pthread_rwlock_unlock(&rf->rw);
@@ -171,6 +174,8 @@ static uint64_t unreadable_stripes(struct array *a, struct rfile *rf, const char
 			if (!mismatched)
 				r = stripe_regen(rf, s, g);
 		}
+		if (rf->lay.red == RED_MIRROR)	/* (as in confirm()) */
+			cache_forget_clean(rf, s * sbytes, (s + 1) * sbytes);
 		u = 0;
 		if (r < 0 || stripe_verify_range(rf, s, s + 1, NULL, NULL, &u) < 0 || u)
 			left++;

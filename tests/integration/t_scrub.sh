@@ -68,6 +68,18 @@ for level in raid5 raid6 raid1; do
 	expect_rc 0 "$RAIDFS" scrub "$mnt"
 	scrub_wait "$mnt" || fail "$level: the third scrub did not end"
 	[ "$(json "$mnt" '["scrub"]["mismatches"]')" = 0 ] || fail "$level: still mismatched after the repair"
+	if [ "$level" = raid1 ]; then
+		# the copy a reader is served from changed, and read ahead into
+		# the cache: the repair's vote takes the others, and the cache
+		# must not go on serving the changed bytes
+		printf 'scrubme!' | dd of="$2/a/f9" bs=1 seek=$((5 * 4096 + 100)) conv=notrunc status=none
+		dd if="$mnt/a/f9" of=/dev/null bs=4096 iflag=direct status=none
+		dd if="$mnt/a/f9" of=/dev/null bs=4096 iflag=direct status=none
+		expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
+		scrub_wait "$mnt" || fail "$level: the repair of the read copy did not end"
+		[ "$(json "$mnt" '["scrub"]["repaired"]')" = 1 ] || fail "$level: read copy not repaired: $(json "$mnt" '["scrub"]')"
+		cmp -s "$C/orig" "$mnt/a/f9" || fail "$level: after the repair, the cache still serves the changed copy"
+	fi
 	# a shard cut short under a closed file: rebuilt by the scrub's open
 	truncate -s 4096 "$3/a/f12"
 	expect_rc 0 "$RAIDFS" scrub "$mnt"
