@@ -395,6 +395,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	a->keep_failed = keep_failed;
 	memcpy(a->mountpoint, mountpoint, sizeof(mountpoint));
 	pthread_mutex_init(&a->lock, NULL);
+	pthread_mutex_init(&a->left_lock, NULL);
 	pthread_rwlockattr_t ra;
 	pthread_rwlockattr_init(&ra);
 	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -698,6 +699,9 @@ void array_close(struct array *a)
 	for (unsigned i = 0; i < a->nretired && i < ARRAY_RETIRED; i++)
 		close(a->retired[i]);
 	a->nretired = 0;
+	free(a->left_dirty);
+	a->left_dirty = NULL;
+	a->nleft_dirty = 0;
 }
 
 /* Close fd at the unmount (struct array, retired); the oldest of them
@@ -1220,9 +1224,69 @@ void array_dirty_prune(struct array *a, int fd)
 	closedir(d);
 }
 
+static int cmp_id(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+bool array_left_dirty(struct array *a, uint64_t id)
+{
+	if (!__atomic_load_n(&a->nleft_dirty, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&a->left_lock);
+	bool in = bsearch(&id, a->left_dirty, a->nleft_dirty, sizeof(id), cmp_id) != NULL;
+	pthread_mutex_unlock(&a->left_lock);
+	return in;
+}
+
+void array_left_dirty_done(struct array *a, uint64_t id)
+{
+	pthread_mutex_lock(&a->left_lock);
+	uint64_t *at = bsearch(&id, a->left_dirty, a->nleft_dirty, sizeof(id), cmp_id);
+	if (at) {
+		memmove(at, at + 1, (a->left_dirty + a->nleft_dirty - at - 1) * sizeof(id));
+		__atomic_store_n(&a->nleft_dirty, a->nleft_dirty - 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&a->left_lock);
+}
+
+static void left_dirty_add(struct array *a, uint64_t id)
+{
+	pthread_mutex_lock(&a->left_lock);
+	if (!bsearch(&id, a->left_dirty, a->nleft_dirty, sizeof(id), cmp_id)) {
+		uint64_t *n = realloc(a->left_dirty, (a->nleft_dirty + 1) * sizeof(id));
+		if (n) {
+			a->left_dirty = n;
+			n[a->nleft_dirty] = id;
+			qsort(n, a->nleft_dirty + 1, sizeof(id), cmp_id);
+			__atomic_store_n(&a->nleft_dirty, a->nleft_dirty + 1, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&a->left_lock);
+}
+
+uint64_t array_size_reached(const struct array *a, const struct layout *l, const int *fds, uint64_t recorded)
+{
+	uint64_t size = 0;
+	for (uint32_t j = 0; j < a->width; j++) {
+		struct stat st;
+		if (fds[j] < 0 || fstat(fds[j], &st) < 0)
+			continue;
+		uint64_t s = layout_size_from_shard(l, j, st.st_size);
+		if (s > size)
+			size = s;
+	}
+	if (array_absent_count(a) > 0 && recorded > size)
+		size = recorded;	/* the absent member may hold the tail */
+	return size;
+}
+
 void array_clear_dirty(struct array *a, uint64_t id)
 {
 	char name[64], cname[64];
+	if (array_left_dirty(a, id))
+		return;	/* (a resync has to clear it) */
 	dirty_name(id, name, sizeof(name), "");
 	dirty_name(id, cname, sizeof(cname), CACHED_SUFFIX);
 	for (uint32_t j = 0; j < a->width; j++)
@@ -1316,18 +1380,7 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 		 * file was being written, and rebuilding it from redundancy
 		 * that may lag behind the data would put other bytes where md
 		 * puts the data the members hold; see plan-failures.md.) */
-		uint64_t size = 0;
-		for (uint32_t j = 0; j < a->width; j++) {
-			struct stat st;
-			if (fds[j] < 0 || fstat(fds[j], &st) < 0)
-				continue;
-			uint64_t s = layout_size_from_shard(&rf.lay, j, st.st_size);
-			if (s > size)
-				size = s;
-		}
-		if (array_absent_count(a) > 0 && fm.size > size)
-			size = fm.size;	/* the absent member may hold the tail */
-		rf.size = size;
+		rf.size = array_size_reached(a, &rf.lay, fds, fm.size);
 		/* what the cache of the last run held for it goes in first */
 		ret = cache_replay_file(&rf);
 		if (ret == 0 && !cache_only)
@@ -1414,8 +1467,11 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 			cache_only++;
 		}
 		resync_one(a, names[i], co, &complete);
-		if (complete)
+		if (complete) {
+			array_left_dirty_done(a, strtoull(names[i], NULL, 16));	/* (a second try) */
 			array_clear_dirty(a, strtoull(names[i], NULL, 16));
+		} else
+			left_dirty_add(a, strtoull(names[i], NULL, 16));
 		(*count)++;
 	}
 	if (nnames)

@@ -146,6 +146,11 @@ struct array {
 	int nunusable;
 	const char *unusable_path[LAYOUT_MAX_WIDTH + 1];
 	const char *unusable_why[LAYOUT_MAX_WIDTH + 1];
+	/* files whose resync at mount failed (array_left_dirty()), sorted;
+	 * under left_lock */
+	uint64_t *left_dirty;
+	size_t nleft_dirty;
+	pthread_mutex_t left_lock;
 };
 
 struct create_opts {
@@ -297,7 +302,16 @@ int array_mark_dirty(struct array *a, uint64_t id, const int *fds, const char *p
  * by array_clear_dirty too. */
 #define CACHED_SUFFIX ".c"
 int array_mark_cached(struct array *a, uint64_t id, const int *fds, const char *path);
+/* (not for a file array_left_dirty() names: its entry stays) */
 void array_clear_dirty(struct array *a, uint64_t id);
+/* Was file id left in the dirty log by the mount, whose resync of it
+ * failed?  Its redundancy may lag behind its data: rfile_open() resyncs
+ * it, and array_left_dirty_done() lets its entry be cleared. */
+bool array_left_dirty(struct array *a, uint64_t id);
+void array_left_dirty_done(struct array *a, uint64_t id);
+/* The size a file being written at a crash reached on its shards (fds;
+ * `recorded`: its record's): what the resync keeps. */
+uint64_t array_size_reached(const struct array *a, const struct layout *l, const int *fds, uint64_t recorded);
 /* A member directory (fd) comes back: drop its dirty-log entries that the
  * members in service cleared while it was away. */
 void array_dirty_prune(struct array *a, int fd);

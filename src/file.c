@@ -675,6 +675,42 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 	pthread_rwlock_unlock(&rf->rw);
 }
 
+/*
+ * A file the mount's resync left in the dirty log (it failed there, for
+ * a read or write error): its redundancy may lag behind its data.  So a
+ * short shard is not rebuilt from it but read as it is, and the resync
+ * the mount does (the size the shards reached, redundancy from the data)
+ * is tried again, once the file is in the table (a second opener waits on
+ * its lock).  Until a resync succeeds the file stays in the dirty log,
+ * whatever closes it.  A read-only mount only reads.
+ */
+static void resync_left(struct rfile *rf, const char *relpath)
+{
+	struct array *a = rf->a;
+	pthread_rwlock_wrlock(&rf->rw);
+	rf->damaged = 0;
+	if (array_writable(a)) {
+		uint64_t size = array_size_reached(a, &rf->lay, rf->fd, rf->size);
+		int r = stripe_mark_dirty(rf);
+		if (r == 0) {
+			__atomic_store_n(&rf->size, size, __ATOMIC_RELEASE);
+			r = stripe_resync(rf);
+		}
+		if (r == 0)
+			r = rfile_write_meta(rf, 0);
+		if (r == 0) {
+			array_left_dirty_done(a, rf->id);
+			log_warn("file '%s': resynced now (the mount's resync of it failed: it was left in the dirty log)",
+				 relpath);
+		} else {
+			log_err("file '%s': the mount could not resync it, nor can this open: %s; its redundancy may not "
+				"match its data until a resync succeeds (the next open or mount tries again)",
+				relpath, strerror(-r));
+		}
+	}
+	pthread_rwlock_unlock(&rf->rw);
+}
+
 int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 {
 	struct stat st;
@@ -792,7 +828,9 @@ again:;
 	*out = insert_or_share(rf, epoch, false, closes, ++tries < 8);
 	if (!*out)
 		goto again;
-	if (*out == rf && (rf->damaged || resync))
+	if (*out == rf && array_left_dirty(a, rf->id))
+		resync_left(rf, relpath);
+	else if (*out == rf && (rf->damaged || resync))
 		repair_shards(rf, relpath, resync);
 	return 0;
 }
