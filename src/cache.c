@@ -1353,10 +1353,17 @@ void cache_forget_clean(struct rfile *rf, uint64_t off, uint64_t end)
 	if (!C.up)
 		return;
 	uint64_t lb = C.line_bytes;
+	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	if (end > size)
+		end = size;	/* (no line lies past the end: cache_truncate()) */
+	if (off >= end)
+		return;
+	/* the range's lines looked up, or every line looked at: fewer */
+	bool scan = (end - off) / lb > C.nlines;
 	pthread_mutex_lock(&C.lock);
-	for (uint32_t i = 0; i < C.nlines; i++) {
-		struct line *ln = &C.lines[i];
-		if (ln->list == L_FREE || ln->h->fid != rf->id)
+	for (uint64_t i = scan ? 0 : off / lb; scan ? i < C.nlines : i * lb < end; i++) {
+		struct line *ln = scan ? &C.lines[i] : lookup_locked(rf->id, i);
+		if (!ln || ln->list == L_FREE || ln->h->fid != rf->id)
 			continue;
 		uint64_t sbeg = ln->h->stripe * lb;
 		if (sbeg >= end || sbeg + lb <= off)

@@ -293,6 +293,15 @@ static void status_text(struct array *a, struct out *o)
 		outf(o, "action:  the last scrub found %" PRIu64 " stripe%s whose redundancy does not match the data (see the log): "
 			"'raidfs scrub %s --repair' recomputes it from the data\n",
 		     si.mismatches, si.mismatches == 1 ? "" : "s", a->mountpoint);
+	if (!si.active && !si.repair && si.missing)
+		outf(o, "action:  the last scrub found %" PRIu64 " shard%s missing on %s member (see the log): "
+			"'raidfs scrub %s --repair' puts %s back from the other members\n",
+		     si.missing, si.missing == 1 ? "" : "s", si.missing == 1 ? "its" : "their", a->mountpoint,
+		     si.missing == 1 ? "it" : "them");
+	else if (!si.active && si.missing > si.restored)
+		outf(o, "action:  the last scrub could not put back %" PRIu64 " missing shard%s (see the log for why): "
+			"'raidfs replace %s MEMBER NEWDIR' rebuilds a member whole\n",
+		     si.missing - si.restored, si.missing - si.restored == 1 ? "" : "s", a->mountpoint);
 	if (st == ARRAY_FAILED) {
 		outf(o, "action:  too many members are lost for %s: the array refuses writes; bring the members back: a disk that returns to its path is taken back by itself, or use 'raidfs add %s DIR', or remount with all members\n",
 		     layout_level_name(a->lay.level), a->mountpoint);
@@ -374,9 +383,9 @@ static void status_json(struct array *a, struct out *o)
 	scrub_get(&si);
 	outf(o, "}, \"scrub\": {\"active\": %s, \"repair\": %s, \"files_done\": %" PRIu64 ", \"files_total\": %" PRIu64
 		", \"bytes\": %" PRIu64 ", \"mismatches\": %" PRIu64 ", \"repaired\": %" PRIu64 ", \"errors\": %" PRIu64
-		", \"rate\": %.0f, \"last_result\": ",
+		", \"missing\": %" PRIu64 ", \"restored\": %" PRIu64 ", \"rate\": %.0f, \"last_result\": ",
 	     si.active ? "true" : "false", si.repair ? "true" : "false", si.files_done, si.files_total, si.bytes,
-	     si.mismatches, si.repaired, si.errors, si.rate);
+	     si.mismatches, si.repaired, si.errors, si.missing, si.restored, si.rate);
 	json_str(o, si.last_result);
 	struct cache_stats cs;
 	cache_get_stats(&cs);

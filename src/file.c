@@ -13,6 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "rebuild.h"
 #include "util.h"
 
@@ -667,12 +668,102 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 		int r = stripe_mark_dirty(rf);
 		if (r == 0)
 			r = stripe_resync(rf);
+		if (rf->lay.red == RED_MIRROR)
+			cache_forget_clean(rf, 0, UINT64_MAX);
 		if (r < 0)
 			log_err("file '%s': cannot recompute its redundancy: %s", relpath, strerror(-r));
 		else
 			log_warn("file '%s': redundancy recomputed from the data the disks hold", relpath);
 	}
 	pthread_rwlock_unlock(&rf->rw);
+}
+
+void rfile_copy_xattrs(int from, int to, bool created)
+{
+	char names[4096], theirs[4096];
+	const size_t own = sizeof(META_XATTR_PREFIX) - 1;
+	ssize_t n = flistxattr(from, names, sizeof(names));
+	for (ssize_t i = 0; i < n; i += strlen(names + i) + 1) {
+		if (!strncmp(names + i, META_XATTR_PREFIX, own))
+			continue;
+		char val[65536];
+		ssize_t v = fgetxattr(from, names + i, val, sizeof(val));
+		if (v >= 0)
+			fsetxattr(to, names + i, val, v, 0);
+	}
+	ssize_t m = n < 0 || created ? -1 : flistxattr(to, theirs, sizeof(theirs));
+	for (ssize_t i = 0; i < m; i += strlen(theirs + i) + 1) {
+		if (strncmp(theirs + i, META_XATTR_PREFIX, own) != 0 &&
+		    fgetxattr(from, theirs + i, NULL, 0) < 0 && errno == ENODATA)
+			fremovexattr(to, theirs + i);
+	}
+}
+
+int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j)
+{
+	struct array *a = rf->a;
+	int p = a->primary;
+	struct stat pst, st;
+	if (j >= a->width || (int)j == p || !member_writable(a, j) || member_rebuilding(a, j) || rf->fd[p] < 0)
+		return -EINVAL;
+	if (fstat(rf->fd[p], &pst) < 0)
+		return -errno;
+	if (pst.st_nlink > 1)
+		return -EMLINK;
+	if (fstatat(a->m[j].dirfd, relpath, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return -EEXIST;
+	if (errno != ENOENT)
+		return -errno;
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s", relpath);
+	char *slash = strrchr(parent, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(parent, sizeof(parent), ".");
+	mode_t mode = pst.st_mode & 07777;
+	int fd = openat(a->m[j].dirfd, parent, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+	bool tmp = fd >= 0;
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL))
+		fd = openat(a->m[j].dirfd, relpath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;	/* (ENOENT: its directory is missing there too) */
+	fchown(fd, pst.st_uid, pst.st_gid);
+	fchmod(fd, mode);	/* after the chown, which drops set-id bits */
+	rfile_copy_xattrs(rf->fd[p], fd, true);
+	pthread_rwlock_wrlock(&rf->rw);
+	int r = rf->fd[j] >= 0 ? -EEXIST : 0;
+	if (r == 0) {
+		rf->fd[j] = fd;
+		rf->damaged |= 1ull << j;	/* (not read, nor written, until filled) */
+		rf->damaged_from[j] = 0;
+		long n = stripe_repair_shard(rf, j, 0);
+		r = n < 0 ? (int)n : 0;
+	}
+	if (r == 0 && ftruncate(fd, layout_shard_size(&rf->lay, j, rf->size)) < 0)
+		r = -errno;
+	if (r == 0)
+		r = rfile_write_meta(rf, 0);
+	if (r == 0) {
+		struct timespec tv[2] = { pst.st_atim, pst.st_mtim };
+		futimens(fd, tv);
+	}
+	if (r == 0 && tmp) {
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		if (linkat(AT_FDCWD, proc, a->m[j].dirfd, relpath, AT_SYMLINK_FOLLOW) < 0)
+			r = -errno;
+	}
+	if (r < 0 && rf->fd[j] == fd) {
+		rf->fd[j] = -1;
+		rf->damaged &= ~(1ull << j);
+		if (!tmp)
+			unlinkat(a->m[j].dirfd, relpath, 0);
+	}
+	if (r < 0)
+		close(fd);
+	pthread_rwlock_unlock(&rf->rw);
+	return r;
 }
 
 /*
@@ -698,6 +789,8 @@ static void resync_left(struct rfile *rf, const char *relpath)
 		}
 		if (r == 0)
 			r = rfile_write_meta(rf, 0);
+		if (rf->lay.red == RED_MIRROR)	/* (the copies may have changed: cache.h) */
+			cache_forget_clean(rf, 0, UINT64_MAX);
 		if (r == 0) {
 			array_left_dirty_done(a, rf->id);
 			log_warn("file '%s': resynced now (the mount's resync of it failed: it was left in the dirty log)",

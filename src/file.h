@@ -60,7 +60,9 @@ struct rfile {
 	uint64_t damaged_from[LAYOUT_MAX_WIDTH];
 	uint64_t sync_end;		/* one past the last stripe written since the
 					 * last fsync that succeeded (0: none):
-					 * stripe_fsync() judges damaged shards there */
+					 * stripe_fsync() judges damaged shards there
+					 * (raised atomically under rf->rw shared,
+					 * lowered under it exclusive) */
 	bool marked;			/* in the dirty log */
 	bool cmarked;			/* in it as changed through the cache log only */
 	int refs;			/* protected by the table lock */
@@ -158,6 +160,27 @@ uint64_t rfile_short_shards(const struct array *a, const struct layout *l, const
  * did its last handle close within closed_ms?  True also when the keys
  * changed since rfile_epoch() gave `epoch` (nothing can be told then). */
 bool rfile_in_use(uint64_t ino, uint64_t epoch, uint64_t closed_ms);
+
+/* The user's xattrs of `to` made those of `from` (raidfs's own stay):
+ * copied, and the ones `from` no longer has removed (none when `to` was
+ * just created). */
+void rfile_copy_xattrs(int from, int to, bool created);
+
+/*
+ * Put back shard j of rf, missing on its member (deleted there by hand):
+ * made unnamed (O_TMPFILE) in its directory there, with the primary's
+ * owner, mode and xattrs, filled from the other members as a damaged
+ * shard is (stripe_repair_shard()), given the record, and only then
+ * linked at its name, so a crash meanwhile leaves nothing behind.  The
+ * caller holds the namespace lock exclusively (no rename is half done on
+ * the members, none moves the name before the link) and a reference;
+ * rf->rw is taken here, for the whole fill.  A filesystem without
+ * O_TMPFILE gets the shard created at its name.  0 or -errno: -EEXIST
+ * the name is taken there, -EMLINK the file has more names (a new shard
+ * would not be shared by them), -ENOENT its directory is missing there,
+ * -EIO too few other members to fill it from.
+ */
+int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j);
 
 /* Write the metadata (size, flags) to every present shard. */
 int rfile_write_meta(struct rfile *rf, uint32_t flags);

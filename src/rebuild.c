@@ -363,30 +363,6 @@ static bool target_gone(struct walk *w)
 	return true;
 }
 
-/* The user's xattrs of `to` made those of `from` (raidfs's own stay):
- * copied, and the ones `from` no longer has removed (none when `to` was
- * just created). */
-static void copy_xattrs(int from, int to, bool created)
-{
-	char names[4096], theirs[4096];
-	const size_t own = sizeof(META_XATTR_PREFIX) - 1;
-	ssize_t n = flistxattr(from, names, sizeof(names));
-	for (ssize_t i = 0; i < n; i += strlen(names + i) + 1) {
-		if (!strncmp(names + i, META_XATTR_PREFIX, own))
-			continue;
-		char val[65536];
-		ssize_t v = fgetxattr(from, names + i, val, sizeof(val));
-		if (v >= 0)
-			fsetxattr(to, names + i, val, v, 0);
-	}
-	ssize_t m = n < 0 || created ? -1 : flistxattr(to, theirs, sizeof(theirs));
-	for (ssize_t i = 0; i < m; i += strlen(theirs + i) + 1) {
-		if (strncmp(theirs + i, META_XATTR_PREFIX, own) != 0 &&
-		    fgetxattr(from, theirs + i, NULL, 0) < 0 && errno == ENODATA)
-			fremovexattr(to, theirs + i);
-	}
-}
-
 static void copy_owner_times(struct walk *w, const char *rel, const struct stat *st)
 {
 	struct timespec tv[2] = { st->st_atim, st->st_mtim };
@@ -865,7 +841,7 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 		fchown(fd, cur.st_uid, cur.st_gid);
 		fchmod(fd, cur.st_mode & 07777);	/* after the chown, which drops set-id bits */
 		if (rf->fd[a->primary] >= 0)
-			copy_xattrs(rf->fd[a->primary], fd, true);
+			rfile_copy_xattrs(rf->fd[a->primary], fd, true);
 		rf->fd[j] = fd;
 		had = false;
 	} else if (know && fstat(rf->fd[j], &mine) == 0) {
@@ -891,7 +867,7 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 			 * version (setxattr and utimens hold the namespace lock
 			 * shared: nothing changes them meanwhile) */
 			struct timespec tv[2] = { cur.st_atim, cur.st_mtim };
-			copy_xattrs(rf->fd[a->primary], rf->fd[j], false);
+			rfile_copy_xattrs(rf->fd[a->primary], rf->fd[j], false);
 			futimens(rf->fd[j], tv);
 		}
 	}
@@ -952,7 +928,7 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 			note_rebuilt(w, fc, rf);
 		struct stat now;
 		if (rf->fd[a->primary] >= 0 && had)
-			copy_xattrs(rf->fd[a->primary], rf->fd[w->j], false);	/* may have missed changes */
+			rfile_copy_xattrs(rf->fd[a->primary], rf->fd[w->j], false);	/* may have missed changes */
 		if (rf->fd[a->primary] >= 0 && fstat(rf->fd[a->primary], &now) == 0) {
 			struct timespec tv[2] = { now.st_atim, now.st_mtim };
 			futimens(rf->fd[w->j], tv);
@@ -1327,7 +1303,7 @@ static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 		int dfd = openat(SRC(w), child, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		int nfd = openat(w->dst, child, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd >= 0 && nfd >= 0)
-			copy_xattrs(dfd, nfd, false);
+			rfile_copy_xattrs(dfd, nfd, false);
 		if (dfd >= 0) close(dfd);
 		if (nfd >= 0) close(nfd);
 		ret = walk_dir(w, child);

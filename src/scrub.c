@@ -159,6 +159,8 @@ static uint64_t unreadable_stripes(struct array *a, struct rfile *rf, const char
 				continue;
 			}
 		}
+		if (rf->lay.red == RED_MIRROR)	/* (the read may have rewritten a copy; as in confirm()) */
+			cache_forget_clean(rf, s * sbytes, (s + 1) * sbytes);
 		if (!u)
 			continue;
 		/* Redundancy that cannot be read is written anew from the data
@@ -174,7 +176,7 @@ static uint64_t unreadable_stripes(struct array *a, struct rfile *rf, const char
 			if (!mismatched)
 				r = stripe_regen(rf, s, g);
 		}
-		if (rf->lay.red == RED_MIRROR)	/* (as in confirm()) */
+		if (rf->lay.red == RED_MIRROR)
 			cache_forget_clean(rf, s * sbytes, (s + 1) * sbytes);
 		u = 0;
 		if (r < 0 || stripe_verify_range(rf, s, s + 1, NULL, NULL, &u) < 0 || u)
@@ -213,6 +215,42 @@ static void count_error(void)
 	pthread_mutex_unlock(&sc_lock);
 }
 
+/* Shards of rf missing on online members (deleted there by hand; read
+ * around meanwhile): counted and logged, and with `fix` put back
+ * (rfile_restore_shard()).  Caller holds the namespace lock exclusively. */
+static void missing_shards(struct array *a, struct rfile *rf, const char *rel, bool fix)
+{
+	for (uint32_t j = 0; j < a->width; j++) {
+		struct stat st;
+		if (rf->fd[j] >= 0 || !member_online(a, j) || member_rebuilding(a, j) ||
+		    fstatat(a->m[j].dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+			continue;	/* (a shard of another file there: 'raidfs check' names it) */
+		pthread_mutex_lock(&sc_lock);
+		info.missing++;
+		pthread_mutex_unlock(&sc_lock);
+		if (!fix) {
+			log_warn("scrub: file '%s': its shard on member %u '%s' is missing (read from the other members "
+				 "meanwhile; 'raidfs scrub %s --repair' puts it back)", rel, j, a->m[j].path, a->mountpoint);
+			continue;
+		}
+		int r = rfile_restore_shard(rf, rel, j);
+		if (r == 0) {
+			pthread_mutex_lock(&sc_lock);
+			info.restored++;
+			pthread_mutex_unlock(&sc_lock);
+			array_member_corrected(a, j);
+			log_warn("scrub: file '%s': its shard on member %u '%s' was missing: put back from the other members",
+				 rel, j, a->m[j].path);
+		} else {
+			log_err("scrub: file '%s': its shard on member %u '%s' is missing and cannot be put back: %s", rel, j,
+				a->m[j].path,
+				r == -EMLINK ? "the file has more than one name (a rebuild of the member puts it back)"
+				: r == -ENOENT ? "its directory is missing there too (a rebuild of the member puts it back)"
+					       : strerror(-r));
+		}
+	}
+}
+
 static void scrub_file(struct array *a, const char *rel, bool fix)
 {
 	struct rfile *rf;
@@ -220,6 +258,8 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 	 * create or rename is never seen half done on the members) */
 	pthread_rwlock_wrlock(&a->ns_lock);
 	int r = rfile_open(a, rel, &rf);
+	if (r == 0)
+		missing_shards(a, rf, rel, fix);
 	pthread_rwlock_unlock(&a->ns_lock);
 	if (r == -ENOENT || r == -ELOOP || r == -EISDIR || r == -EINVAL)
 		return;	/* deleted, or another kind of entry, meanwhile */
@@ -337,6 +377,11 @@ static void *scrub_thread(void *arg)
 			   (util_now_ms() - t_start_ms) / 1000.0, info.mismatches, info.mismatches == 1 ? "" : "s");
 	if (fix && info.mismatches)
 		len += snprintf(msg + len, sizeof(msg) - len, ", %" PRIu64 " recomputed", info.repaired);
+	if (info.missing)
+		len += snprintf(msg + len, sizeof(msg) - len, "; %" PRIu64 " shard%s missing%s", info.missing,
+				info.missing == 1 ? "" : "s", fix ? "" : " (see the log)");
+	if (info.missing && fix)
+		len += snprintf(msg + len, sizeof(msg) - len, ", %" PRIu64 " put back", info.restored);
 	if (info.errors)
 		snprintf(msg + len, sizeof(msg) - len, "; %" PRIu64 " file%s could not be compared (see the log)",
 			 info.errors, info.errors == 1 ? "" : "s");
@@ -344,7 +389,7 @@ static void *scrub_thread(void *arg)
 	info.active = false;
 	info.current[0] = '\0';
 	pthread_mutex_unlock(&sc_lock);
-	if (info.mismatches || info.errors)
+	if (info.mismatches || info.errors || info.missing)
 		log_warn("array '%s': scrub %s", a->sb.name, msg);
 	else
 		log_info("array '%s': scrub %s", a->sb.name, msg);

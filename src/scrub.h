@@ -29,6 +29,8 @@ struct scrub_info {
 	uint64_t mismatches;		/* stripe groups whose redundancy differed */
 	uint64_t repaired;		/* of those, recomputed (--repair) */
 	uint64_t errors;		/* files that could not be scrubbed */
+	uint64_t missing;		/* shards missing on online members */
+	uint64_t restored;		/* of those, put back (--repair) */
 	double elapsed, rate;		/* s, bytes/s */
 	char current[256];		/* file being compared */
 	char last_result[512];		/* how the last scrub ended */

@@ -200,11 +200,15 @@ static inline bool writable(const struct rfile *rf, uint32_t j)
 	return rf->fd[j] >= 0 && member_writable(rf->a, j);
 }
 
-/* Stripes up to s_end - 1 are being written (for stripe_fsync()). */
+/* Stripes up to s_end - 1 are being written (for stripe_fsync()); the
+ * destage threads write one file's lines at once under rf->rw held
+ * shared, hence the compare-and-swap. */
 static void note_written(struct rfile *rf, uint64_t s_end)
 {
-	if (s_end > rf->sync_end)
-		rf->sync_end = s_end;
+	uint64_t cur = __atomic_load_n(&rf->sync_end, __ATOMIC_RELAXED);
+	while (cur < s_end &&
+	       !__atomic_compare_exchange_n(&rf->sync_end, &cur, s_end, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		;
 }
 
 /*
@@ -654,10 +658,11 @@ ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint6
 
 	if (len == 0)
 		return 0;
-	note_written(rf, (end + sbytes - 1) / sbytes);
 	ret = stripe_mark_dirty(rf);
 	if (ret == 0)
 		ret = reserve(rf, off, end);
+	if (ret == 0)
+		note_written(rf, (end + sbytes - 1) / sbytes);
 	for (uint64_t pos = off; pos < end && ret == 0;) {
 		uint64_t s = pos / sbytes;
 		if (l->red == RED_PARITY && pos == s * sbytes && end - pos >= 2 * sbytes) {
@@ -950,12 +955,12 @@ int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const
 	if (s * sbytes >= size)
 		return 0;
 	struct cline c = { data, valid, dirty, sector, size - s * sbytes < sbytes ? size - s * sbytes : sbytes };
-	note_written(rf, s + 1);
 	int ret = stripe_mark_dirty(rf);
 	if (ret == 0)
 		ret = reserve(rf, s * sbytes, (s + 1) * sbytes < size ? (s + 1) * sbytes : size);
 	if (ret < 0)
 		return ret;
+	note_written(rf, s + 1);
 	if (l->red != RED_PARITY) {
 		/* no parity to compute: each run of dirty sectors as it is */
 		uint64_t nsec = (c.end + sector - 1) / sector;
@@ -985,12 +990,13 @@ int stripe_write_stripes_locked(struct rfile *rf, uint64_t s0, uint32_t ns, cons
 {
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
-	note_written(rf, s0 + ns);
 	int ret = stripe_mark_dirty(rf);
 	if (ret == 0) {
 		uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
 		ret = reserve(rf, s0 * sbytes, (s0 + ns) * sbytes < size ? (s0 + ns) * sbytes : size);
 	}
+	if (ret == 0)
+		note_written(rf, s0 + ns);
 	if (ret == 0 && l->red == RED_PARITY && ns > 0 && ns <= BATCH_STRIPES) {
 		ret = write_full_stripes(rf, s0, ns, sd);
 		if (ret == 0 && stripe_member_sync == MSYNC_ALWAYS)
@@ -1179,13 +1185,17 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 		/* bytes past the new end in the last stripe become zero:
 		 * parity must stop covering them */
 		uint64_t s = (size - 1) / layout_stripe_data_bytes(l);
+		note_written(rf, s + 1);
 		for (uint32_t g = 0; g < l->groups && ret == 0; g++)
 			ret = regen_group(rf, s, g, size);
 	}
 	if (ret == 0)
 		ret = trim_shards(rf, size);
 	if (ret == 0) {
+		uint64_t sbytes = layout_stripe_data_bytes(l), left = (size + sbytes - 1) / sbytes;
 		__atomic_store_n(&rf->size, size, __ATOMIC_RELEASE);
+		if (rf->sync_end > left)
+			rf->sync_end = left;	/* (what was cut off needs no fsync) */
 		drop_cut_damage(rf);
 		/* cut shards lost their allocation; grown ones are holes */
 		if (rf->reserved > size)

@@ -4,9 +4,10 @@
 # (raid1) differs from its data, changes nothing without --repair, and
 # with it recomputes the redundancy, after which the offline check is
 # clean; a shard cut short under a closed file is rebuilt (the open's
-# check); it runs alongside a workload without changing its bytes, stops
-# on request and at unmount, and refuses a degraded array; a read-only
-# mount compares only.
+# check), one deleted by hand is named and put back with --repair; it
+# runs alongside a workload without changing its bytes, stops on request
+# and at unmount, and refuses a degraded array; a read-only mount
+# compares only.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
@@ -86,6 +87,33 @@ for level in raid5 raid6 raid1; do
 	scrub_wait "$mnt" || fail "$level: the fourth scrub did not end"
 	newlog | grep -q "file 'a/f12': its shard on member 2 .* was rebuilt from the other members" ||
 		fail "$level: the short shard was not rebuilt"
+	# a shard deleted by hand on member 1: named, then put back with the
+	# file's mode and xattrs (the last part below fails member 2: f10 is
+	# then read from the shard put back)
+	for f in "$mnt/a/f10" "$C/ref/a/f10"; do
+		chmod 640 "$f"
+		"$PY" -c 'import os, sys; os.setxattr(sys.argv[1], "user.scrubtest", b"kept")' "$f"
+	done
+	rm "$2/a/f10"
+	expect_rc 0 "$RAIDFS" scrub "$mnt"
+	scrub_wait "$mnt" || fail "$level: the scrub with a missing shard did not end"
+	[ "$(json "$mnt" '["scrub"]["missing"]')" = 1 ] || fail "$level: the missing shard was not counted: $(json "$mnt" '["scrub"]')"
+	[ -e "$2/a/f10" ] && fail "$level: a scrub without --repair put the shard back"
+	"$RAIDFS" status "$mnt" > "$C/status"
+	grep -q "^scrub:   finished: 15 of 15 files, .*; 1 shard missing (see the log)" "$C/status" ||
+		fail "$level: status: $(grep scrub "$C/status")"
+	grep -q "action:  the last scrub found 1 shard missing on its member .*'raidfs scrub $mnt --repair' puts it back" "$C/status" ||
+		fail "$level: no action line for the missing shard: $(cat "$C/status")"
+	newlog | grep -q "scrub: file 'a/f10': its shard on member 1 .* is missing" ||
+		fail "$level: the log does not name the missing shard: $(newlog | grep f10)"
+	expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
+	scrub_wait "$mnt" || fail "$level: the repair of the missing shard did not end"
+	[ "$(json "$mnt" '["scrub"]["restored"]')" = 1 ] || fail "$level: the missing shard was not put back: $(json "$mnt" '["scrub"]')"
+	[ "$(stat -c %a "$2/a/f10")" = 640 ] || fail "$level: the shard put back has mode $(stat -c %a "$2/a/f10")"
+	[ "$("$PY" -c 'import os, sys; print(os.getxattr(sys.argv[1], "user.scrubtest").decode())' "$2/a/f10")" = kept ] ||
+		fail "$level: the shard put back lacks the file's xattr"
+	"$RAIDFS" status "$mnt" | grep -q "action:.*missing" && fail "$level: an action line for a shard put back"
+	mark
 	# reads that fail: the stripes are read again through the read path
 	# (which rebuilds what it cannot read) and compared; the errors count
 	# on the member, which stays online (below the error threshold)
@@ -105,7 +133,7 @@ for level in raid5 raid6 raid1; do
 	expect_rc 0 "$RAIDFS" fail "$mnt" 2
 	workload compare "$mnt" "$C/ref" > "$C/cmp" 2>&1 || { cat "$C/cmp" >&2; fail "$level: the tree differs"; }
 	rfs_unmount_wait "$mnt" || fail "$level: last unmount"
-	log "ok: $level: a changed chunk found, left alone, then repaired; a short shard rebuilt"
+	log "ok: $level: a changed chunk found, left alone, then repaired; a short shard rebuilt; a missing one put back"
 done
 
 # A scrub with --repair alongside a workload changes none of its bytes; a
