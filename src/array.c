@@ -702,6 +702,7 @@ void array_close(struct array *a)
 	free(a->left_dirty);
 	a->left_dirty = NULL;
 	a->nleft_dirty = 0;
+	pthread_mutex_destroy(&a->left_lock);
 }
 
 /* Close fd at the unmount (struct array, retired); the oldest of them
@@ -1235,7 +1236,7 @@ bool array_left_dirty(struct array *a, uint64_t id)
 	if (!__atomic_load_n(&a->nleft_dirty, __ATOMIC_ACQUIRE))
 		return false;
 	pthread_mutex_lock(&a->left_lock);
-	bool in = bsearch(&id, a->left_dirty, a->nleft_dirty, sizeof(id), cmp_id) != NULL;
+	bool in = a->nleft_dirty && bsearch(&id, a->left_dirty, a->nleft_dirty, sizeof(id), cmp_id) != NULL;
 	pthread_mutex_unlock(&a->left_lock);
 	return in;
 }
@@ -1243,7 +1244,7 @@ bool array_left_dirty(struct array *a, uint64_t id)
 void array_left_dirty_done(struct array *a, uint64_t id)
 {
 	pthread_mutex_lock(&a->left_lock);
-	uint64_t *at = bsearch(&id, a->left_dirty, a->nleft_dirty, sizeof(id), cmp_id);
+	uint64_t *at = a->nleft_dirty ? bsearch(&id, a->left_dirty, a->nleft_dirty, sizeof(id), cmp_id) : NULL;
 	if (at) {
 		memmove(at, at + 1, (a->left_dirty + a->nleft_dirty - at - 1) * sizeof(id));
 		__atomic_store_n(&a->nleft_dirty, a->nleft_dirty - 1, __ATOMIC_RELEASE);
@@ -1254,12 +1255,15 @@ void array_left_dirty_done(struct array *a, uint64_t id)
 static void left_dirty_add(struct array *a, uint64_t id)
 {
 	pthread_mutex_lock(&a->left_lock);
-	if (!bsearch(&id, a->left_dirty, a->nleft_dirty, sizeof(id), cmp_id)) {
+	size_t i = 0;
+	while (i < a->nleft_dirty && a->left_dirty[i] < id)
+		i++;
+	if (i == a->nleft_dirty || a->left_dirty[i] != id) {
 		uint64_t *n = realloc(a->left_dirty, (a->nleft_dirty + 1) * sizeof(id));
-		if (n) {
+		if (n) {	/* (kept sorted) */
 			a->left_dirty = n;
-			n[a->nleft_dirty] = id;
-			qsort(n, a->nleft_dirty + 1, sizeof(id), cmp_id);
+			memmove(n + i + 1, n + i, (a->nleft_dirty - i) * sizeof(id));
+			n[i] = id;
 			__atomic_store_n(&a->nleft_dirty, a->nleft_dirty + 1, __ATOMIC_RELEASE);
 		}
 	}
@@ -1271,7 +1275,8 @@ uint64_t array_size_reached(const struct array *a, const struct layout *l, const
 	uint64_t size = 0;
 	for (uint32_t j = 0; j < a->width; j++) {
 		struct stat st;
-		if (fds[j] < 0 || fstat(fds[j], &st) < 0)
+		/* (a member being rebuilt may hold an old, longer shard) */
+		if (fds[j] < 0 || !member_online(a, j) || fstat(fds[j], &st) < 0)
 			continue;
 		uint64_t s = layout_size_from_shard(l, j, st.st_size);
 		if (s > size)

@@ -768,25 +768,27 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j)
 
 /*
  * A file the mount's resync left in the dirty log (it failed there, for
- * a read or write error): its redundancy may lag behind its data.  So a
- * short shard is not rebuilt from it but read as it is, and the resync
- * the mount does (the size the shards reached, redundancy from the data)
- * is tried again, once the file is in the table (a second opener waits on
- * its lock).  Until a resync succeeds the file stays in the dirty log,
- * whatever closes it.  A read-only mount only reads.
+ * a read or write error): its redundancy may lag behind its data.  So its
+ * short shards are not rebuilt from it but read as they are, at the size
+ * the shards reached (rfile_open() sets both up before the file is
+ * shared), and the resync of the mount is tried again here, once the
+ * file is in the table, under its lock.  Until a resync succeeds the file
+ * stays in the dirty log, whatever closes it.  If the record changed
+ * since it was read (another open's close), the finding is stale and the
+ * next open tries.  A read-only mount only reads.
  */
 static void resync_left(struct rfile *rf, const char *relpath)
 {
 	struct array *a = rf->a;
+	struct file_meta now;
+	int nvalid;
+	if (!array_writable(a))
+		return;
 	pthread_rwlock_wrlock(&rf->rw);
-	rf->damaged = 0;
-	if (array_writable(a)) {
-		uint64_t size = array_size_reached(a, &rf->lay, rf->fd, rf->size);
+	if (rfile_best_meta(a, rf->fd, &now, &nvalid) == 0 && now.version == rf->meta_version) {
 		int r = stripe_mark_dirty(rf);
-		if (r == 0) {
-			__atomic_store_n(&rf->size, size, __ATOMIC_RELEASE);
+		if (r == 0)
 			r = stripe_resync(rf);
-		}
 		if (r == 0)
 			r = rfile_write_meta(rf, 0);
 		if (rf->lay.red == RED_MIRROR)	/* (the copies may have changed: cache.h) */
@@ -916,12 +918,20 @@ again:;
 	if (nvalid < (int)(a->width - array_absent_count(a)))
 		rf->meta_stale = true;	/* repair the bad copies on close */
 	rf->meta_agree = ret == 0 && look.agree;
-	bool resync = (fm.flags & META_F_EXACT) && find_short_shards(rf);
+	/* (a file the mount's resync left: its size and short shards as
+	 * the resync takes them, before anybody shares it; resync_left()) */
+	bool left = array_left_dirty(a, rf->id);
+	bool resync = !left && (fm.flags & META_F_EXACT) && find_short_shards(rf);
+	if (left && array_writable(a)) {
+		rf->size = array_size_reached(a, &rf->lay, rf->fd, rf->size);
+		if (rf->reserved > rf->size)
+			rf->reserved = rf->size;
+	}
 	open_shadow(rf, relpath, false, 0);
 	*out = insert_or_share(rf, epoch, false, closes, ++tries < 8);
 	if (!*out)
 		goto again;
-	if (*out == rf && array_left_dirty(a, rf->id))
+	if (*out == rf && left)
 		resync_left(rf, relpath);
 	else if (*out == rf && (rf->damaged || resync))
 		repair_shards(rf, relpath, resync);

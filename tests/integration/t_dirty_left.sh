@@ -45,14 +45,16 @@ entry=$(ls "$1/.raidfs/dirty")
 dd if=/dev/urandom of="$mnt/f" bs=4096 count=1 conv=notrunc status=none 2>/dev/null
 grep -q "file 'f': the mount could not resync it, nor can this open" "$T/daemon.log" ||
 	fail "the open did not try the resync: $(tail -n 5 "$T/daemon.log")"
-sleep 0.5
+sleep 1	# (the release follows the close)
 [ -e "$1/.raidfs/dirty/$entry" ] || fail "a close cleared the dirty log entry of a file whose resync failed"
 
 # room again: the next open resyncs it and its close clears the entry
 rm -f "$small/filler"
 cat "$mnt/f" > "$T/got1"
 grep -q "file 'f': resynced now" "$T/daemon.log" || fail "the open did not resync f: $(tail -n 5 "$T/daemon.log")"
-sleep 0.5
+grep -q "file 'f': its shard on member 3 .* rebuilt from the other" "$T/daemon.log" &&
+	fail "f's short shard was rebuilt from redundancy that may lag"
+sleep 1
 cat "$mnt/f" > "$T/got2"
 cmp -s "$T/got1" "$T/got2" || fail "f reads differently once resynced"
 rfs_unmount_wait "$mnt" || fail "unmount"
