@@ -294,13 +294,13 @@ static void status_text(struct array *a, struct out *o)
 			"'raidfs scrub %s --repair' recomputes it from the data\n",
 		     si.mismatches, si.mismatches == 1 ? "" : "s", a->mountpoint);
 	if (!si.active && !si.repair && si.missing)
-		outf(o, "action:  the last scrub found %" PRIu64 " shard%s missing on %s member (see the log): "
+		outf(o, "action:  the last scrub found %" PRIu64 " shard%s missing on %s member%s (see the log): "
 			"'raidfs scrub %s --repair' puts %s back from the other members\n",
-		     si.missing, si.missing == 1 ? "" : "s", si.missing == 1 ? "its" : "their", a->mountpoint,
-		     si.missing == 1 ? "it" : "them");
+		     si.missing, si.missing == 1 ? "" : "s", si.missing == 1 ? "its" : "their", si.missing == 1 ? "" : "s",
+		     a->mountpoint, si.missing == 1 ? "it" : "them");
 	else if (!si.active && si.missing > si.restored)
-		outf(o, "action:  the last scrub could not put back %" PRIu64 " missing shard%s (see the log for why): "
-			"'raidfs replace %s MEMBER NEWDIR' rebuilds a member whole\n",
+		outf(o, "action:  the last scrub could not put back %" PRIu64 " missing shard%s: the log says why for each "
+			"(a file in use: 'raidfs scrub %s --repair' again later; otherwise 'raidfs replace' of the member)\n",
 		     si.missing - si.restored, si.missing - si.restored == 1 ? "" : "s", a->mountpoint);
 	if (st == ARRAY_FAILED) {
 		outf(o, "action:  too many members are lost for %s: the array refuses writes; bring the members back: a disk that returns to its path is taken back by itself, or use 'raidfs add %s DIR', or remount with all members\n",

@@ -699,21 +699,20 @@ void rfile_copy_xattrs(int from, int to, bool created)
 	}
 }
 
+/* Names of rf's file besides its dirty-log links (on the primary). */
+static nlink_t names_of(const struct rfile *rf, const struct stat *pst)
+{
+	nlink_t n = pst->st_nlink;
+	n -= n > 0 && __atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE);
+	n -= n > 0 && __atomic_load_n(&rf->cmarked, __ATOMIC_ACQUIRE);
+	return n;
+}
+
 int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j)
 {
 	struct array *a = rf->a;
-	int p = a->primary;
+	int p = a->primary, fd = -1, r = 0;
 	struct stat pst, st;
-	if (j >= a->width || (int)j == p || !member_writable(a, j) || member_rebuilding(a, j) || rf->fd[p] < 0)
-		return -EINVAL;
-	if (fstat(rf->fd[p], &pst) < 0)
-		return -errno;
-	if (pst.st_nlink > 1)
-		return -EMLINK;
-	if (fstatat(a->m[j].dirfd, relpath, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		return -EEXIST;
-	if (errno != ENOENT)
-		return -errno;
 	char parent[PATH_MAX];
 	snprintf(parent, sizeof(parent), "%s", relpath);
 	char *slash = strrchr(parent, '/');
@@ -721,48 +720,86 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j)
 		*slash = '\0';
 	else
 		snprintf(parent, sizeof(parent), ".");
-	mode_t mode = pst.st_mode & 07777;
-	int fd = openat(a->m[j].dirfd, parent, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
-	bool tmp = fd >= 0;
-	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL))
-		fd = openat(a->m[j].dirfd, relpath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (fd < 0)
-		return -errno;	/* (ENOENT: its directory is missing there too) */
-	fchown(fd, pst.st_uid, pst.st_gid);
-	fchmod(fd, mode);	/* after the chown, which drops set-id bits */
-	rfile_copy_xattrs(rf->fd[p], fd, true);
-	pthread_rwlock_wrlock(&rf->rw);
-	int r = rf->fd[j] >= 0 ? -EEXIST : 0;
-	if (r == 0) {
-		rf->fd[j] = fd;
-		rf->damaged |= 1ull << j;	/* (not read, nor written, until filled) */
-		rf->damaged_from[j] = 0;
-		long n = stripe_repair_shard(rf, j, 0);
-		r = n < 0 ? (int)n : 0;
-	}
-	if (r == 0 && ftruncate(fd, layout_shard_size(&rf->lay, j, rf->size)) < 0)
+
+	/* 1. under the namespace lock: still missing, one name; the shard
+	 * made unnamed in its directory there */
+	pthread_rwlock_wrlock(&a->ns_lock);
+	pthread_rwlock_rdlock(&rf->rw);
+	if (j >= a->width || (int)j == p || rf->lay.m == 0 || !member_writable(a, j) || member_rebuilding(a, j) ||
+	    rf->fd[p] < 0 || rf->fd[j] >= 0)
+		r = -EINVAL;
+	else if (fstat(rf->fd[p], &pst) < 0)
 		r = -errno;
-	if (r == 0)
-		r = rfile_write_meta(rf, 0);
+	else if (names_of(rf, &pst) > 1)
+		r = -EMLINK;
+	else if (fstatat(a->m[j].dirfd, relpath, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		r = -EEXIST;
+	else if (errno != ENOENT)
+		r = -errno;
+	pthread_rwlock_unlock(&rf->rw);
 	if (r == 0) {
-		struct timespec tv[2] = { pst.st_atim, pst.st_mtim };
-		futimens(fd, tv);
+		fd = openat(a->m[j].dirfd, parent, O_TMPFILE | O_RDWR | O_CLOEXEC, pst.st_mode & 07777);
+		r = fd >= 0 ? 0 : errno == EISDIR || errno == EINVAL ? -EOPNOTSUPP : -errno;
 	}
-	if (r == 0 && tmp) {
-		char proc[64];
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-		if (linkat(AT_FDCWD, proc, a->m[j].dirfd, relpath, AT_SYMLINK_FOLLOW) < 0)
-			r = -errno;
+	pthread_rwlock_unlock(&a->ns_lock);
+	if (r < 0)
+		return r;
+	fchown(fd, pst.st_uid, pst.st_gid);
+	fchmod(fd, pst.st_mode & 07777);	/* after the chown, which drops set-id bits */
+	rfile_copy_xattrs(rf->fd[p], fd, true);
+
+	/* 2. filled under the file's lock (no write meanwhile), through a
+	 * private copy of the rfile: nobody else sees the shard before it
+	 * is whole (the dirty log's marks link every shard they see); on
+	 * the disk before it gets a name */
+	pthread_rwlock_wrlock(&rf->rw);
+	uint64_t gen = rf->wgen, size = rf->size;
+	struct rfile *cp = malloc(sizeof(*cp));
+	if (!cp) {
+		r = -ENOMEM;
+	} else {
+		memcpy(cp, rf, sizeof(*cp));	/* (its lock is not used) */
+		cp->fd[j] = fd;
+		cp->damaged |= 1ull << j;	/* (not read from) */
+		cp->damaged_from[j] = 0;
+		long n = stripe_repair_shard(cp, j, 0);
+		r = n < 0 ? (int)n : 0;
+		free(cp);
 	}
-	if (r < 0 && rf->fd[j] == fd) {
-		rf->fd[j] = -1;
-		rf->damaged &= ~(1ull << j);
-		if (!tmp)
-			unlinkat(a->m[j].dirfd, relpath, 0);
+	pthread_rwlock_unlock(&rf->rw);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+
+	/* 3. under the namespace lock again: linked at its name and put in
+	 * service, unless the file changed meanwhile (written, truncated,
+	 * renamed, removed, or its shard there made by someone else) */
+	if (r == 0) {
+		pthread_rwlock_wrlock(&a->ns_lock);
+		pthread_rwlock_wrlock(&rf->rw);
+		struct stat now;
+		if (rf->wgen != gen || rf->size != size || rf->fd[j] >= 0 || !member_writable(a, j) ||
+		    fstatat(a->m[p].dirfd, relpath, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_ino != rf->key) {
+			r = -EAGAIN;
+		} else {
+			char proc[64];
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+			if (linkat(AT_FDCWD, proc, a->m[j].dirfd, relpath, AT_SYMLINK_FOLLOW) < 0)
+				r = -errno;
+		}
+		if (r == 0) {
+			stripe_publish_shard(rf, j, fd);
+			struct timespec tv[2] = { pst.st_atim, pst.st_mtim };
+			futimens(fd, tv);
+			/* (a crash before the record is written leaves a whole
+			 * shard without one: its close repairs that) */
+			if (rfile_write_meta(rf, 0) < 0)
+				rf->meta_stale = true;
+		}
+		pthread_rwlock_unlock(&rf->rw);
+		pthread_rwlock_unlock(&a->ns_lock);
 	}
 	if (r < 0)
 		close(fd);
-	pthread_rwlock_unlock(&rf->rw);
 	return r;
 }
 
@@ -785,6 +822,7 @@ static void resync_left(struct rfile *rf, const char *relpath)
 	if (!array_writable(a))
 		return;
 	pthread_rwlock_wrlock(&rf->rw);
+	nvalid = 0;
 	if (rfile_best_meta(a, rf->fd, &now, &nvalid) == 0 && now.version == rf->meta_version) {
 		int r = stripe_mark_dirty(rf);
 		if (r == 0)
@@ -802,6 +840,11 @@ static void resync_left(struct rfile *rf, const char *relpath)
 				"match its data until a resync succeeds (the next open or mount tries again)",
 				relpath, strerror(-r));
 		}
+	} else if (nvalid) {
+		/* stale: the record as it is now */
+		__atomic_store_n(&rf->size, now.size, __ATOMIC_RELEASE);
+		rf->meta_version = now.version;
+		rf->meta_flags = now.flags;
 	}
 	pthread_rwlock_unlock(&rf->rw);
 }

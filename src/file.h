@@ -58,6 +58,7 @@ struct rfile {
 					 * damaged_from[j] on are not read until rebuilt
 					 * (stripe_repair_shard()), nor written */
 	uint64_t damaged_from[LAYOUT_MAX_WIDTH];
+	uint64_t wgen;			/* counts writes and truncates (atomic) */
 	uint64_t sync_end;		/* one past the last stripe written since the
 					 * last fsync that succeeded (0: none):
 					 * stripe_fsync() judges damaged shards there
@@ -169,16 +170,18 @@ void rfile_copy_xattrs(int from, int to, bool created);
 /*
  * Put back shard j of rf, missing on its member (deleted there by hand):
  * made unnamed (O_TMPFILE) in its directory there, with the primary's
- * owner, mode and xattrs, filled from the other members as a damaged
- * shard is (stripe_repair_shard()), given the record, and only then
- * linked at its name, so a crash meanwhile leaves nothing behind.  The
- * caller holds the namespace lock exclusively (no rename is half done on
- * the members, none moves the name before the link) and a reference;
- * rf->rw is taken here, for the whole fill.  A filesystem without
- * O_TMPFILE gets the shard created at its name.  0 or -errno: -EEXIST
- * the name is taken there, -EMLINK the file has more names (a new shard
- * would not be shared by them), -ENOENT its directory is missing there,
- * -EIO too few other members to fill it from.
+ * owner, mode and xattrs, under the namespace lock; filled from the other
+ * members (stripe_repair_shard(), through a private copy of the rfile,
+ * so nothing marks or reads it half filled) under the file's lock, and
+ * synced; then, under the namespace lock again, linked at its name and
+ * put in service, unless the file was written, truncated, renamed or
+ * removed meanwhile.  A crash at any point leaves no partial shard.  The
+ * caller holds a reference and no lock.  0 or -errno: -EAGAIN the file
+ * changed meanwhile (the next scrub tries again), -EEXIST the name is
+ * taken there, -EMLINK the file has more names (a new shard would not be
+ * shared by them), -ENOENT its directory is missing there, -EOPNOTSUPP
+ * the member's filesystem has no O_TMPFILE, -EIO too few other members
+ * to fill it from, -EINVAL nothing to put back (raid0, the primary).
  */
 int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j);
 
@@ -222,6 +225,10 @@ int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const
 /* The same with the cache-log mark (bbu=file: the change is in the log
  * before it is acknowledged), unless the file is marked already. */
 int stripe_mark_cached(struct rfile *rf);
+/* Shard j of rf, put back (rfile_restore_shard()), goes into service as
+ * rf->fd[j]; under the marking lock, so a file marked in the dirty log
+ * gets its mark on j too.  Caller holds rf->rw exclusively. */
+void stripe_publish_shard(struct rfile *rf, uint32_t j, int fd);
 /* This thread writes data that the cache log holds (destage in
  * bbu=file): a file marked by stripe_mark_cached needs no other mark. */
 void stripe_log_covered(bool on);

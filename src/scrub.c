@@ -216,18 +216,35 @@ static void count_error(void)
 }
 
 /* Shards of rf missing on online members (deleted there by hand; read
- * around meanwhile): counted and logged, and with `fix` put back
- * (rfile_restore_shard()).  Caller holds the namespace lock exclusively. */
-static void missing_shards(struct array *a, struct rfile *rf, const char *rel, bool fix)
+ * around meanwhile), as a mask.  Caller holds the namespace lock
+ * exclusively (no rename is half done). */
+static uint64_t missing_shards(struct array *a, const struct rfile *rf, const char *rel)
 {
+	uint64_t missing = 0;
 	for (uint32_t j = 0; j < a->width; j++) {
 		struct stat st;
-		if (rf->fd[j] >= 0 || !member_online(a, j) || member_rebuilding(a, j) ||
-		    fstatat(a->m[j].dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
-			continue;	/* (a shard of another file there: 'raidfs check' names it) */
+		if (rf->fd[j] < 0 && member_online(a, j) && !member_rebuilding(a, j) &&
+		    fstatat(a->m[j].dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+			missing |= 1ull << j;	/* (a shard of another file there: 'raidfs check' names it) */
+	}
+	return missing;
+}
+
+/* The missing shards counted and logged, and with `fix` put back
+ * (rfile_restore_shard()).  No lock held. */
+static void put_back(struct array *a, struct rfile *rf, const char *rel, uint64_t missing, bool fix)
+{
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (!(missing >> j & 1))
+			continue;
 		pthread_mutex_lock(&sc_lock);
 		info.missing++;
 		pthread_mutex_unlock(&sc_lock);
+		if (rf->lay.m == 0) {
+			log_err("scrub: file '%s': its shard on member %u '%s' is missing: its data there is lost (%s has no "
+				"redundancy)", rel, j, a->m[j].path, layout_level_name(rf->lay.level));
+			continue;
+		}
 		if (!fix) {
 			log_warn("scrub: file '%s': its shard on member %u '%s' is missing (read from the other members "
 				 "meanwhile; 'raidfs scrub %s --repair' puts it back)", rel, j, a->m[j].path, a->mountpoint);
@@ -241,13 +258,16 @@ static void missing_shards(struct array *a, struct rfile *rf, const char *rel, b
 			array_member_corrected(a, j);
 			log_warn("scrub: file '%s': its shard on member %u '%s' was missing: put back from the other members",
 				 rel, j, a->m[j].path);
-		} else {
-			log_err("scrub: file '%s': its shard on member %u '%s' is missing and cannot be put back: %s", rel, j,
-				a->m[j].path,
-				r == -EMLINK ? "the file has more than one name (a rebuild of the member puts it back)"
-				: r == -ENOENT ? "its directory is missing there too (a rebuild of the member puts it back)"
-					       : strerror(-r));
+			continue;
 		}
+		const char *why = r == -EAGAIN	  ? "the file changed meanwhile (the next scrub tries again)"
+				  : r == -EMLINK  ? "the file has more than one name (a rebuild of the member puts it back)"
+				  : r == -ENOENT  ? "its directory is missing there too (a rebuild of the member puts it back)"
+				  : r == -EOPNOTSUPP ? "the member's filesystem cannot make unnamed files (O_TMPFILE; a "
+						       "rebuild of the member puts it back)"
+						     : strerror(-r);
+		log_err("scrub: file '%s': its shard on member %u '%s' is missing and was not put back: %s", rel, j,
+			a->m[j].path, why);
 	}
 }
 
@@ -258,8 +278,7 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 	 * create or rename is never seen half done on the members) */
 	pthread_rwlock_wrlock(&a->ns_lock);
 	int r = rfile_open(a, rel, &rf);
-	if (r == 0)
-		missing_shards(a, rf, rel, fix);
+	uint64_t missing = r == 0 ? missing_shards(a, rf, rel) : 0;
 	pthread_rwlock_unlock(&a->ns_lock);
 	if (r == -ENOENT || r == -ELOOP || r == -EISDIR || r == -EINVAL)
 		return;	/* deleted, or another kind of entry, meanwhile */
@@ -271,6 +290,8 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 	pthread_mutex_lock(&sc_lock);
 	snprintf(info.current, sizeof(info.current), "%.250s", rel);
 	pthread_mutex_unlock(&sc_lock);
+	if (missing)
+		put_back(a, rf, rel, missing, fix);
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
 	bool failed = false;	/* (counted once per file) */

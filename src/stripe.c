@@ -205,6 +205,7 @@ static inline bool writable(const struct rfile *rf, uint32_t j)
  * shared, hence the compare-and-swap. */
 static void note_written(struct rfile *rf, uint64_t s_end)
 {
+	__atomic_add_fetch(&rf->wgen, 1, __ATOMIC_RELEASE);
 	uint64_t cur = __atomic_load_n(&rf->sync_end, __ATOMIC_RELAXED);
 	while (cur < s_end &&
 	       !__atomic_compare_exchange_n(&rf->sync_end, &cur, s_end, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
@@ -596,6 +597,21 @@ int stripe_mark_dirty(struct rfile *rf)
 	int r = mark_dirty(rf);
 	pthread_mutex_unlock(&mark_lock);
 	return r;
+}
+
+void stripe_publish_shard(struct rfile *rf, uint32_t j, int fd)
+{
+	int one[LAYOUT_MAX_WIDTH];
+	for (uint32_t i = 0; i < LAYOUT_MAX_WIDTH; i++)
+		one[i] = -1;
+	one[j] = fd;
+	pthread_mutex_lock(&mark_lock);
+	rf->fd[j] = fd;
+	if (rf->marked)
+		array_mark_dirty(rf->a, rf->id, one, rf->path);
+	if (rf->cmarked)
+		array_mark_cached(rf->a, rf->id, one, rf->path);
+	pthread_mutex_unlock(&mark_lock);
 }
 
 int stripe_mark_cached(struct rfile *rf)
@@ -1180,6 +1196,7 @@ static void drop_cut_damage(struct rfile *rf)
 int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 {
 	const struct layout *l = &rf->lay;
+	__atomic_add_fetch(&rf->wgen, 1, __ATOMIC_RELEASE);
 	int ret = stripe_mark_dirty(rf);
 	if (ret == 0 && size < rf->size && size > 0 && l->red == RED_PARITY) {
 		/* bytes past the new end in the last stripe become zero:

@@ -88,12 +88,14 @@ for level in raid5 raid6 raid1; do
 	newlog | grep -q "file 'a/f12': its shard on member 2 .* was rebuilt from the other members" ||
 		fail "$level: the short shard was not rebuilt"
 	# a shard deleted by hand on member 1: named, then put back with the
-	# file's mode and xattrs (the last part below fails member 2: f10 is
-	# then read from the shard put back)
+	# file's mode and xattrs and its bytes (for parity levels the last
+	# part below fails member 2: f10's chunks there are then rebuilt
+	# from the shard put back)
 	for f in "$mnt/a/f10" "$C/ref/a/f10"; do
 		chmod 640 "$f"
 		"$PY" -c 'import os, sys; os.setxattr(sys.argv[1], "user.scrubtest", b"kept")' "$f"
 	done
+	cp "$2/a/f10" "$C/shard"
 	rm "$2/a/f10"
 	expect_rc 0 "$RAIDFS" scrub "$mnt"
 	scrub_wait "$mnt" || fail "$level: the scrub with a missing shard did not end"
@@ -109,6 +111,7 @@ for level in raid5 raid6 raid1; do
 	expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
 	scrub_wait "$mnt" || fail "$level: the repair of the missing shard did not end"
 	[ "$(json "$mnt" '["scrub"]["restored"]')" = 1 ] || fail "$level: the missing shard was not put back: $(json "$mnt" '["scrub"]')"
+	cmp -s "$C/shard" "$2/a/f10" || fail "$level: the shard put back differs from the one deleted"
 	[ "$(stat -c %a "$2/a/f10")" = 640 ] || fail "$level: the shard put back has mode $(stat -c %a "$2/a/f10")"
 	[ "$("$PY" -c 'import os, sys; print(os.getxattr(sys.argv[1], "user.scrubtest").decode())' "$2/a/f10")" = kept ] ||
 		fail "$level: the shard put back lacks the file's xattr"
