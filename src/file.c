@@ -708,10 +708,12 @@ static nlink_t names_of(const struct rfile *rf, const struct stat *pst)
 	return n;
 }
 
-int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j)
+#define RESTORE_WINDOW 64	/* stripes filled per lock hold */
+
+int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool (*go_on)(uint64_t bytes))
 {
 	struct array *a = rf->a;
-	int p = a->primary, fd = -1, r = 0;
+	int p = a->primary, fd = -1, r = 0, dirfd = -1;
 	struct stat pst, st;
 	char parent[PATH_MAX];
 	snprintf(parent, sizeof(parent), "%s", relpath);
@@ -721,13 +723,17 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j)
 	else
 		snprintf(parent, sizeof(parent), ".");
 
-	/* 1. under the namespace lock: still missing, one name; the shard
-	 * made unnamed in its directory there */
+	/* 1. under the namespace lock: still missing, one name, redundancy
+	 * to fill it from that is not in doubt; the shard made unnamed in
+	 * its directory there */
 	pthread_rwlock_wrlock(&a->ns_lock);
 	pthread_rwlock_rdlock(&rf->rw);
-	if (j >= a->width || (int)j == p || rf->lay.m == 0 || !member_writable(a, j) || member_rebuilding(a, j) ||
-	    rf->fd[p] < 0 || rf->fd[j] >= 0)
+	uint64_t epoch = rfile_epoch();
+	if (j >= a->width || (int)j == p || rf->lay.m == 0 || !member_online(a, j) || member_rebuilding(a, j) ||
+	    shadow_of(a) == (int)j || rf->fd[p] < 0 || rf->fd[j] >= 0)
 		r = -EINVAL;
+	else if (array_left_dirty(a, rf->id))
+		r = -EBUSY;
 	else if (fstat(rf->fd[p], &pst) < 0)
 		r = -errno;
 	else if (names_of(rf, &pst) > 1)
@@ -738,63 +744,83 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j)
 		r = -errno;
 	pthread_rwlock_unlock(&rf->rw);
 	if (r == 0) {
-		fd = openat(a->m[j].dirfd, parent, O_TMPFILE | O_RDWR | O_CLOEXEC, pst.st_mode & 07777);
+		dirfd = a->m[j].dirfd;
+		fd = openat(dirfd, parent, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 		r = fd >= 0 ? 0 : errno == EISDIR || errno == EINVAL ? -EOPNOTSUPP : -errno;
 	}
 	pthread_rwlock_unlock(&a->ns_lock);
 	if (r < 0)
 		return r;
-	fchown(fd, pst.st_uid, pst.st_gid);
-	fchmod(fd, pst.st_mode & 07777);	/* after the chown, which drops set-id bits */
-	rfile_copy_xattrs(rf->fd[p], fd, true);
 
-	/* 2. filled under the file's lock (no write meanwhile), through a
-	 * private copy of the rfile: nobody else sees the shard before it
-	 * is whole (the dirty log's marks link every shard they see); on
-	 * the disk before it gets a name */
-	pthread_rwlock_wrlock(&rf->rw);
-	uint64_t gen = rf->wgen, size = rf->size;
+	/* 2. filled a window of stripes at a time under the file's lock,
+	 * through a private copy of the rfile: nobody else sees the shard
+	 * before it is whole (the dirty log's marks link every shard they
+	 * see).  A write or truncate meanwhile (rf->wgen) makes it stale:
+	 * given up, the next scrub tries again.  On the disk before it gets
+	 * a name. */
+	uint64_t gen = 0, size = 0;
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l);
 	struct rfile *cp = malloc(sizeof(*cp));
-	if (!cp) {
+	if (!cp)
 		r = -ENOMEM;
-	} else {
-		memcpy(cp, rf, sizeof(*cp));	/* (its lock is not used) */
-		cp->fd[j] = fd;
-		cp->damaged |= 1ull << j;	/* (not read from) */
-		cp->damaged_from[j] = 0;
-		long n = stripe_repair_shard(cp, j, 0);
-		r = n < 0 ? (int)n : 0;
-		free(cp);
+	for (uint64_t s0 = 0; r == 0; s0 += RESTORE_WINDOW) {
+		long bytes = 0;
+		pthread_rwlock_wrlock(&rf->rw);
+		if (s0 == 0) {
+			gen = rf->wgen;
+			size = rf->size;
+		}
+		uint64_t nstripes = (size + sbytes - 1) / sbytes;
+		if (rf->wgen != gen || rf->size != size) {
+			r = -EAGAIN;
+		} else {
+			memcpy(cp, rf, sizeof(*cp));	/* (its lock is not used) */
+			cp->fd[j] = fd;
+			cp->damaged |= 1ull << j;	/* (not read from) */
+			cp->damaged_from[j] = 0;
+			for (uint64_t s = s0; s < s0 + RESTORE_WINDOW && s < nstripes && r == 0; s++) {
+				bool fixed = false;
+				long b = stripe_rebuild_chunk(cp, s, j, j, false, &fixed);
+				r = b < 0 ? (int)b : 0;
+				bytes += b > 0 ? b : 0;
+			}
+		}
+		pthread_rwlock_unlock(&rf->rw);
+		if (r < 0 || s0 + RESTORE_WINDOW >= nstripes)
+			break;
+		if (!go_on(bytes))
+			r = -EINTR;
 	}
-	pthread_rwlock_unlock(&rf->rw);
-	if (r == 0 && fsync(fd) < 0)
+	free(cp);
+	if (r == 0 && (ftruncate(fd, (off_t)layout_shard_size(l, j, size)) < 0 || fsync(fd) < 0))
 		r = -errno;
 
-	/* 3. under the namespace lock again: linked at its name and put in
-	 * service, unless the file changed meanwhile (written, truncated,
-	 * renamed, removed, or its shard there made by someone else) */
+	/* 3. under the namespace lock again, unless anything changed:
+	 * owner, mode, xattrs and times as the primary has them now (a chmod
+	 * meanwhile missed the shard), then marked and linked at its name and
+	 * put in service (stripe_publish_shard()), then the record */
 	if (r == 0) {
 		pthread_rwlock_wrlock(&a->ns_lock);
 		pthread_rwlock_wrlock(&rf->rw);
 		struct stat now;
-		if (rf->wgen != gen || rf->size != size || rf->fd[j] >= 0 || !member_writable(a, j) ||
-		    fstatat(a->m[p].dirfd, relpath, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_ino != rf->key) {
+		if (rf->wgen != gen || rf->size != size || rf->fd[j] >= 0 || rfile_epoch() != epoch ||
+		    a->m[j].dirfd != dirfd || !member_online(a, j) || member_rebuilding(a, j) || shadow_of(a) == (int)j ||
+		    rf->fd[p] < 0 || fstat(rf->fd[p], &pst) < 0 || names_of(rf, &pst) > 1 ||
+		    fstatat(a->m[p].dirfd, relpath, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_ino != rf->key)
 			r = -EAGAIN;
-		} else {
-			char proc[64];
-			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-			if (linkat(AT_FDCWD, proc, a->m[j].dirfd, relpath, AT_SYMLINK_FOLLOW) < 0)
-				r = -errno;
-		}
 		if (r == 0) {
-			stripe_publish_shard(rf, j, fd);
 			struct timespec tv[2] = { pst.st_atim, pst.st_mtim };
+			fchown(fd, pst.st_uid, pst.st_gid);
+			fchmod(fd, pst.st_mode & 07777);	/* after the chown, which drops set-id bits */
+			rfile_copy_xattrs(rf->fd[p], fd, true);
 			futimens(fd, tv);
-			/* (a crash before the record is written leaves a whole
-			 * shard without one: its close repairs that) */
-			if (rfile_write_meta(rf, 0) < 0)
-				rf->meta_stale = true;
+			r = stripe_publish_shard(rf, j, fd, relpath);
 		}
+		/* (a crash before the record is written leaves a whole shard
+		 * without one: the next close repairs that) */
+		if (r == 0 && rfile_write_meta(rf, 0) < 0)
+			rf->meta_stale = true;
 		pthread_rwlock_unlock(&rf->rw);
 		pthread_rwlock_unlock(&a->ns_lock);
 	}

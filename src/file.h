@@ -169,21 +169,25 @@ void rfile_copy_xattrs(int from, int to, bool created);
 
 /*
  * Put back shard j of rf, missing on its member (deleted there by hand):
- * made unnamed (O_TMPFILE) in its directory there, with the primary's
- * owner, mode and xattrs, under the namespace lock; filled from the other
- * members (stripe_repair_shard(), through a private copy of the rfile,
- * so nothing marks or reads it half filled) under the file's lock, and
- * synced; then, under the namespace lock again, linked at its name and
- * put in service, unless the file was written, truncated, renamed or
- * removed meanwhile.  A crash at any point leaves no partial shard.  The
- * caller holds a reference and no lock.  0 or -errno: -EAGAIN the file
- * changed meanwhile (the next scrub tries again), -EEXIST the name is
- * taken there, -EMLINK the file has more names (a new shard would not be
- * shared by them), -ENOENT its directory is missing there, -EOPNOTSUPP
- * the member's filesystem has no O_TMPFILE, -EIO too few other members
- * to fill it from, -EINVAL nothing to put back (raid0, the primary).
+ * made unnamed (O_TMPFILE) in its directory there under the namespace
+ * lock; filled from the other members a window at a time under the
+ * file's lock, through a private copy of the rfile (nothing marks or
+ * reads it half filled), and synced; then, under the namespace lock
+ * again, given the primary's owner, mode, xattrs and times, marked and
+ * linked at its name, put in service and given the record - unless the
+ * file was written, truncated, renamed or removed, or the member changed,
+ * meanwhile.  A crash at any point leaves no partial shard.  go_on(bytes)
+ * is called between windows (false: stop).  The caller holds a reference
+ * and no lock.  0 or -errno: -EAGAIN the file changed meanwhile (the next
+ * scrub tries again), -EINTR stopped, -EBUSY its redundancy may lag (in
+ * the dirty log since the mount), -EEXIST the name is taken there,
+ * -EMLINK the file has more names (a new shard would not be shared by
+ * them), -ENOENT its directory is missing there, -EOPNOTSUPP the member's
+ * filesystem has no O_TMPFILE, -EIO too few other members to fill it
+ * from, -EINVAL nothing to put back (raid0, the primary, the member not
+ * in service).
  */
-int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j);
+int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool (*go_on)(uint64_t bytes));
 
 /* Write the metadata (size, flags) to every present shard. */
 int rfile_write_meta(struct rfile *rf, uint32_t flags);
@@ -225,10 +229,12 @@ int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const
 /* The same with the cache-log mark (bbu=file: the change is in the log
  * before it is acknowledged), unless the file is marked already. */
 int stripe_mark_cached(struct rfile *rf);
-/* Shard j of rf, put back (rfile_restore_shard()), goes into service as
- * rf->fd[j]; under the marking lock, so a file marked in the dirty log
- * gets its mark on j too.  Caller holds rf->rw exclusively. */
-void stripe_publish_shard(struct rfile *rf, uint32_t j, int fd);
+/* Shard j of rf (fd, unnamed and whole: rfile_restore_shard()) goes into
+ * service: under the marking lock, its dirty-log marks first if the file
+ * is marked (a crash must not find a marked file without them), then its
+ * name relpath on member j, then rf->fd[j].  0 or -errno (nothing put in
+ * service).  Caller holds the namespace lock and rf->rw exclusively. */
+int stripe_publish_shard(struct rfile *rf, uint32_t j, int fd, const char *relpath);
 /* This thread writes data that the cache log holds (destage in
  * bbu=file): a file marked by stripe_mark_cached needs no other mark. */
 void stripe_log_covered(bool on);

@@ -49,8 +49,19 @@ static bool stopping(void)
 	return __atomic_load_n(&sc_stop, __ATOMIC_ACQUIRE);
 }
 
-/* Account `bytes` compared; while users did I/O in the last 100 ms, sleep
- * so that the scrub stays under SCRUB_BUSY_MB. */
+/* While users did I/O in the last 100 ms, sleep so that the scrub's
+ * `bytes` stay under SCRUB_BUSY_MB. */
+static void pace(uint64_t bytes)
+{
+	uint64_t t = util_now_ms();
+	if ((int64_t)(t - rebuild_last_user_io_ms()) < 100 && bytes) {
+		uint64_t us = bytes * 1000000ull / (SCRUB_BUSY_MB * 1048576ull);
+		struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Account `bytes` compared, and pace(). */
 static void throttle(uint64_t bytes)
 {
 	uint64_t t = util_now_ms();
@@ -60,11 +71,7 @@ static void throttle(uint64_t bytes)
 	if (info.elapsed > 0.2)
 		info.rate = info.bytes / info.elapsed;
 	pthread_mutex_unlock(&sc_lock);
-	if ((int64_t)(t - rebuild_last_user_io_ms()) < 100 && bytes) {
-		uint64_t us = bytes * 1000000ull / (SCRUB_BUSY_MB * 1048576ull);
-		struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
-		nanosleep(&ts, NULL);
-	}
+	pace(bytes);
 }
 
 struct bad {
@@ -230,6 +237,13 @@ static uint64_t missing_shards(struct array *a, const struct rfile *rf, const ch
 	return missing;
 }
 
+/* Between the windows of a shard being put back. */
+static bool restore_go_on(uint64_t bytes)
+{
+	pace(bytes);
+	return !must_stop(SA);
+}
+
 /* The missing shards counted and logged, and with `fix` put back
  * (rfile_restore_shard()).  No lock held. */
 static void put_back(struct array *a, struct rfile *rf, const char *rel, uint64_t missing, bool fix)
@@ -250,7 +264,9 @@ static void put_back(struct array *a, struct rfile *rf, const char *rel, uint64_
 				 "meanwhile; 'raidfs scrub %s --repair' puts it back)", rel, j, a->m[j].path, a->mountpoint);
 			continue;
 		}
-		int r = rfile_restore_shard(rf, rel, j);
+		if (must_stop(a))
+			return;
+		int r = rfile_restore_shard(rf, rel, j, restore_go_on);
 		if (r == 0) {
 			pthread_mutex_lock(&sc_lock);
 			info.restored++;
@@ -260,7 +276,12 @@ static void put_back(struct array *a, struct rfile *rf, const char *rel, uint64_
 				 rel, j, a->m[j].path);
 			continue;
 		}
+		if (r == -EINTR)
+			return;	/* (the scrub stops) */
 		const char *why = r == -EAGAIN	  ? "the file changed meanwhile (the next scrub tries again)"
+				  : r == -EINVAL  ? "the member is no longer in service"
+				  : r == -EBUSY	  ? "its redundancy may lag behind its data (the mount could not resync "
+						    "it; its next open does)"
 				  : r == -EMLINK  ? "the file has more than one name (a rebuild of the member puts it back)"
 				  : r == -ENOENT  ? "its directory is missing there too (a rebuild of the member puts it back)"
 				  : r == -EOPNOTSUPP ? "the member's filesystem cannot make unnamed files (O_TMPFILE; a "

@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -599,19 +600,29 @@ int stripe_mark_dirty(struct rfile *rf)
 	return r;
 }
 
-void stripe_publish_shard(struct rfile *rf, uint32_t j, int fd)
+int stripe_publish_shard(struct rfile *rf, uint32_t j, int fd, const char *relpath)
 {
-	int one[LAYOUT_MAX_WIDTH];
+	int one[LAYOUT_MAX_WIDTH], r = 0;
+	char proc[64];
 	for (uint32_t i = 0; i < LAYOUT_MAX_WIDTH; i++)
 		one[i] = -1;
 	one[j] = fd;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	pthread_mutex_lock(&mark_lock);
-	rf->fd[j] = fd;
 	if (rf->marked)
-		array_mark_dirty(rf->a, rf->id, one, rf->path);
-	if (rf->cmarked)
-		array_mark_cached(rf->a, rf->id, one, rf->path);
+		r = array_mark_dirty(rf->a, rf->id, one, rf->path);
+	if (r == 0 && rf->cmarked)
+		r = array_mark_cached(rf->a, rf->id, one, rf->path);
+	/* (a mark made for nothing goes with the file's others at its close) */
+	if (r == 0 && linkat(AT_FDCWD, proc, rf->a->m[j].dirfd, relpath, AT_SYMLINK_FOLLOW) < 0)
+		r = -errno;
+	if (r == 0) {
+		rf->fd[j] = fd;
+		rf->damaged &= ~(1ull << j);
+		rf->damaged_from[j] = 0;
+	}
 	pthread_mutex_unlock(&mark_lock);
+	return r;
 }
 
 int stripe_mark_cached(struct rfile *rf)
