@@ -1287,6 +1287,15 @@ uint64_t array_size_reached(const struct array *a, const struct layout *l, const
 	return size;
 }
 
+void array_unmark_member(struct array *a, uint64_t id, uint32_t j)
+{
+	char name[64];
+	dirty_name(id, name, sizeof(name), "");
+	unlinkat(a->m[j].dirfd, name, 0);
+	dirty_name(id, name, sizeof(name), CACHED_SUFFIX);
+	unlinkat(a->m[j].dirfd, name, 0);
+}
+
 void array_clear_dirty(struct array *a, uint64_t id)
 {
 	char name[64], cname[64];

@@ -304,6 +304,10 @@ int array_mark_dirty(struct array *a, uint64_t id, const int *fds, const char *p
 int array_mark_cached(struct array *a, uint64_t id, const int *fds, const char *path);
 /* (not for a file array_left_dirty() names: its entry stays) */
 void array_clear_dirty(struct array *a, uint64_t id);
+/* The file's dirty-log names on member j alone removed (a stale one that
+ * held an old shard there, or a mark made for a shard not put in
+ * service). */
+void array_unmark_member(struct array *a, uint64_t id, uint32_t j);
 /* Was file id left in the dirty log by the mount, whose resync of it
  * failed?  Its redundancy may lag behind its data: rfile_open() resyncs
  * it, and array_left_dirty_done() lets its entry be cleared. */

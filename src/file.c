@@ -815,7 +815,7 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 			fchmod(fd, pst.st_mode & 07777);	/* after the chown, which drops set-id bits */
 			rfile_copy_xattrs(rf->fd[p], fd, true);
 			futimens(fd, tv);
-			r = stripe_publish_shard(rf, j, fd, relpath);
+			r = fsync(fd) < 0 ? -errno : stripe_publish_shard(rf, j, fd, relpath);
 		}
 		/* (a crash before the record is written leaves a whole shard
 		 * without one: the next close repairs that) */

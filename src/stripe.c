@@ -609,17 +609,20 @@ int stripe_publish_shard(struct rfile *rf, uint32_t j, int fd, const char *relpa
 	one[j] = fd;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	pthread_mutex_lock(&mark_lock);
+	/* (a mark there now holds a shard out of service: stale) */
+	array_unmark_member(rf->a, rf->id, j);
 	if (rf->marked)
 		r = array_mark_dirty(rf->a, rf->id, one, rf->path);
 	if (r == 0 && rf->cmarked)
 		r = array_mark_cached(rf->a, rf->id, one, rf->path);
-	/* (a mark made for nothing goes with the file's others at its close) */
 	if (r == 0 && linkat(AT_FDCWD, proc, rf->a->m[j].dirfd, relpath, AT_SYMLINK_FOLLOW) < 0)
 		r = -errno;
 	if (r == 0) {
 		rf->fd[j] = fd;
 		rf->damaged &= ~(1ull << j);
 		rf->damaged_from[j] = 0;
+	} else {
+		array_unmark_member(rf->a, rf->id, j);	/* (a crash must not find it as j's shard) */
 	}
 	pthread_mutex_unlock(&mark_lock);
 	return r;

@@ -144,18 +144,25 @@ done
 new_array load raid6
 mkdir -p "$C/ref"
 workload run --mnt "$mnt" --ref "$C/ref" --seed "$SEED" --ops 300 --chunk 4096 > /dev/null 2>&1 || fail "load: first workload"
-workload run --mnt "$mnt" --ref "$C/ref" --seed $((SEED + 1)) --ops 600 --chunk 4096 --name-prefix w > "$C/w.out" 2>&1 &
+# (the second workload in a directory of its own: the shards deleted
+# below are of files it does not rename over, which would leave the
+# member's namespace different, as any operation a member refuses)
+mkdir "$mnt/w" "$C/ref/w"
+workload run --mnt "$mnt/w" --ref "$C/ref/w" --seed $((SEED + 1)) --ops 600 --chunk 4096 > "$C/w.out" 2>&1 &
 wpid=$!
 set -- $mem
+restored=0
 for _ in 1 2 3 4 5; do
-	# and shards deleted by hand on member 2 meanwhile, put back by the
-	# scrub (or left for the next one: a file written meanwhile)
-	(cd "$3" && find . -path ./.raidfs -prune -o -type f -print) | shuf -n 2 --random-source=<(yes "$SEED") |
-		while read -r f; do rm -f "$3/$f"; done
+	# and shards of files with one name deleted by hand on member 2
+	# meanwhile, put back by the scrub
+	(cd "$3" && find . \( -path ./.raidfs -o -path ./w \) -prune -o -type f -links 1 -print) |
+		shuf -n 2 --random-source=<(yes "$SEED") | while read -r f; do rm -f "$3/$f"; done
 	"$RAIDFS" scrub "$mnt" --repair > /dev/null 2>&1
 	scrub_wait "$mnt" || fail "load: a scrub did not end"
 	[ "$(json "$mnt" '["scrub"]["mismatches"]')" = 0 ] || fail "load: mismatches found alongside a workload: $(json "$mnt" '["scrub"]')"
+	restored=$((restored + $(json "$mnt" '["scrub"]["restored"]')))
 done
+[ "$restored" = 10 ] || fail "load: $restored of 10 shards deleted were put back alongside the workload"
 wait $wpid || { cat "$C/w.out" >&2; fail "load: the workload failed alongside the scrub"; }
 workload compare "$mnt" "$C/ref" > "$C/cmp" 2>&1 || { cat "$C/cmp" >&2; fail "load: the tree differs"; }
 expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
