@@ -7,7 +7,7 @@
 # check), one deleted by hand is named and put back with --repair; it
 # runs alongside a workload without changing its bytes, stops on request
 # and at unmount, and refuses a degraded array; a read-only mount
-# compares only.
+# compares only; a kill -9 during a put-back leaves nothing partial.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
@@ -220,3 +220,33 @@ expect_rc 1 "$RAIDFS" scrub "$mnt" stop
 grep -q "no scrub is running" "$ERR" || fail "ro: stop: $(cat "$ERR")"
 rfs_unmount_wait "$mnt" || fail "ro: unmount"
 log "ok: a read-only mount: --repair refused, a scrub compares"
+
+# kill -9 while a shard is being put back: nothing partial is left on the
+# member (the shard has no name until it is whole); the next mount reads
+# around it, the check names it, and the next repair puts it back whole.
+new_array crash raid5
+head -c $((24 << 20)) /dev/urandom > "$C/ref/big"
+cp "$C/ref/big" "$mnt/big"
+set -- $mem
+cp "$3/big" "$C/shard"
+rfs_unmount_wait "$mnt" || fail "crash: unmount"
+rm "$3/big"
+rfs_mount "$(join_members $mem)" "$mnt" || fail "crash: mount"
+expect_rc 0 "$RAIDFS" inject "$mnt" 1 latency 2	# (a slow fill)
+mark
+expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
+sleep 1
+[ "$(json "$mnt" '["scrub"]["active"]')" = True ] || fail "crash: the put-back ended before the kill: $(newlog | grep scrub)"
+rfs_kill "$mnt" || fail "crash: kill -9"
+[ -e "$3/big" ] && fail "crash: a partial shard has a name after kill -9 ($(stat -c %s "$3/big") bytes)"
+expect_rc 1 "$RAIDFS" check "$(join_members $mem)"
+grep -q "big.*missing" "$OUT" || fail "crash: check does not name the missing shard: $(cat "$OUT")"
+rfs_mount "$(join_members $mem)" "$mnt" || fail "crash: mount after kill -9"
+cmp -s "$C/ref/big" "$mnt/big" || fail "crash: big reads wrong after the kill"
+expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
+scrub_wait "$mnt" || fail "crash: the second repair did not end"
+[ "$(json "$mnt" '["scrub"]["restored"]')" = 1 ] || fail "crash: not put back: $(json "$mnt" '["scrub"]')"
+cmp -s "$C/shard" "$3/big" || fail "crash: the shard put back differs from the one deleted"
+rfs_unmount_wait "$mnt" || fail "crash: last unmount"
+expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
+log "ok: kill -9 during a put-back leaves nothing partial; the next repair puts it back"
