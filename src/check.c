@@ -69,7 +69,9 @@ static void check_file(struct check *c, const char *path)
 			continue;
 		fds[j] = openat(a->m[j].dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (fds[j] < 0) {
-			problem(c, "file '%s': shard missing on member %u '%s'", path, j, a->m[j].path);
+			problem(c, "file '%s': shard missing on member %u '%s'%s", path, j, a->m[j].path,
+				(int)j == a->primary || a->lay.m == 0 ? ""
+						       : " (mounted, 'raidfs scrub MOUNTPOINT --repair' puts it back)");
 			continue;
 		}
 		valid[j] = meta_get(fds[j], &metas[j]) == 0;
