@@ -271,8 +271,10 @@ void rfile_forget_member(uint32_t j);
  * Returns the number of inconsistent rows (>= 0), or -errno; calls
  * report(stripe, group) for each bad row when report is not NULL.
  * stripe_verify_range(): stripes [s0, s1) only (the scrub, rf->rw held);
- * *unreadable (if not NULL) counts the groups skipped because a chunk
- * could not be read.
+ * *unreadable (if not NULL) counts the groups with a chunk that could not
+ * be read, which are compared as far as the chunks read allow (parity:
+ * with every data chunk and some redundancy read, the redundancy read;
+ * mirrors: the copies read, two or more) and otherwise skipped.
  */
 long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
 			 void (*report)(void *ctx, uint64_t stripe, uint32_t group), void *ctx,

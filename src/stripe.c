@@ -1393,26 +1393,30 @@ long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
 
 	if (l->red == RED_NONE)
 		return 0;
-	uint8_t *scr = scratch((size_t)(n + 1) * chunk);
+	/* n chunks read, then m computed (a group with redundancy that
+	 * cannot be read is compared with the redundancy that can) */
+	uint8_t *scr = scratch((size_t)(n + l->m) * chunk);
 	if (!scr)
 		return -ENOMEM;
-	uint8_t *blk[LAYOUT_MAX_WIDTH + 1];
-	for (uint32_t i = 0; i <= n; i++)
+	uint8_t *blk[2 * LAYOUT_MAX_WIDTH];
+	for (uint32_t i = 0; i < n + l->m; i++)
 		blk[i] = scr + (size_t)i * chunk;
 	for (uint64_t s = s0; s < nstripes; s++) {
 		for (uint32_t g = 0; g < l->groups; g++) {
 			bool incomplete = false;
+			uint64_t unread = 0;	/* slots that could not be read */
 			for (uint32_t i = 0; i < n && !incomplete; i++) {
 				uint32_t mj = layout_slot_member(l, s, g, i);
-				if (!rfile_usable_at(rf, mj, s)) {
+				if (!rfile_usable_at(rf, mj, s))
 					incomplete = true;
-				} else if (member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0) {
-					incomplete = true;
-					if (unreadable)
-						(*unreadable)++;
-				}
+				else if (member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
+					unread |= 1ull << i;
 			}
-			if (incomplete)
+			if (unread && unreadable)
+				(*unreadable)++;
+			uint32_t nu = (uint32_t)__builtin_popcountll(unread);
+			if (incomplete || (l->red == RED_PARITY && (unread & ((1ull << l->k) - 1))) ||
+			    (l->red == RED_PARITY && nu >= l->m) || (l->red == RED_MIRROR && n - nu < 2))
 				continue;	/* nothing to compare against */
 			/* bytes past the logical end must read as zero */
 			bool bad_row = false;
@@ -1424,13 +1428,22 @@ long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
 						bad_row = blk[j][x] != 0;
 				}
 			}
-			if (!bad_row) {
-				if (l->red == RED_MIRROR) {
-					for (uint32_t c = 1; c < n && !bad_row; c++)
-						bad_row = memcmp(blk[0], blk[c], chunk) != 0;
-				} else {
-					bad_row = parity_verify(l->k, l->m, chunk, blk) != 0;
-				}
+			if (!bad_row && l->red == RED_MIRROR) {
+				uint32_t first = (uint32_t)__builtin_ctzll(~unread);
+				for (uint32_t c = first + 1; c < n && !bad_row; c++)
+					bad_row = !(unread >> c & 1) && memcmp(blk[first], blk[c], chunk) != 0;
+			} else if (!bad_row && !unread) {
+				bad_row = parity_verify(l->k, l->m, chunk, blk) != 0;
+			} else if (!bad_row) {
+				uint8_t *enc[2 * LAYOUT_MAX_WIDTH];
+				for (uint32_t i = 0; i < l->k; i++)
+					enc[i] = blk[i];
+				for (uint32_t i = 0; i < l->m; i++)
+					enc[l->k + i] = blk[n + i];
+				if (parity_encode(l->k, l->m, chunk, enc) < 0)
+					continue;
+				for (uint32_t i = l->k; i < n && !bad_row; i++)
+					bad_row = !(unread >> i & 1) && memcmp(blk[i], blk[n + i - l->k], chunk) != 0;
 			}
 			if (bad_row) {
 				bad++;

@@ -250,3 +250,40 @@ cmp -s "$C/shard" "$3/big" || fail "crash: the shard put back differs from the o
 rfs_unmount_wait "$mnt" || fail "crash: last unmount"
 expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
 log "ok: kill -9 during a put-back leaves nothing partial; the next repair puts it back"
+
+# raid6 with one redundancy chunk of a stripe that cannot be read: the
+# other one is still compared with the data, and a data chunk changed
+# behind the array's back is found (before, the group was only counted as
+# unreadable).
+new_array part raid6
+rfs_unmount_wait "$mnt" || fail "part: unmount"
+rfs_mount "$(join_members $mem)" "$mnt" -o read_error_threshold=1000 || fail "part: mount"
+head -c 8192 /dev/urandom > "$C/ref/f"	# one stripe: two data chunks, P and Q
+cp "$C/ref/f" "$mnt/f"
+set -- $mem
+data="" red=""
+i=0
+for d in "$@"; do
+	if cmp -s <(head -c 4096 "$d/f") <(head -c 4096 "$C/ref/f") ||
+	   cmp -s <(head -c 4096 "$d/f") <(tail -c 4096 "$C/ref/f"); then
+		data="$data $i:$d"
+	else
+		red="$red $i"
+	fi
+	i=$((i + 1))
+done
+dd=$(echo $data | cut -d' ' -f1)
+r1=$(echo $red | cut -d' ' -f1)
+[ -n "$dd" ] && [ -n "$r1" ] || fail "part: cannot tell data from redundancy: data '$data', redundancy '$red'"
+printf 'scrubme!' | dd of="${dd#*:}/f" bs=1 seek=100 conv=notrunc status=none
+expect_rc 0 "$RAIDFS" inject "$mnt" "$r1" read-error every
+mark
+expect_rc 0 "$RAIDFS" scrub "$mnt"
+scrub_wait "$mnt" || fail "part: the scrub did not end"
+expect_rc 0 "$RAIDFS" inject "$mnt" "$r1" clear
+[ "$(json "$mnt" '["scrub"]["mismatches"]')" = 1 ] ||
+	fail "part: the changed data chunk was not found against the redundancy that reads: $(json "$mnt" '["scrub"]')"
+newlog | grep -q "scrub: file 'f': the parity of stripe 0 .* does not match its data" ||
+	fail "part: the log does not name the stripe: $(newlog | grep scrub)"
+rfs_unmount_wait "$mnt" || fail "part: unmount at the end"
+log "ok: raid6 with a redundancy chunk unreadable: the other is compared"
