@@ -858,30 +858,46 @@ static void dirty_name(uint64_t id, char *buf, size_t len, const char *suffix)
 }
 
 
+/* One dirty-log link of shard fd on member j: 0 or -errno. */
+static int mark_one(struct array *a, uint32_t j, uint64_t id, int fd, const char *name)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, a->m[j].dirfd, name, AT_SYMLINK_FOLLOW) == 0 || errno == EEXIST)
+		return 0;
+	if (errno == ENOENT) {
+		/* the dirty directory was removed by hand, or the shard
+		 * was unlinked (then there is nothing to protect) */
+		mkdirat(a->m[j].dirfd, SB_DIRTY_DIR, 0700);
+		if (linkat(AT_FDCWD, proc, a->m[j].dirfd, name, AT_SYMLINK_FOLLOW) == 0 || errno == EEXIST ||
+		    errno == ENOENT)
+			return 0;
+	}
+	int e = errno;
+	log_err("cannot mark file %016" PRIx64 " dirty on member %u '%s': %s", id, j, a->m[j].path, strerror(e));
+	return -e;
+}
+
+/*
+ * The primary's link last: the mount's resync takes a mark there as proof
+ * that the marking was complete (array_resync_dirty()), so that a member
+ * without one lacks the shard itself (deleted by hand), rather than the
+ * daemon having died in the middle of marking.
+ */
 static int mark_links(struct array *a, uint64_t id, const int *fds, const char *path, const char *suffix)
 {
-	char name[64], proc[64];
-	int ret = 0;
+	char name[64];
+	int ret = 0, p = a->primary;
 	dirty_name(id, name, sizeof(name), suffix);
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (!member_writable(a, j) || fds[j] < 0)
+		if ((int)j == p || !member_writable(a, j) || fds[j] < 0)
 			continue;
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fds[j]);
-		if (linkat(AT_FDCWD, proc, a->m[j].dirfd, name, AT_SYMLINK_FOLLOW) == 0 ||
-		    errno == EEXIST)
-			continue;
-		if (errno == ENOENT) {
-			/* the dirty directory was removed by hand, or the shard
-			 * was unlinked (then there is nothing to protect) */
-			mkdirat(a->m[j].dirfd, SB_DIRTY_DIR, 0700);
-			if (linkat(AT_FDCWD, proc, a->m[j].dirfd, name, AT_SYMLINK_FOLLOW) == 0 ||
-			    errno == EEXIST || errno == ENOENT)
-				continue;
-		}
-		ret = -errno;
-		log_err("cannot mark file %016" PRIx64 " dirty on member %u '%s': %s",
-			id, j, a->m[j].path, strerror(errno));
+		int r = mark_one(a, j, id, fds[j], name);
+		if (r < 0)
+			ret = r;
 	}
+	if (ret == 0 && p >= 0 && (uint32_t)p < a->width && member_writable(a, p) && fds[p] >= 0)
+		ret = mark_one(a, (uint32_t)p, id, fds[p], name);
 	if (array_state(a) != ARRAY_OPTIMAL) {
 		int r = array_missed_file(a, id, path);
 		if (r < 0 && ret == 0)
@@ -1367,12 +1383,27 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 		ret = 0;
 		goto out;
 	}
-	if (nlinks < a->width - array_absent_count(a)) {
-		/* The crash came while the marks were being made, before any
-		 * data was written (writes start after every mark exists). */
+	/* A member in service without a mark: either the crash came while
+	 * the marks were being made, before any data was written (writes
+	 * start after every mark exists), or the file's shard there is
+	 * missing (deleted by hand: its data is in the redundancy, and
+	 * what was being written there is lost, as on a dirty degraded
+	 * array).  The primary is marked last: with member 0 the primary and
+	 * marked, it is the second, and the file is resynced from the shards
+	 * there are (and its cache log replayed) */
+	bool partial = nlinks < a->width - array_absent_count(a);
+	if (partial && !(a->primary == 0 && fds[0] >= 0)) {
 		ret = 0;
 		goto out;
 	}
+	if (partial)
+		log_warn("dirty file %s: its shard is missing on %u member%s in service: resynced without %s (what was "
+			 "being written to %s is lost: 'raidfs scrub MOUNTPOINT --repair' puts %s back from the rest)",
+			 entry, a->width - array_absent_count(a) - nlinks,
+			 a->width - array_absent_count(a) - nlinks == 1 ? "" : "s",
+			 a->width - array_absent_count(a) - nlinks == 1 ? "it" : "them",
+			 a->width - array_absent_count(a) - nlinks == 1 ? "it" : "them",
+			 a->width - array_absent_count(a) - nlinks == 1 ? "it" : "them");
 	ret = rfile_best_meta(a, fds, &fm, &nvalid);
 	if (ret < 0) {
 		/* interrupted create: empty shards, no metadata yet */
@@ -1395,6 +1426,8 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 		 * that may lag behind the data would put other bytes where md
 		 * puts the data the members hold; see plan-failures.md.) */
 		rf.size = array_size_reached(a, &rf.lay, fds, fm.size);
+		if (partial && fm.size > rf.size)
+			rf.size = fm.size;	/* (what the missing shard held is not known) */
 		/* what the cache of the last run held for it goes in first */
 		ret = cache_replay_file(&rf);
 		if (ret == 0 && !cache_only)

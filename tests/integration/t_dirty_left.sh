@@ -4,7 +4,9 @@
 # its entry, the next open tries the resync again, and once that succeeds
 # the entry is gone and the offline check is clean.  Its short shard is
 # read as it is (as the resync reads it), never rebuilt from redundancy
-# that may lag behind the data.
+# that may lag behind the data.  A file whose shard was deleted by hand
+# on a member is still resynced, and its cache log replayed, after a
+# crash.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
@@ -61,4 +63,47 @@ rfs_unmount_wait "$mnt" || fail "unmount"
 [ -z "$(ls "$1/.raidfs/dirty")" ] || fail "the dirty log still holds $(ls "$1/.raidfs/dirty") after the resync"
 expect_rc 0 "$RAIDFS" check "$members"
 log "ok: a failed resync keeps the file in the dirty log until an open resyncs it"
+
+# A file whose shard on a member was deleted by hand has no dirty-log mark
+# there: a crash with its writes in the cache log (bbu=file, a power loss:
+# the shared memory gone too) is still replayed at the next mount - the
+# primary, marked last, says the marking was complete - and the missing
+# shard is put back by the scrub afterwards.
+C=$T/gone
+mkdir -p "$C"
+mem=$(make_members 4 "gone/d")
+set -- $mem
+members=$(join_members $mem)
+mnt=$C/mnt
+opts="write_policy=writeback,bbu=file:$C/cache.log,cache_size=64M,cache_age=600000"
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name gone $mem
+rfs_mount "$members" "$mnt" -o "$opts" || fail "gone: mount"
+head -c 100000 /dev/urandom > "$C/ref"
+cp "$C/ref" "$mnt/f"
+rfs_unmount_wait "$mnt" || fail "gone: unmount"
+rm "$3/f"
+rfs_mount "$members" "$mnt" -o "$opts" || fail "gone: mount again"
+uuid=$("$RAIDFS" status --json "$mnt" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["uuid"])')
+head -c 30000 /dev/urandom > "$C/new"
+dd if="$C/new" of="$C/ref" bs=1 seek=20000 conv=notrunc status=none
+dd if="$C/new" of="$mnt/f" bs=30000 seek=20000 oflag=seek_bytes conv=notrunc status=none || fail "gone: write"
+[ "$("$RAIDFS" status --json "$mnt" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["cache"]["dirty_bytes"])')" -gt 0 ] ||
+	fail "gone: nothing dirty in the cache before the kill"
+rfs_kill "$mnt" || fail "gone: kill -9"
+rm -f /dev/shm/raidfs-"$uuid"*
+[ -z "$(ls "$3/.raidfs/dirty" 2>/dev/null)" ] || fail "gone: a dirty-log mark on the member without the shard"
+[ -n "$(ls "$1/.raidfs/dirty")" ] || fail "gone: f is not in the dirty log"
+rfs_mount "$members" "$mnt" -o "$opts" || fail "gone: mount after the kill"
+grep -q "its shard is missing on 1 member in service: resynced without it" "$T/daemon.log" ||
+	fail "gone: the mount did not say it resynced without the missing shard: $(grep -i dirty "$T/daemon.log" | tail -3)"
+cmp -s "$C/ref" "$mnt/f" || fail "gone: the write acknowledged through the cache log is lost"
+expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
+for _ in $(seq 1 100); do
+	"$RAIDFS" status --json "$mnt" | grep -q '"scrub": {"active": false' && break
+	sleep 0.1
+done
+[ -e "$3/f" ] || fail "gone: the scrub did not put the shard back"
+rfs_unmount_wait "$mnt" || fail "gone: last unmount"
+expect_rc 0 "$RAIDFS" check "$members"
+log "ok: a shard deleted by hand: its file's cache log is still replayed after a crash"
 exit 0
