@@ -1281,6 +1281,9 @@ static void left_dirty_add(struct array *a, uint64_t id)
 			memmove(n + i + 1, n + i, (a->nleft_dirty - i) * sizeof(id));
 			n[i] = id;
 			__atomic_store_n(&a->nleft_dirty, a->nleft_dirty + 1, __ATOMIC_RELEASE);
+		} else {
+			log_err("file %016" PRIx64 ": out of memory: its dirty-log entry may be cleared at a close "
+				"without a resync", id);
 		}
 	}
 	pthread_mutex_unlock(&a->left_lock);
@@ -1289,18 +1292,33 @@ static void left_dirty_add(struct array *a, uint64_t id)
 uint64_t array_size_reached(const struct array *a, const struct layout *l, const int *fds, uint64_t recorded)
 {
 	uint64_t size = 0;
+	bool unknown = false;	/* a member whose shard is not here */
 	for (uint32_t j = 0; j < a->width; j++) {
 		struct stat st;
 		/* (a member being rebuilt may hold an old, longer shard) */
-		if (fds[j] < 0 || !member_online(a, j) || fstat(fds[j], &st) < 0)
+		if (fds[j] < 0 || !member_online(a, j) || fstat(fds[j], &st) < 0) {
+			unknown = true;
 			continue;
+		}
 		uint64_t s = layout_size_from_shard(l, j, st.st_size);
 		if (s > size)
 			size = s;
 	}
-	if (array_absent_count(a) > 0 && recorded > size)
-		size = recorded;	/* the absent member may hold the tail */
+	if (unknown && recorded > size)
+		size = recorded;	/* the member not here may hold the tail */
 	return size;
+}
+
+nlink_t array_dirty_links(struct array *a, uint64_t id, uint32_t j)
+{
+	char name[64];
+	struct stat st;
+	nlink_t n = 0;
+	dirty_name(id, name, sizeof(name), "");
+	n += fstatat(a->m[j].dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	dirty_name(id, name, sizeof(name), CACHED_SUFFIX);
+	n += fstatat(a->m[j].dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	return n;
 }
 
 void array_unmark_member(struct array *a, uint64_t id, uint32_t j)
@@ -1388,9 +1406,11 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 	 * start after every mark exists), or the file's shard there is
 	 * missing (deleted by hand: its data is in the redundancy, and
 	 * what was being written there is lost, as on a dirty degraded
-	 * array).  The primary is marked last: with member 0 the primary and
-	 * marked, it is the second, and the file is resynced from the shards
-	 * there are (and its cache log replayed) */
+	 * array).  The primary is marked last (mark_links()): member 0
+	 * marked means it was in service, so it was the primary, so it was
+	 * marked last and every other mark was made - the second case: the
+	 * file is resynced from the shards there are (and its cache log
+	 * replayed).  Otherwise the first is assumed, and nothing is done. */
 	bool partial = nlinks < a->width - array_absent_count(a);
 	if (partial && !(a->primary == 0 && fds[0] >= 0)) {
 		ret = 0;
@@ -1426,8 +1446,6 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 		 * that may lag behind the data would put other bytes where md
 		 * puts the data the members hold; see plan-failures.md.) */
 		rf.size = array_size_reached(a, &rf.lay, fds, fm.size);
-		if (partial && fm.size > rf.size)
-			rf.size = fm.size;	/* (what the missing shard held is not known) */
 		/* what the cache of the last run held for it goes in first */
 		ret = cache_replay_file(&rf);
 		if (ret == 0 && !cache_only)

@@ -551,7 +551,7 @@ static bool range_set(const uint64_t *bm, uint64_t x, uint64_t y)
 
 /*
  * Write lines v[0..n) of rf (sorted by stripe, dirty) to the members.
- * rf->rw is held exclusively.  Wholly dirty lines that lie inside the
+ * rf->rw is held (shared by the destage threads: the lines are busy).  Wholly dirty lines that lie inside the
  * file go out as whole stripes, consecutive ones in one batch (no reads);
  * the others by stripe_destage_line (which reads what parity needs, the
  * cheaper of reconstruct-write and read-modify-write).  Bytes past the file's end are never written, so the shards keep

@@ -293,12 +293,12 @@ static void status_text(struct array *a, struct out *o)
 		outf(o, "action:  the last scrub found %" PRIu64 " stripe%s whose redundancy does not match the data (see the log): "
 			"'raidfs scrub %s --repair' recomputes it from the data\n",
 		     si.mismatches, si.mismatches == 1 ? "" : "s", a->mountpoint);
-	if (!si.active && !si.repair && si.missing)
+	if (!si.active && !si.repair && si.missing && a->lay.m > 0)
 		outf(o, "action:  the last scrub found %" PRIu64 " shard%s missing on %s member%s (see the log): "
 			"'raidfs scrub %s --repair' puts %s back from the other members\n",
 		     si.missing, si.missing == 1 ? "" : "s", si.missing == 1 ? "its" : "their", si.missing == 1 ? "" : "s",
 		     a->mountpoint, si.missing == 1 ? "it" : "them");
-	else if (!si.active && si.missing > si.restored)
+	else if (!si.active && si.missing > si.restored && a->lay.m > 0)
 		outf(o, "action:  the last scrub could not put back %" PRIu64 " missing shard%s: the log says why for each "
 			"(a file in use: 'raidfs scrub %s --repair' again later; otherwise 'raidfs replace' of the member)\n",
 		     si.missing - si.restored, si.missing - si.restored == 1 ? "" : "s", a->mountpoint);

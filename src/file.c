@@ -699,15 +699,6 @@ void rfile_copy_xattrs(int from, int to, bool created)
 	}
 }
 
-/* Names of rf's file besides its dirty-log links (on the primary). */
-static nlink_t names_of(const struct rfile *rf, const struct stat *pst)
-{
-	nlink_t n = pst->st_nlink;
-	n -= n > 0 && __atomic_load_n(&rf->marked, __ATOMIC_ACQUIRE);
-	n -= n > 0 && __atomic_load_n(&rf->cmarked, __ATOMIC_ACQUIRE);
-	return n;
-}
-
 #define RESTORE_WINDOW 64	/* stripes filled per lock hold */
 
 int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool (*go_on)(uint64_t bytes))
@@ -734,9 +725,9 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 		r = -EINVAL;
 	else if (array_left_dirty(a, rf->id))
 		r = -EBUSY;
-	else if (fstat(rf->fd[p], &pst) < 0)
+	else if (stripe_names(rf, &pst) < 0)
 		r = -errno;
-	else if (names_of(rf, &pst) > 1)
+	else if (pst.st_nlink > 1)
 		r = -EMLINK;
 	else if (fstatat(a->m[j].dirfd, relpath, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		r = -EEXIST;
@@ -745,8 +736,8 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 	pthread_rwlock_unlock(&rf->rw);
 	if (r == 0) {
 		dirfd = a->m[j].dirfd;
-		fd = openat(dirfd, parent, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-		r = fd >= 0 ? 0 : errno == EISDIR || errno == EINVAL ? -EOPNOTSUPP : -errno;
+		fd = member_openat(a, j, parent, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		r = fd >= 0 ? 0 : fd == -EISDIR || fd == -EINVAL ? -EOPNOTSUPP : fd;
 	}
 	pthread_rwlock_unlock(&a->ns_lock);
 	if (r < 0)
@@ -766,13 +757,19 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 		r = -ENOMEM;
 	for (uint64_t s0 = 0; r == 0; s0 += RESTORE_WINDOW) {
 		long bytes = 0;
-		pthread_rwlock_wrlock(&rf->rw);
+		/* the first window under the lock held exclusively (no destage
+		 * half done when gen is read), the others shared (readers go on;
+		 * a destage bumps wgen before it writes: seen at the window's
+		 * end at the latest) */
 		if (s0 == 0) {
-			gen = rf->wgen;
-			size = rf->size;
+			pthread_rwlock_wrlock(&rf->rw);
+			gen = __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE);
+			size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+		} else {
+			pthread_rwlock_rdlock(&rf->rw);
 		}
 		uint64_t nstripes = (size + sbytes - 1) / sbytes;
-		if (rf->wgen != gen || rf->size != size) {
+		if (__atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE) != gen || __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE) != size) {
 			r = -EAGAIN;
 		} else {
 			memcpy(cp, rf, sizeof(*cp));	/* (its lock is not used) */
@@ -785,6 +782,8 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 				r = b < 0 ? (int)b : 0;
 				bytes += b > 0 ? b : 0;
 			}
+			if (r == 0 && __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE) != gen)
+				r = -EAGAIN;	/* (a destage wrote meanwhile) */
 		}
 		pthread_rwlock_unlock(&rf->rw);
 		if (r < 0 || s0 + RESTORE_WINDOW >= nstripes)
@@ -793,8 +792,10 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 			r = -EINTR;
 	}
 	free(cp);
-	if (r == 0 && (ftruncate(fd, (off_t)layout_shard_size(l, j, size)) < 0 || fsync(fd) < 0))
+	if (r == 0 && ftruncate(fd, (off_t)layout_shard_size(l, j, size)) < 0)
 		r = -errno;
+	if (r == 0)
+		r = member_fsync(a, j, fd, false);
 
 	/* 3. under the namespace lock again, unless anything changed:
 	 * owner, mode, xattrs and times as the primary has them now (a chmod
@@ -806,7 +807,7 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 		struct stat now;
 		if (rf->wgen != gen || rf->size != size || rf->fd[j] >= 0 || rfile_epoch() != epoch ||
 		    a->m[j].dirfd != dirfd || !member_online(a, j) || member_rebuilding(a, j) || shadow_of(a) == (int)j ||
-		    rf->fd[p] < 0 || fstat(rf->fd[p], &pst) < 0 || names_of(rf, &pst) > 1 ||
+		    rf->fd[p] < 0 || stripe_names(rf, &pst) < 0 || pst.st_nlink > 1 ||
 		    fstatat(a->m[p].dirfd, relpath, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_ino != rf->key)
 			r = -EAGAIN;
 		if (r == 0) {
@@ -815,7 +816,9 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 			fchmod(fd, pst.st_mode & 07777);	/* after the chown, which drops set-id bits */
 			rfile_copy_xattrs(rf->fd[p], fd, true);
 			futimens(fd, tv);
-			r = fsync(fd) < 0 ? -errno : stripe_publish_shard(rf, j, fd, relpath);
+			r = member_fsync(a, j, fd, false);
+			if (r == 0)
+				r = stripe_publish_shard(rf, j, fd, relpath);
 		}
 		/* (a crash before the record is written leaves a whole shard
 		 * without one: the next close repairs that) */

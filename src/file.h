@@ -16,8 +16,10 @@
  *   member_pwrite()       issues the pwrite()s to the member shards.
  *
  * Locking: rf->rw is a per-file reader/writer lock: reads share it, writes
- * and truncates hold it exclusively, so different files never contend and
- * there is no array-wide lock on the data path.  rf->size is read without
+ * and truncates hold it exclusively (the write-back cache's destage threads
+ * write lines of one file under it shared, each line its own), so
+ * different files never contend and there is no array-wide lock on the
+ * data path.  rf->size is read without
  * the lock (atomic) by getattr.  The open-file table has its own mutex.
  *
  * Metadata: the size is updated in memory by writes and written to every
@@ -30,6 +32,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "array.h"
@@ -43,7 +46,9 @@ struct rfile {
 					 * moved it since); NULL if unknown */
 	uint64_t id;
 	struct layout lay;
-	int fd[MEMBER_SLOTS];		/* -1: member absent; [SHADOW]: see array.h */
+	int fd[MEMBER_SLOTS];		/* -1: member absent, or the shard missing
+					 * on it (scrub.c puts it back);
+					 * [SHADOW]: see array.h */
 	uint64_t size;			/* logical size (atomic access) */
 	uint64_t reserved;		/* the shards are allocated on the members
 					 * for this logical size (stripe.c
@@ -208,8 +213,9 @@ int stripe_fsync(struct rfile *rf, bool datasync);
  * or -errno. */
 long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from);
 
-/* The same with rf->rw already held by the caller (shared for reads,
- * exclusively for the others); used by the cache (cache.c).  They do not
+/* The same with rf->rw already held by the caller (shared for reads and
+ * the cache's destage of lines, exclusively for the others); used by the
+ * cache (cache.c).  They do not
  * check that the array is writable. */
 ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off);
 ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint64_t off);
@@ -222,7 +228,7 @@ int stripe_write_stripes_locked(struct rfile *rf, uint64_t s0, uint32_t ns, cons
  * stripe's data bytes, valid/dirty one bit per `sector` bytes) with their
  * parity, reading what parity needs: the fewer reads of reconstruct-write
  * and read-modify-write (stripe.c).  Nothing past the file's end is
- * written.  rf->rw held exclusively. */
+ * written.  rf->rw held (shared by the destage: its lines are busy). */
 int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const uint64_t *valid,
 			const uint64_t *dirty, uint32_t sector);
 
@@ -235,6 +241,9 @@ int stripe_mark_cached(struct rfile *rf);
  * name relpath on member j, then rf->fd[j].  0 or -errno (nothing put in
  * service).  Caller holds the namespace lock and rf->rw exclusively. */
 int stripe_publish_shard(struct rfile *rf, uint32_t j, int fd, const char *relpath);
+/* *st: the primary shard's, st_nlink its names alone (its dirty-log links
+ * not counted; no mark is made meanwhile).  0, or -1 with errno. */
+int stripe_names(struct rfile *rf, struct stat *st);
 /* This thread writes data that the cache log holds (destage in
  * bbu=file): a file marked by stripe_mark_cached needs no other mark. */
 void stripe_log_covered(bool on);

@@ -286,7 +286,9 @@ static void put_back(struct array *a, struct rfile *rf, const char *rel, uint64_
 				  : r == -ENOENT  ? "its directory is missing there too (a rebuild of the member puts it back)"
 				  : r == -EOPNOTSUPP ? "the member's filesystem cannot make unnamed files (O_TMPFILE; a "
 						       "rebuild of the member puts it back)"
-						     : strerror(-r);
+				  : r == -EEXIST  ? "another entry has its name there now (run 'raidfs check')"
+				  : r == -EIO	  ? "the other members could not be read for it (see the errors above)"
+						  : strerror(-r);
 		log_err("scrub: file '%s': its shard on member %u '%s' is missing and was not put back: %s", rel, j,
 			a->m[j].path, why);
 	}

@@ -20,8 +20,8 @@
  * file in the array's dirty log before any shard is touched; a crash in the
  * middle of write_group() therefore leaves a file the next mount resyncs.
  *
- * Member I/O errors are returned as -EIO to the caller (runtime failure
- * handling of members is a later feature).
+ * A member write that fails fails the member (write_failed(), md's way)
+ * and the write goes on with the others while its group keeps its data.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -538,7 +538,7 @@ static int write_full_stripes(struct rfile *rf, uint64_t s0, uint32_t ns, const 
 }
 
 /* Put the file in the dirty log before its first change.  Caller holds
- * rf->rw exclusively. */
+ * rf->rw (a destage shared) and mark_lock. */
 static int mark_dirty(struct rfile *rf)
 {
 	if (rf->marked)
@@ -596,6 +596,18 @@ int stripe_mark_dirty(struct rfile *rf)
 		return 0;
 	pthread_mutex_lock(&mark_lock);
 	int r = mark_dirty(rf);
+	pthread_mutex_unlock(&mark_lock);
+	return r;
+}
+
+int stripe_names(struct rfile *rf, struct stat *st)
+{
+	int p = rf->a->primary, r = 0;
+	pthread_mutex_lock(&mark_lock);	/* (no mark made meanwhile) */
+	if (p < 0 || rf->fd[p] < 0 || fstat(rf->fd[p], st) < 0)
+		r = -1;
+	else
+		st->st_nlink -= array_dirty_links(rf->a, rf->id, (uint32_t)p);
 	pthread_mutex_unlock(&mark_lock);
 	return r;
 }

@@ -47,16 +47,19 @@ entry=$(ls "$1/.raidfs/dirty")
 dd if=/dev/urandom of="$mnt/f" bs=4096 count=1 conv=notrunc status=none 2>/dev/null
 grep -q "file 'f': the mount could not resync it, nor can this open" "$T/daemon.log" ||
 	fail "the open did not try the resync: $(tail -n 5 "$T/daemon.log")"
-sleep 1	# (the release follows the close)
+rfs_unmount_wait "$mnt" || fail "unmount after the write"	# (every release is in)
 [ -e "$1/.raidfs/dirty/$entry" ] || fail "a close cleared the dirty log entry of a file whose resync failed"
 
-# room again: the next open resyncs it and its close clears the entry
+# room again (after the mount, whose resync fails once more): the next
+# open resyncs it and its close clears the entry
+rfs_mount "$members" "$mnt" || fail "mount, still out of space"
+[ "$(grep -c "resync of dirty file .* failed: .*; left in the dirty log" "$T/daemon.log")" = 2 ] ||
+	fail "the second mount's resync did not fail as set up"
 rm -f "$small/filler"
 cat "$mnt/f" > "$T/got1"
 grep -q "file 'f': resynced now" "$T/daemon.log" || fail "the open did not resync f: $(tail -n 5 "$T/daemon.log")"
 grep -q "file 'f': its shard on member 3 .* rebuilt from the other" "$T/daemon.log" &&
 	fail "f's short shard was rebuilt from redundancy that may lag"
-sleep 1
 cat "$mnt/f" > "$T/got2"
 cmp -s "$T/got1" "$T/got2" || fail "f reads differently once resynced"
 rfs_unmount_wait "$mnt" || fail "unmount"
@@ -98,10 +101,12 @@ grep -q "its shard is missing on 1 member in service: resynced without it" "$T/d
 	fail "gone: the mount did not say it resynced without the missing shard: $(grep -i dirty "$T/daemon.log" | tail -3)"
 cmp -s "$C/ref" "$mnt/f" || fail "gone: the write acknowledged through the cache log is lost"
 expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
-for _ in $(seq 1 100); do
-	"$RAIDFS" status --json "$mnt" | grep -q '"scrub": {"active": false' && break
+ended=0
+for _ in $(seq 1 300); do
+	"$RAIDFS" status --json "$mnt" | grep -q '"scrub": {"active": false' && { ended=1; break; }
 	sleep 0.1
 done
+[ $ended = 1 ] || fail "gone: the scrub did not end"
 [ -e "$3/f" ] || fail "gone: the scrub did not put the shard back"
 rfs_unmount_wait "$mnt" || fail "gone: last unmount"
 expect_rc 0 "$RAIDFS" check "$members"

@@ -75,7 +75,9 @@ for level in raid5 raid6 raid1; do
 		# must not go on serving the changed bytes
 		printf 'scrubme!' | dd of="$2/a/f9" bs=1 seek=$((5 * 4096 + 100)) conv=notrunc status=none
 		dd if="$mnt/a/f9" of=/dev/null bs=4096 iflag=direct status=none
-		dd if="$mnt/a/f9" of=/dev/null bs=4096 iflag=direct status=none
+		dd if="$mnt/a/f9" of="$C/served" bs=4096 iflag=direct status=none
+		cmp -s <(dd if="$C/served" bs=1 skip=$((5 * 4096 + 100)) count=8 status=none) <(printf 'scrubme!') ||
+			fail "$level: the changed copy was not the one served (the case below tests nothing)"
 		expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
 		scrub_wait "$mnt" || fail "$level: the repair of the read copy did not end"
 		[ "$(json "$mnt" '["scrub"]["repaired"]')" = 1 ] || fail "$level: read copy not repaired: $(json "$mnt" '["scrub"]')"
@@ -152,11 +154,11 @@ workload run --mnt "$mnt/w" --ref "$C/ref/w" --seed $((SEED + 1)) --ops 600 --ch
 wpid=$!
 set -- $mem
 restored=0
-for _ in 1 2 3 4 5; do
+for round in 1 2 3 4 5; do
 	# and shards of files with one name deleted by hand on member 2
 	# meanwhile, put back by the scrub
 	(cd "$3" && find . \( -path ./.raidfs -o -path ./w \) -prune -o -type f -links 1 -print) |
-		shuf -n 2 --random-source=<(yes "$SEED") | while read -r f; do rm -f "$3/$f"; done
+		shuf -n 2 --random-source=<(yes "$SEED$round") | while read -r f; do rm -f "$3/$f"; done
 	"$RAIDFS" scrub "$mnt" --repair > /dev/null 2>&1
 	scrub_wait "$mnt" || fail "load: a scrub did not end"
 	[ "$(json "$mnt" '["scrub"]["mismatches"]')" = 0 ] || fail "load: mismatches found alongside a workload: $(json "$mnt" '["scrub"]')"
@@ -237,6 +239,9 @@ mark
 expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
 sleep 1
 [ "$(json "$mnt" '["scrub"]["active"]')" = True ] || fail "crash: the put-back ended before the kill: $(newlog | grep scrub)"
+# (the shard being filled: an unnamed file open in the member's directory)
+for fd in /proc/$(daemon_pid "$mnt")/fd/*; do readlink "$fd"; done | grep -q "^$3/#.* (deleted)$" ||
+	fail "crash: no shard being filled at the kill"
 rfs_kill "$mnt" || fail "crash: kill -9"
 [ -e "$3/big" ] && fail "crash: a partial shard has a name after kill -9 ($(stat -c %s "$3/big") bytes)"
 expect_rc 1 "$RAIDFS" check "$(join_members $mem)"
