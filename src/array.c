@@ -879,16 +879,22 @@ static int mark_one(struct array *a, uint32_t j, uint64_t id, int fd, const char
 }
 
 /*
- * The primary's link last: the mount's resync takes a mark there as proof
- * that the marking was complete (array_resync_dirty()), so that a member
- * without one lacks the shard itself (deleted by hand), rather than the
- * daemon having died in the middle of marking.
+ * The first member in service last (the primary of the next mount): the
+ * mount's resync takes a mark on member 0 as proof that the marking was
+ * complete (array_resync_dirty()), so that a member without one lacks the
+ * shard itself (deleted by hand), rather than the daemon having died in
+ * the middle of marking.
  */
 static int mark_links(struct array *a, uint64_t id, const int *fds, const char *path, const char *suffix)
 {
 	char name[64];
-	int ret = 0, p = a->primary;
+	int ret = 0, p = -1;
 	dirty_name(id, name, sizeof(name), suffix);
+	/* (the member the next mount makes the primary: the first in
+	 * service; the running primary may be another, after a rebuild) */
+	for (uint32_t j = 0; j < a->width && p < 0; j++)
+		if (member_online(a, j) && fds[j] >= 0)
+			p = (int)j;
 	for (uint32_t j = 0; j < a->width; j++) {
 		if ((int)j == p || !member_writable(a, j) || fds[j] < 0)
 			continue;
@@ -1309,15 +1315,16 @@ uint64_t array_size_reached(const struct array *a, const struct layout *l, const
 	return size;
 }
 
-nlink_t array_dirty_links(struct array *a, uint64_t id, uint32_t j)
+nlink_t array_dirty_links(struct array *a, uint64_t id, uint32_t j, const struct stat *of)
 {
 	char name[64];
 	struct stat st;
 	nlink_t n = 0;
-	dirty_name(id, name, sizeof(name), "");
-	n += fstatat(a->m[j].dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-	dirty_name(id, name, sizeof(name), CACHED_SUFFIX);
-	n += fstatat(a->m[j].dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	for (int c = 0; c < 2; c++) {
+		dirty_name(id, name, sizeof(name), c ? CACHED_SUFFIX : "");
+		n += fstatat(a->m[j].dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == of->st_ino &&
+		     st.st_dev == of->st_dev;	/* (a stale mark holds another inode) */
+	}
 	return n;
 }
 
@@ -1406,9 +1413,9 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 	 * start after every mark exists), or the file's shard there is
 	 * missing (deleted by hand: its data is in the redundancy, and
 	 * what was being written there is lost, as on a dirty degraded
-	 * array).  The primary is marked last (mark_links()): member 0
-	 * marked means it was in service, so it was the primary, so it was
-	 * marked last and every other mark was made - the second case: the
+	 * array).  The first member in service is marked last
+	 * (mark_links()): member 0 marked means it was in service, so it
+	 * was marked last and every other mark was made - the second case: the
 	 * file is resynced from the shards there are (and its cache log
 	 * replayed).  Otherwise the first is assumed, and nothing is done. */
 	bool partial = nlinks < a->width - array_absent_count(a);

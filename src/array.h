@@ -62,6 +62,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "layout.h"
 #include "member.h"
@@ -308,16 +309,18 @@ void array_clear_dirty(struct array *a, uint64_t id);
  * held an old shard there, or a mark made for a shard not put in
  * service). */
 void array_unmark_member(struct array *a, uint64_t id, uint32_t j);
-/* How many dirty-log names of the file member j has (0 to 2). */
-nlink_t array_dirty_links(struct array *a, uint64_t id, uint32_t j);
+/* How many dirty-log names of the file member j has (0 to 2) that are
+ * links of the shard `of` (fstat()). */
+nlink_t array_dirty_links(struct array *a, uint64_t id, uint32_t j, const struct stat *of);
 /* Was file id left in the dirty log by the mount, whose resync of it
  * failed?  Its redundancy may lag behind its data: rfile_open() resyncs
  * it, and array_left_dirty_done() lets its entry be cleared. */
 bool array_left_dirty(struct array *a, uint64_t id);
 void array_left_dirty_done(struct array *a, uint64_t id);
 /* The size a file being written at a crash reached on its shards (fds;
- * `recorded`: its record's, the least when a member in service has no
- * shard there): what the resync keeps. */
+ * `recorded`: its record's, the least taken when a member has no shard
+ * there, whose tail is not known): what the resync keeps, a lower bound
+ * then. */
 uint64_t array_size_reached(const struct array *a, const struct layout *l, const int *fds, uint64_t recorded);
 /* A member directory (fd) comes back: drop its dirty-log entries that the
  * members in service cleared while it was away. */

@@ -782,6 +782,7 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 				r = b < 0 ? (int)b : 0;
 				bytes += b > 0 ? b : 0;
 			}
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* (after the reads above) */
 			if (r == 0 && __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE) != gen)
 				r = -EAGAIN;	/* (a destage wrote meanwhile) */
 		}

@@ -206,7 +206,8 @@ static inline bool writable(const struct rfile *rf, uint32_t j)
  * shared, hence the compare-and-swap. */
 static void note_written(struct rfile *rf, uint64_t s_end)
 {
-	__atomic_add_fetch(&rf->wgen, 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&rf->wgen, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* (before the member writes that follow) */
 	uint64_t cur = __atomic_load_n(&rf->sync_end, __ATOMIC_RELAXED);
 	while (cur < s_end &&
 	       !__atomic_compare_exchange_n(&rf->sync_end, &cur, s_end, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
@@ -602,12 +603,17 @@ int stripe_mark_dirty(struct rfile *rf)
 
 int stripe_names(struct rfile *rf, struct stat *st)
 {
-	int p = rf->a->primary, r = 0;
+	int p = __atomic_load_n(&rf->a->primary, __ATOMIC_ACQUIRE), r = 0;
 	pthread_mutex_lock(&mark_lock);	/* (no mark made meanwhile) */
-	if (p < 0 || rf->fd[p] < 0 || fstat(rf->fd[p], st) < 0)
+	if (p < 0 || rf->fd[p] < 0) {
+		errno = ENOENT;
 		r = -1;
-	else
-		st->st_nlink -= array_dirty_links(rf->a, rf->id, (uint32_t)p);
+	} else if (fstat(rf->fd[p], st) < 0) {
+		r = -1;
+	} else {
+		nlink_t marks = array_dirty_links(rf->a, rf->id, (uint32_t)p, st);
+		st->st_nlink = st->st_nlink > marks ? st->st_nlink - marks : 0;
+	}
 	pthread_mutex_unlock(&mark_lock);
 	return r;
 }

@@ -240,7 +240,7 @@ expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
 sleep 1
 [ "$(json "$mnt" '["scrub"]["active"]')" = True ] || fail "crash: the put-back ended before the kill: $(newlog | grep scrub)"
 # (the shard being filled: an unnamed file open in the member's directory)
-for fd in /proc/$(daemon_pid "$mnt")/fd/*; do readlink "$fd"; done | grep -q "^$3/#.* (deleted)$" ||
+for fd in /proc/$(daemon_pid "$mnt")/fd/*; do readlink "$fd"; done | grep -qF "$(realpath "$3")/#" ||
 	fail "crash: no shard being filled at the kill"
 rfs_kill "$mnt" || fail "crash: kill -9"
 [ -e "$3/big" ] && fail "crash: a partial shard has a name after kill -9 ($(stat -c %s "$3/big") bytes)"
