@@ -720,8 +720,8 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 	pthread_rwlock_wrlock(&a->ns_lock);
 	pthread_rwlock_rdlock(&rf->rw);
 	uint64_t epoch = rfile_epoch();
-	if (j >= a->width || (int)j == p || rf->lay.m == 0 || !member_online(a, j) || member_rebuilding(a, j) ||
-	    shadow_of(a) == (int)j || rf->fd[p] < 0 || rf->fd[j] >= 0)
+	if (p < 0 || j >= a->width || (int)j == p || rf->lay.m == 0 || !member_online(a, j) ||
+	    member_rebuilding(a, j) || shadow_of(a) == (int)j || rf->fd[p] < 0 || rf->fd[j] >= 0)
 		r = -EINVAL;
 	else if (array_left_dirty(a, rf->id))
 		r = -EBUSY;
