@@ -861,16 +861,13 @@ static void dirty_name(uint64_t id, char *buf, size_t len, const char *suffix)
 /* One dirty-log link of shard fd on member j: 0 or -errno. */
 static int mark_one(struct array *a, uint32_t j, uint64_t id, int fd, const char *name)
 {
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	if (linkat(AT_FDCWD, proc, a->m[j].dirfd, name, AT_SYMLINK_FOLLOW) == 0 || errno == EEXIST)
+	if (link_fd(fd, a->m[j].dirfd, name) == 0 || errno == EEXIST)
 		return 0;
 	if (errno == ENOENT) {
 		/* the dirty directory was removed by hand, or the shard
 		 * was unlinked (then there is nothing to protect) */
 		mkdirat(a->m[j].dirfd, SB_DIRTY_DIR, 0700);
-		if (linkat(AT_FDCWD, proc, a->m[j].dirfd, name, AT_SYMLINK_FOLLOW) == 0 || errno == EEXIST ||
-		    errno == ENOENT)
+		if (link_fd(fd, a->m[j].dirfd, name) == 0 || errno == EEXIST || errno == ENOENT)
 			return 0;
 	}
 	int e = errno;
@@ -902,7 +899,7 @@ static int mark_links(struct array *a, uint64_t id, const int *fds, const char *
 		if (r < 0)
 			ret = r;
 	}
-	if (ret == 0 && p >= 0 && (uint32_t)p < a->width && member_writable(a, p) && fds[p] >= 0)
+	if (ret == 0 && p >= 0)
 		ret = mark_one(a, (uint32_t)p, id, fds[p], name);
 	if (array_state(a) != ARRAY_OPTIMAL) {
 		int r = array_missed_file(a, id, path);
@@ -920,6 +917,13 @@ int array_mark_dirty(struct array *a, uint64_t id, const int *fds, const char *p
 int array_mark_cached(struct array *a, uint64_t id, const int *fds, const char *path)
 {
 	return mark_links(a, id, fds, path, CACHED_SUFFIX);
+}
+
+int array_mark_member(struct array *a, uint64_t id, uint32_t j, int fd, bool cached)
+{
+	char name[64];
+	dirty_name(id, name, sizeof(name), cached ? CACHED_SUFFIX : "");
+	return mark_one(a, j, id, fd, name);
 }
 
 /*
@@ -1247,18 +1251,12 @@ void array_dirty_prune(struct array *a, int fd)
 	closedir(d);
 }
 
-static int cmp_id(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return a < b ? -1 : a > b;
-}
-
 bool array_left_dirty(struct array *a, uint64_t id)
 {
 	if (!__atomic_load_n(&a->nleft_dirty, __ATOMIC_ACQUIRE))
 		return false;
 	pthread_mutex_lock(&a->left_lock);
-	bool in = a->nleft_dirty && bsearch(&id, a->left_dirty, a->nleft_dirty, sizeof(id), cmp_id) != NULL;
+	bool in = a->nleft_dirty && bsearch(&id, a->left_dirty, a->nleft_dirty, sizeof(id), cmp_u64) != NULL;
 	pthread_mutex_unlock(&a->left_lock);
 	return in;
 }
@@ -1266,7 +1264,7 @@ bool array_left_dirty(struct array *a, uint64_t id)
 void array_left_dirty_done(struct array *a, uint64_t id)
 {
 	pthread_mutex_lock(&a->left_lock);
-	uint64_t *at = a->nleft_dirty ? bsearch(&id, a->left_dirty, a->nleft_dirty, sizeof(id), cmp_id) : NULL;
+	uint64_t *at = a->nleft_dirty ? bsearch(&id, a->left_dirty, a->nleft_dirty, sizeof(id), cmp_u64) : NULL;
 	if (at) {
 		memmove(at, at + 1, (a->left_dirty + a->nleft_dirty - at - 1) * sizeof(id));
 		__atomic_store_n(&a->nleft_dirty, a->nleft_dirty - 1, __ATOMIC_RELEASE);
@@ -1331,24 +1329,19 @@ nlink_t array_dirty_links(struct array *a, uint64_t id, uint32_t j, const struct
 void array_unmark_member(struct array *a, uint64_t id, uint32_t j)
 {
 	char name[64];
-	dirty_name(id, name, sizeof(name), "");
-	unlinkat(a->m[j].dirfd, name, 0);
-	dirty_name(id, name, sizeof(name), CACHED_SUFFIX);
-	unlinkat(a->m[j].dirfd, name, 0);
+	for (int c = 0; c < 2; c++) {
+		dirty_name(id, name, sizeof(name), c ? CACHED_SUFFIX : "");
+		unlinkat(a->m[j].dirfd, name, 0);
+	}
 }
 
 void array_clear_dirty(struct array *a, uint64_t id)
 {
-	char name[64], cname[64];
 	if (array_left_dirty(a, id))
 		return;	/* (a resync has to clear it) */
-	dirty_name(id, name, sizeof(name), "");
-	dirty_name(id, cname, sizeof(cname), CACHED_SUFFIX);
 	for (uint32_t j = 0; j < a->width; j++)
-		if (member_writable(a, j)) {
-			unlinkat(a->m[j].dirfd, name, 0);
-			unlinkat(a->m[j].dirfd, cname, 0);
-		}
+		if (member_writable(a, j))
+			array_unmark_member(a, id, j);
 }
 
 /* Resync one file of the dirty log; its shards are reached through the
@@ -1423,14 +1416,13 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 		ret = 0;
 		goto out;
 	}
-	if (partial)
-		log_warn("dirty file %s: its shard is missing on %u member%s in service: resynced without %s (what was "
+	if (partial) {
+		int n = a->width - array_absent_count(a) - nlinks;
+		const char *it = n == 1 ? "it" : "them";
+		log_warn("dirty file %s: its shard is missing on %d member%s in service: resynced without %s (what was "
 			 "being written to %s is lost: 'raidfs scrub MOUNTPOINT --repair' puts %s back from the rest)",
-			 entry, a->width - array_absent_count(a) - nlinks,
-			 a->width - array_absent_count(a) - nlinks == 1 ? "" : "s",
-			 a->width - array_absent_count(a) - nlinks == 1 ? "it" : "them",
-			 a->width - array_absent_count(a) - nlinks == 1 ? "it" : "them",
-			 a->width - array_absent_count(a) - nlinks == 1 ? "it" : "them");
+			 entry, n, n == 1 ? "" : "s", it, it, it);
+	}
 	ret = rfile_best_meta(a, fds, &fm, &nvalid);
 	if (ret < 0) {
 		/* interrupted create: empty shards, no metadata yet */

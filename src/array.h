@@ -303,6 +303,9 @@ int array_mark_dirty(struct array *a, uint64_t id, const int *fds, const char *p
  * by array_clear_dirty too. */
 #define CACHED_SUFFIX ".c"
 int array_mark_cached(struct array *a, uint64_t id, const int *fds, const char *path);
+/* The dirty-log mark (cached: the cache log's) of shard fd on member j
+ * alone.  0 or -errno. */
+int array_mark_member(struct array *a, uint64_t id, uint32_t j, int fd, bool cached);
 /* (not for a file array_left_dirty() names: its entry stays) */
 void array_clear_dirty(struct array *a, uint64_t id);
 /* The file's dirty-log names on member j alone removed (a stale one that

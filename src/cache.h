@@ -135,8 +135,8 @@ ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
 int cache_truncate(struct rfile *rf, uint64_t size);
 int cache_fsync(struct rfile *rf, bool datasync);
 /* Forget the clean cached bytes of rf in [off, end): the members' bytes
- * there changed under the cache (a scrub's repair of mirror copies took
- * another copy).  Dirty bytes, newer than the members', stay.  Caller
+ * there changed under the cache (mirror copies made alike again:
+ * stripe_regen(), stripe_resync(), and read repairs in a scrub).  Dirty bytes, newer than the members', stay.  Caller
  * holds rf->rw exclusively. */
 void cache_forget_clean(struct rfile *rf, uint64_t off, uint64_t end);
 

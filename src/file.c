@@ -13,7 +13,6 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "cache.h"
 #include "rebuild.h"
 #include "util.h"
 
@@ -668,8 +667,6 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 		int r = stripe_mark_dirty(rf);
 		if (r == 0)
 			r = stripe_resync(rf);
-		if (rf->lay.red == RED_MIRROR)
-			cache_forget_clean(rf, 0, UINT64_MAX);
 		if (r < 0)
 			log_err("file '%s': cannot recompute its redundancy: %s", relpath, strerror(-r));
 		else
@@ -720,8 +717,8 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 	pthread_rwlock_wrlock(&a->ns_lock);
 	pthread_rwlock_rdlock(&rf->rw);
 	uint64_t epoch = rfile_epoch();
-	if (p < 0 || j >= a->width || (int)j == p || rf->lay.m == 0 || !member_online(a, j) ||
-	    member_rebuilding(a, j) || shadow_of(a) == (int)j || rf->fd[p] < 0 || rf->fd[j] >= 0)
+	if (p < 0 || j >= a->width || (int)j == p || rf->lay.m == 0 || !member_online(a, j) || shadow_of(a) == (int)j ||
+	    rf->fd[p] < 0 || rf->fd[j] >= 0)
 		r = -EINVAL;
 	else if (array_left_dirty(a, rf->id))
 		r = -EBUSY;
@@ -807,8 +804,8 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 		pthread_rwlock_wrlock(&rf->rw);
 		struct stat now;
 		if (rf->wgen != gen || rf->size != size || rf->fd[j] >= 0 || rfile_epoch() != epoch ||
-		    a->m[j].dirfd != dirfd || !member_online(a, j) || member_rebuilding(a, j) || shadow_of(a) == (int)j ||
-		    rf->fd[p] < 0 || stripe_names(rf, &pst) < 0 || pst.st_nlink > 1 ||
+		    a->m[j].dirfd != dirfd || !member_online(a, j) || shadow_of(a) == (int)j ||
+		    stripe_names(rf, &pst) < 0 || pst.st_nlink > 1 ||
 		    fstatat(a->m[p].dirfd, relpath, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_ino != rf->key)
 			r = -EAGAIN;
 		if (r == 0) {
@@ -859,8 +856,6 @@ static void resync_left(struct rfile *rf, const char *relpath)
 			r = stripe_resync(rf);
 		if (r == 0)
 			r = rfile_write_meta(rf, 0);
-		if (rf->lay.red == RED_MIRROR)	/* (the copies may have changed: cache.h) */
-			cache_forget_clean(rf, 0, UINT64_MAX);
 		if (r == 0) {
 			array_left_dirty_done(a, rf->id);
 			log_warn("file '%s': resynced now (the mount's resync of it failed: it was left in the dirty log)",
@@ -1023,7 +1018,7 @@ again:;
 static int create_primary(struct array *a, int p, const char *relpath, mode_t mode, uint64_t id)
 {
 	int dirfd = a->m[p].dirfd;
-	char parent[PATH_MAX], name[64], proc[64];
+	char parent[PATH_MAX], name[64];
 	snprintf(parent, sizeof(parent), "%s", relpath);
 	char *slash = strrchr(parent, '/');
 	if (slash)
@@ -1037,18 +1032,16 @@ static int create_primary(struct array *a, int p, const char *relpath, mode_t mo
 		fd = openat(dirfd, relpath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (fsetxattr(fd, CREATING_XATTR, relpath, strlen(relpath), 0) < 0 ||
-	    (linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) < 0 &&
-	     (errno != ENOENT || mkdirat(dirfd, SB_DIRTY_DIR, 0700) < 0 ||
-	      linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) < 0))) {
+	    (link_fd(fd, dirfd, name) < 0 &&
+	     (errno != ENOENT || mkdirat(dirfd, SB_DIRTY_DIR, 0700) < 0 || link_fd(fd, dirfd, name) < 0))) {
 		int e = errno;
 		close(fd);
 		if (!tmp)
 			unlinkat(dirfd, relpath, 0);
 		return -e;
 	}
-	if (tmp && linkat(AT_FDCWD, proc, dirfd, relpath, AT_SYMLINK_FOLLOW) < 0) {
+	if (tmp && link_fd(fd, dirfd, relpath) < 0) {
 		int e = errno;
 		unlinkat(dirfd, name, 0);
 		close(fd);

@@ -804,10 +804,8 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 	int j = w->j;
 	bool had = rf->fd[j] >= 0;	/* the member's own shard, same file id */
 	if (rf->fd[j] >= 0 && !same_inode(w->dst, rel, rf->fd[j])) {
-		char proc[64];
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", rf->fd[j]);
 		unlinkat(w->dst, rel, 0);
-		if (linkat(AT_FDCWD, proc, w->dst, rel, AT_SYMLINK_FOLLOW) < 0) {
+		if (link_fd(rf->fd[j], w->dst, rel) < 0) {
 			close(rf->fd[j]);	/* unlinked everywhere: start over */
 			rf->fd[j] = -1;
 		}

@@ -118,8 +118,6 @@ static void confirm(struct array *a, struct rfile *rf, const char *rel, const st
 		r = stripe_mark_dirty(rf);
 		if (r == 0)
 			r = stripe_regen(rf, b->s[i], b->g[i]);
-		if (l->red == RED_MIRROR)	/* (the vote may have taken another copy) */
-			cache_forget_clean(rf, b->s[i] * sbytes, (b->s[i] + 1) * sbytes);
 		fixed += r == 0;
 	}
 	pthread_rwlock_unlock(&rf->rw);
@@ -166,7 +164,7 @@ static uint64_t unreadable_stripes(struct array *a, struct rfile *rf, const char
 				continue;
 			}
 		}
-		if (rf->lay.red == RED_MIRROR)	/* (the read may have rewritten a copy; as in confirm()) */
+		if (rf->lay.red == RED_MIRROR)	/* (the read may have rewritten a copy: as stripe_regen()) */
 			cache_forget_clean(rf, s * sbytes, (s + 1) * sbytes);
 		if (!u)
 			continue;
@@ -183,8 +181,6 @@ static uint64_t unreadable_stripes(struct array *a, struct rfile *rf, const char
 			if (!mismatched)
 				r = stripe_regen(rf, s, g);
 		}
-		if (rf->lay.red == RED_MIRROR)
-			cache_forget_clean(rf, s * sbytes, (s + 1) * sbytes);
 		u = 0;
 		if (r < 0 || stripe_verify_range(rf, s, s + 1, NULL, NULL, &u) < 0 || u)
 			left++;
@@ -230,7 +226,7 @@ static uint64_t missing_shards(struct array *a, const struct rfile *rf, const ch
 	uint64_t missing = 0;
 	for (uint32_t j = 0; j < a->width; j++) {
 		struct stat st;
-		if (rf->fd[j] < 0 && member_online(a, j) && !member_rebuilding(a, j) &&
+		if (rf->fd[j] < 0 && member_online(a, j) &&
 		    fstatat(a->m[j].dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
 			missing |= 1ull << j;	/* (a shard of another file there: 'raidfs check' names it) */
 	}

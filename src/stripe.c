@@ -27,7 +27,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +34,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "file.h"
 #include "pair.h"
 #include "parity.h"
@@ -201,9 +201,10 @@ static inline bool writable(const struct rfile *rf, uint32_t j)
 	return rf->fd[j] >= 0 && member_writable(rf->a, j);
 }
 
-/* Stripes up to s_end - 1 are being written (for stripe_fsync()); the
- * destage threads write one file's lines at once under rf->rw held
- * shared, hence the compare-and-swap. */
+/* A change to the file's data (rf->wgen: the scrub's put-back sees it),
+ * writing stripes up to s_end - 1 (for stripe_fsync()); the destage
+ * threads write one file's lines at once under rf->rw held shared,
+ * hence the atomics. */
 static void note_written(struct rfile *rf, uint64_t s_end)
 {
 	__atomic_add_fetch(&rf->wgen, 1, __ATOMIC_SEQ_CST);
@@ -620,20 +621,15 @@ int stripe_names(struct rfile *rf, struct stat *st)
 
 int stripe_publish_shard(struct rfile *rf, uint32_t j, int fd, const char *relpath)
 {
-	int one[LAYOUT_MAX_WIDTH], r = 0;
-	char proc[64];
-	for (uint32_t i = 0; i < LAYOUT_MAX_WIDTH; i++)
-		one[i] = -1;
-	one[j] = fd;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	int r = 0;
 	pthread_mutex_lock(&mark_lock);
 	/* (a mark there now holds a shard out of service: stale) */
 	array_unmark_member(rf->a, rf->id, j);
 	if (rf->marked)
-		r = array_mark_dirty(rf->a, rf->id, one, rf->path);
+		r = array_mark_member(rf->a, rf->id, j, fd, false);
 	if (r == 0 && rf->cmarked)
-		r = array_mark_cached(rf->a, rf->id, one, rf->path);
-	if (r == 0 && linkat(AT_FDCWD, proc, rf->a->m[j].dirfd, relpath, AT_SYMLINK_FOLLOW) < 0)
+		r = array_mark_member(rf->a, rf->id, j, fd, true);
+	if (r == 0 && link_fd(fd, rf->a->m[j].dirfd, relpath) < 0)
 		r = -errno;
 	if (r == 0) {
 		rf->fd[j] = fd;
@@ -1228,20 +1224,21 @@ static void drop_cut_damage(struct rfile *rf)
 int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 {
 	const struct layout *l = &rf->lay;
-	__atomic_add_fetch(&rf->wgen, 1, __ATOMIC_RELEASE);
+	uint64_t sbytes = layout_stripe_data_bytes(l);
+	bool regen = size < rf->size && size > 0 && l->red == RED_PARITY;
+	uint64_t s = size ? (size - 1) / sbytes : 0;
+	note_written(rf, regen ? s + 1 : 0);	/* (a change, if nothing written) */
 	int ret = stripe_mark_dirty(rf);
-	if (ret == 0 && size < rf->size && size > 0 && l->red == RED_PARITY) {
+	if (ret == 0 && regen) {
 		/* bytes past the new end in the last stripe become zero:
 		 * parity must stop covering them */
-		uint64_t s = (size - 1) / layout_stripe_data_bytes(l);
-		note_written(rf, s + 1);
 		for (uint32_t g = 0; g < l->groups && ret == 0; g++)
 			ret = regen_group(rf, s, g, size);
 	}
 	if (ret == 0)
 		ret = trim_shards(rf, size);
 	if (ret == 0) {
-		uint64_t sbytes = layout_stripe_data_bytes(l), left = (size + sbytes - 1) / sbytes;
+		uint64_t left = (size + sbytes - 1) / sbytes;
 		__atomic_store_n(&rf->size, size, __ATOMIC_RELEASE);
 		if (rf->sync_end > left)
 			rf->sync_end = left;	/* (what was cut off needs no fsync) */
@@ -1304,6 +1301,8 @@ int stripe_resync(struct rfile *rf)
 	for (uint64_t s = 0; s < nstripes && ret == 0; s++)
 		for (uint32_t g = 0; g < l->groups && ret == 0; g++)
 			ret = regen_group(rf, s, g, rf->size);
+	if (l->red == RED_MIRROR)	/* (the copies now hold the first one's bytes) */
+		cache_forget_clean(rf, 0, UINT64_MAX);
 	if (ret == 0)
 		ret = trim_shards(rf, rf->size);
 	return ret;
@@ -1392,6 +1391,8 @@ int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g)
 {
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
 	int r = rf->lay.red == RED_MIRROR ? regen_mirror(rf, s, g) : regen_group(rf, s, g, rf->size);
+	if (rf->lay.red == RED_MIRROR)	/* (the vote may have taken another copy than the one cached) */
+		cache_forget_clean(rf, s * sbytes, (s + 1) * sbytes);
 	if (r == 0 && (s + 1) * sbytes >= rf->size)
 		r = trim_shards(rf, rf->size);	/* (the last stripe was written whole) */
 	return r;
@@ -1433,8 +1434,8 @@ long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
 			if (unread && unreadable)
 				(*unreadable)++;
 			uint32_t nu = (uint32_t)__builtin_popcountll(unread);
-			if (incomplete || (l->red == RED_PARITY && (unread & ((1ull << l->k) - 1))) ||
-			    (l->red == RED_PARITY && nu >= l->m) || (l->red == RED_MIRROR && n - nu < 2))
+			if (incomplete || (l->red == RED_PARITY && ((unread & ((1ull << l->k) - 1)) || nu >= l->m)) ||
+			    (l->red == RED_MIRROR && n - nu < 2))
 				continue;	/* nothing to compare against */
 			/* bytes past the logical end must read as zero */
 			bool bad_row = false;

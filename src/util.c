@@ -235,6 +235,13 @@ void abs_path(const char *p, char *out, size_t len)
 		snprintf(out, len, "%s", p);
 }
 
+int link_fd(int fd, int dirfd, const char *name)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW);
+}
+
 uint64_t util_now_ms(void)
 {
 	struct timespec ts;

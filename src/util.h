@@ -70,6 +70,10 @@ DIR *opendir_at(int dirfd, const char *path);
  * changes its directory to / when it goes to the background. */
 void abs_path(const char *p, char *out, size_t len);
 
+/* Give the open file fd the name `name` under dirfd (linkat() through
+ * /proc/self/fd: also an unnamed O_TMPFILE file).  0, or -1 with errno. */
+int link_fd(int fd, int dirfd, const char *name);
+
 /* CLOCK_MONOTONIC in milliseconds */
 uint64_t util_now_ms(void);
 

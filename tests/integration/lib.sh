@@ -260,6 +260,15 @@ new_array() {
 	rfs_mount "$list" "$mnt" || fail "$1: mount"
 }
 
+# scrub_wait MNT: until the scrub has ended (at most 60 s)
+scrub_wait() {
+	for _ in $(seq 1 600); do
+		"$RAIDFS" status --json "$1" | grep -q '"scrub": {"active": false' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # rfs_kill MOUNTPOINT: kill -9 the daemon (a crash), wait until it is
 # gone and detach the dead mount
 rfs_kill() {

@@ -101,12 +101,7 @@ grep -q "its shard is missing on 1 member in service: resynced without it" "$T/d
 	fail "gone: the mount did not say it resynced without the missing shard: $(grep -i dirty "$T/daemon.log" | tail -3)"
 cmp -s "$C/ref" "$mnt/f" || fail "gone: the write acknowledged through the cache log is lost"
 expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
-ended=0
-for _ in $(seq 1 300); do
-	"$RAIDFS" status --json "$mnt" | grep -q '"scrub": {"active": false' && { ended=1; break; }
-	sleep 0.1
-done
-[ $ended = 1 ] || fail "gone: the scrub did not end"
+scrub_wait "$mnt" || fail "gone: the scrub did not end"
 [ -e "$3/f" ] || fail "gone: the scrub did not put the shard back"
 rfs_unmount_wait "$mnt" || fail "gone: last unmount"
 expect_rc 0 "$RAIDFS" check "$members"

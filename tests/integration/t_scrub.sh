@@ -7,19 +7,12 @@
 # check), one deleted by hand is named and put back with --repair; it
 # runs alongside a workload without changing its bytes, stops on request
 # and at unmount, and refuses a degraded array; a read-only mount
-# compares only; a kill -9 during a put-back leaves nothing partial.
+# compares only; a kill -9 during a put-back leaves nothing partial; one
+# that cannot be put back is named with the reason.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
 
-# scrub_wait MNT: until the scrub has ended (at most 60 s)
-scrub_wait() {
-	for _ in $(seq 1 600); do
-		"$RAIDFS" status --json "$1" | grep -q '"scrub": {"active": false' && return 0
-		sleep 0.1
-	done
-	return 1
-}
 json() { "$RAIDFS" status --json "$1" | "$PY" -c "import json, sys; print(json.load(sys.stdin)$2)"; }
 # newlog: the daemon log lines since the last mark (mark: remember where it ends)
 mark() { LOGAT=$(wc -l < "$T/daemon.log"); }
@@ -292,3 +285,26 @@ newlog | grep -q "scrub: file 'f': the parity of stripe 0 .* does not match its 
 	fail "part: the log does not name the stripe: $(newlog | grep scrub)"
 rfs_unmount_wait "$mnt" || fail "part: unmount at the end"
 log "ok: raid6 with a redundancy chunk unreadable: the other is compared"
+
+# A shard that cannot be put back (one name of a hard-linked file deleted
+# on a member: a new shard would not be shared by the other name) is
+# named with the reason, and the status says what to do.
+new_array links raid5
+head -c 50000 /dev/urandom > "$C/ref/h1"
+cp "$C/ref/h1" "$mnt/h1"
+ln "$mnt/h1" "$mnt/h2"
+set -- $mem
+rm "$2/h1"
+mark
+expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
+scrub_wait "$mnt" || fail "links: the scrub did not end"
+[ "$(json "$mnt" '["scrub"]["missing"]')" = 1 ] && [ "$(json "$mnt" '["scrub"]["restored"]')" = 0 ] ||
+	fail "links: $(json "$mnt" '["scrub"]')"
+[ -e "$2/h1" ] && fail "links: a shard was put back for one name of a hard-linked file"
+newlog | grep -q "scrub: file 'h1': its shard on member 1 .* was not put back: the file has more than one name" ||
+	fail "links: the log does not say why: $(newlog | grep scrub)"
+"$RAIDFS" status "$mnt" | grep -q "action:  the last scrub could not put back 1 missing shard: the log says why" ||
+	fail "links: no action line: $("$RAIDFS" status "$mnt")"
+cmp -s "$C/ref/h1" "$mnt/h1" || fail "links: h1 reads wrong"
+rfs_unmount_wait "$mnt" || fail "links: unmount"
+log "ok: a shard that cannot be put back is named, with the reason and what to do"
