@@ -1648,6 +1648,39 @@ bool array_member_io_error(struct array *a, uint32_t j, int err, bool write)
 	return false;
 }
 
+int array_sync_members(struct array *a)
+{
+	if (stripe_member_sync == MSYNC_NEVER)
+		return 0;
+	dev_t done[MEMBER_SLOTS];
+	int ndone = 0;
+	for (uint32_t j = 0; j < MEMBER_SLOTS; j++) {
+		bool shadow = j == SHADOW && shadow_of(a) >= 0 && a->m[SHADOW].dirfd >= 0;
+		if (!(j < a->width && member_writable(a, j)) && !shadow)
+			continue;
+		struct stat st;
+		bool known = fstat(a->m[j].dirfd, &st) == 0;
+		bool seen = false;
+		for (int i = 0; known && i < ndone && !seen; i++)
+			seen = done[i] == st.st_dev;
+		if (seen)
+			continue;	/* (that filesystem is synced: all of it) */
+		int r = member_syncfs(a, j);
+		if (r == 0) {
+			if (known)
+				done[ndone++] = st.st_dev;
+			continue;
+		}
+		log_err("cannot make what was written to member %u '%s' durable (syncfs): %s", j, a->m[j].path,
+			strerror(-r));
+		if (shadow)
+			rebuild_fail_replacement(a, "its writes cannot be made durable (syncfs failed)");
+		else
+			array_member_io_error(a, j, r, true);
+	}
+	return array_writable(a) ? 0 : -EIO;
+}
+
 void array_member_corrected(struct array *a, uint32_t j)
 {
 	__atomic_add_fetch(&a->m[j].corrected, 1, __ATOMIC_RELAXED);

@@ -232,6 +232,12 @@ int array_fail_member(struct array *a, uint32_t j, const char *why);
  * read errors are counted and fail it past the threshold.  Returns true
  * when the member is (now) failed. */
 bool array_member_io_error(struct array *a, uint32_t j, int err, bool write);
+/* Everything written to the members in service so far made durable (one
+ * syncfs per member filesystem; a member whose sync fails is failed, as
+ * for a failed fsync).  For the cache log, which may forget a record only
+ * once what it holds is durable on the members.  0, or -EIO when the
+ * array is failed.  Nothing with member_sync=never. */
+int array_sync_members(struct array *a);
 
 /* Corrected read error (repaired from redundancy): counted. */
 void array_member_corrected(struct array *a, uint32_t j);

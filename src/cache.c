@@ -1050,9 +1050,10 @@ static ssize_t write_through(struct rfile *rf, const uint8_t *buf, size_t len, u
 		/* a record still in the log must never be replayed over these
 		 * bytes: empty it first (only after a switch from write-back) */
 		int r = flush_all();
+		if (r == 0)
+			r = cachelog_reset();
 		if (r < 0)
 			return r;
-		cachelog_reset();
 	}
 	if (!array_writable(rf->a))
 		return rf->a->readonly ? -EROFS : -EIO;

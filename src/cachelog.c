@@ -47,6 +47,7 @@ struct rec {
 
 static struct {
 	pthread_mutex_t lock, sync_lock;
+	struct array *a;
 	int fd;
 	char path[4096];
 	uint8_t uuid[16];
@@ -177,6 +178,7 @@ static int scan(void)
 int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *err, size_t errlen)
 {
 	snprintf(L.path, sizeof(L.path), "%s", path);
+	L.a = a;
 	memcpy(L.uuid, a->sb.uuid, 16);
 	L.ring = (ring_bytes + REC_ALIGN - 1) / REC_ALIGN * REC_ALIGN;
 	L.fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -282,9 +284,9 @@ void cachelog_replay_done(void)
 	L.recs = NULL;
 	L.nrecs = 0;
 	L.replay_bytes = 0;
-	write_hdr_locked(L.head_v, L.seq);
 	L.synced_v = L.head_v;
 	pthread_mutex_unlock(&L.lock);
+	cachelog_reset();	/* (the replayed writes made durable first) */
 }
 
 /* --------------------------------------------------------------- append */
@@ -305,12 +307,31 @@ bool cachelog_live(void)
 	return live;
 }
 
-static void set_tail(uint64_t tv, uint64_t ts)
+/*
+ * The log forgets the records before tv: the lines they were for are
+ * written out, but the destage does not sync the members (member_sync=
+ * flush), so they are made durable there first - a power loss must find
+ * every acknowledged write on the members or in the log.  When that
+ * fails (the array failed meanwhile) the records stay, to be replayed by
+ * the next mount (a replay writes them again in order: harmless).
+ * False when the tail could not be moved.
+ */
+static bool set_tail(uint64_t tv, uint64_t ts)
 {
 	pthread_mutex_lock(&L.lock);
-	if (tv > L.tail_v)
-		write_hdr_locked(tv, ts);
+	bool forget = tv > L.tail_v;
 	pthread_mutex_unlock(&L.lock);
+	if (!forget)
+		return true;
+	if (L.a && array_sync_members(L.a) < 0) {
+		log_err("cache log '%s': the members cannot make written lines durable; their records are kept",
+			L.path);
+		return false;
+	}
+	pthread_mutex_lock(&L.lock);
+	bool ok = tv <= L.tail_v || write_hdr_locked(tv, ts) == 0;
+	pthread_mutex_unlock(&L.lock);
+	return ok;
 }
 
 void cachelog_advance(void)
@@ -327,12 +348,14 @@ void cachelog_advance(void)
 		set_tail(tv, ts);
 }
 
-void cachelog_reset(void)
+int cachelog_reset(void)
 {
 	pthread_mutex_lock(&L.lock);
-	if (L.fd >= 0 && L.tail_v != L.head_v)
-		write_hdr_locked(L.head_v, L.seq);
+	uint64_t head = L.head_v, seq = L.seq;
+	bool any = L.fd >= 0 && L.tail_v != head;
 	pthread_mutex_unlock(&L.lock);
+	/* (what was appended since waits for the next) */
+	return !any || set_tail(head, seq) ? 0 : -EIO;
 }
 
 static int append(uint32_t kind, uint64_t fid, uint64_t off, const void *buf, uint32_t len)
@@ -355,7 +378,10 @@ static int append(uint32_t kind, uint64_t fid, uint64_t off, const void *buf, ui
 		cache_log_tail(&tv, &ts);
 		pthread_mutex_lock(&L.lock);
 		if (tv > L.tail_v) {
-			write_hdr_locked(tv, ts);
+			pthread_mutex_unlock(&L.lock);
+			if (!set_tail(tv, ts))
+				return -EIO;
+			pthread_mutex_lock(&L.lock);
 			continue;
 		}
 		pthread_mutex_unlock(&L.lock);

@@ -38,8 +38,10 @@ int cachelog_append_write(uint64_t fid, uint64_t off, const void *buf, size_t le
 int cachelog_append_truncate(uint64_t fid, uint64_t size);
 /* Records that may still be replayed exist. */
 bool cachelog_live(void);
-/* The cache is clean: no record is needed any more. */
-void cachelog_reset(void);
+/* The cache is clean: no record is needed any more.  The members are
+ * synced first (array_sync_members()); 0, or -EIO when they cannot be
+ * and the records stay. */
+int cachelog_reset(void);
 /* Move the durable tail up to what the cache still needs. */
 void cachelog_advance(void);
 /* Clean unmount: empty, closed. */

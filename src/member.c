@@ -127,6 +127,16 @@ int member_fsync(struct array *a, uint32_t j, int fd, bool datasync)
 	return e;
 }
 
+int member_syncfs(struct array *a, uint32_t j)
+{
+	int e = inject(a, j, FOP_FSYNC);
+	if (e == 0 && syncfs(a->m[j].dirfd) < 0)
+		e = -errno;
+	if (e < 0)
+		count_error(a, j);
+	return e;
+}
+
 int member_openat(struct array *a, uint32_t j, const char *relpath, int flags, mode_t mode)
 {
 	int e = inject(a, j, FOP_OPEN);

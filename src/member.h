@@ -61,6 +61,8 @@ struct iovec;
 int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov, int n, uint64_t off);
 int member_pwrite(struct array *a, uint32_t j, int fd, const void *buf, size_t len, uint64_t off);
 int member_fsync(struct array *a, uint32_t j, int fd, bool datasync);
+/* syncfs() of member j's filesystem (fault injection: fsync) */
+int member_syncfs(struct array *a, uint32_t j);
 int member_openat(struct array *a, uint32_t j, const char *relpath, int flags, mode_t mode);
 
 /* Is the member's disk gone (injected vanish, or its root directory

@@ -19,6 +19,13 @@
 # action line, nothing served); when the members return the cache is
 # written and the files are served again, every acknowledged byte there.
 #
+# Durable before forgotten: the destage writes the members without syncing
+# them (member_sync=flush), so the file log may forget a line's records
+# only after the members were synced: traced with strace, a syncfs of the
+# members must come between the destage's writes and the header write
+# that moves the log's tail past them (a power loss in between would
+# otherwise lose acknowledged writes that the log no longer holds).
+#
 # Environment: SEED, ITERS (crash iterations per configuration, 3).
 . "$(dirname "$0")/lib.sh"
 need_fuse
@@ -150,6 +157,47 @@ grep -q "changed only through the cache log: its replay made them consistent, no
 rfs_unmount "$mnt" || fail "$what: unmount failed"
 expect_rc 0 "$RAIDFS" check "$members"
 log "ok: $what: overwrites replayed from the file log, consistent without a parity resync, check clean"
+
+# ------------------------------------- durable on the members, then forgotten
+C=$T/ds
+mkdir -p "$C"
+mem=$(make_members 4 "ds/d")
+members=$(join_members $mem)
+mnt=$C/mnt
+what="log tail"
+opts="write_policy=writeback,bbu=file:$C/cache.log,cache_size=8M,cache_age=100"
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
+rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+command -v strace >/dev/null || fail "$what: strace is not installed (contrib/install-deps.sh installs it)"
+pid=$(daemon_pid "$mnt")
+strace -f -y -qq -e trace=syncfs,pwrite64,pwritev -o "$C/trace" -p "$pid" 2>"$C/strace.err" &
+spid=$!
+for _ in $(seq 1 50); do
+	grep -q "^TracerPid:[[:space:]]*[1-9]" /proc/"$pid"/status && break
+	sleep 0.1
+done
+head -c 300000 /dev/urandom >"$C/ref"
+cp "$C/ref" "$mnt/f" || fail "$what: write failed"
+# the lines go out after cache_age; the log forgets them when all is clean
+for _ in $(seq 1 100); do
+	[ "$(json_cache "$mnt" dirty_bytes)" = 0 ] &&
+		grep -Eq 'cache\.log>, (\[\{iov_base=)?"RAIDFSL1' "$C/trace" 2>/dev/null && break
+	sleep 0.1
+done
+sleep 0.3
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+# the first member write of the destage, the header write after it, and a
+# syncfs between the two
+first=$(grep -n "^[0-9]* *pwritev([0-9]*<$C/d" "$C/trace" | head -n 1 | cut -d: -f1)
+[ -n "$first" ] || { cat "$C/strace.err" >&2; fail "$what: the trace shows no destage to the members"; }
+hdr=$(awk -v f="$first" 'NR > f && /cache\.log>, (\[\{iov_base=)?"RAIDFSL1/ { print NR; exit }' "$C/trace")
+[ -n "$hdr" ] || { tail -n 20 "$C/trace" >&2; fail "$what: the log's tail never moved after the destage"; }
+awk -v f="$first" -v h="$hdr" 'NR > f && NR < h && /syncfs\(/ { found = 1 } END { exit !found }' "$C/trace" ||
+	{ sed -n "${first},${hdr}p" "$C/trace" | tail -n 20 >&2; fail "$what: the log forgot destaged lines before the members were synced"; }
+cmp "$C/ref" "$mnt/f" || fail "$what: the file differs"
+rfs_unmount "$mnt" || fail "$what: unmount failed"
+log "ok: $what: the members are synced before the log forgets what was written to them"
 
 # ------------------------------------------------------------ preserved cache
 C=$T/pc
