@@ -240,6 +240,15 @@ static uint8_t *piece_buf(uint8_t **b, size_t len)
 	return *b;
 }
 
+/* The buffers of the last rebuild (fctx.bufs of both file threads), kept
+ * for the next one: the first touch of a fresh page costs a fault, and on
+ * a VM that hands freed memory back to its host much more - a re-add of
+ * one file spent about 10 ms faulting in the buffers of its first file
+ * (what they hold is only what a piece last read).  Not when they are
+ * large (wide arrays with big chunks): then memory matters more. */
+#define KEEP_BUFS_MAX (8u << 20)	/* bytes a thread's buffers may touch */
+static struct piece_bufs kept_bufs[2][2];
+
 static void piece_bufs_free(struct piece_bufs *pb)
 {
 	for (int i = 0; i < LAYOUT_MAX_WIDTH; i++)
@@ -1763,6 +1772,8 @@ static void *rebuild_thread(void *arg)
 	bool shadow = j == SHADOW;
 	struct walk w = { .a = a, .j = j, .lj = shadow ? (uint32_t)shadow_of(a) : j, .dst = a->m[j].dirfd,
 			  .promoted = -1 };
+	for (int i = 0; i < 2; i++)
+		memcpy(w.fc[i].bufs, kept_bufs[i], sizeof(w.fc[i].bufs));
 	if (resume_set)
 		w.resume_after = resume_path;
 	w.readd = rb_mode != RB_FULL;
@@ -1960,9 +1971,12 @@ static void *rebuild_thread(void *arg)
 	for (size_t i = 0; i < w.nresynced_paths; i++)
 		free(w.resynced_paths[i]);
 	free(w.resynced_paths);
+	uint64_t piece = a->lay.chunk > PIECE_BYTES ? a->lay.chunk : PIECE_BYTES;
+	bool keep = (a->lay.width + 2 + PARITY_MAX_M) * piece <= KEEP_BUFS_MAX;
 	for (int i = 0; i < 2; i++) {
-		piece_bufs_free(&w.fc[i].bufs[0]);
-		piece_bufs_free(&w.fc[i].bufs[1]);
+		for (int k = 0; k < 2 && !keep; k++)
+			piece_bufs_free(&w.fc[i].bufs[k]);
+		memcpy(kept_bufs[i], w.fc[i].bufs, sizeof(kept_bufs[i]));
 	}
 	pthread_mutex_destroy(&w.lock);
 	pthread_mutex_lock(&rb_lock);
