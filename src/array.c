@@ -1346,8 +1346,9 @@ void array_clear_dirty(struct array *a, uint64_t id)
 
 /* Resync one file of the dirty log; its shards are reached through the
  * dirty links.  Returns 0 or -errno. */
-static int resync_one(struct array *a, const char *entry, bool cache_only, bool *complete)
+static int resync_one(struct array *a, const char *entry, bool cache_only, bool *complete, bool *unreplayed)
 {
+	bool replayed = false;
 	int fds[LAYOUT_MAX_WIDTH];
 	struct file_meta fm;
 	int nlinks = 0, nvalid = 0, ret;
@@ -1447,6 +1448,7 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 		rf.size = array_size_reached(a, &rf.lay, fds, fm.size);
 		/* what the cache of the last run held for it goes in first */
 		ret = cache_replay_file(&rf);
+		replayed = ret == 0;
 		if (ret == 0 && !cache_only)
 			ret = stripe_resync(&rf);
 		if (ret == 0)
@@ -1461,6 +1463,8 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 		*complete = false;
 	}
 out:
+	/* what the cache of the last run holds for it is not on the members */
+	*unreplayed = !*complete && !replayed && cache_preserved_for(strtoull(entry, NULL, 16));
 	for (uint32_t j = 0; j < a->width; j++)
 		if (fds[j] >= 0)
 			close(fds[j]);
@@ -1518,9 +1522,11 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 		log_warn("array '%s': resyncing %zu dirty file%s without the absent members (forced); they are out of date now",
 			 a->sb.name, nnames, nnames == 1 ? "" : "s");
 	}
-	int cache_only = 0;
+	int cache_only = 0, unreplayed = 0, done = 0;
+	char first[128] = "";
+	uint64_t *ids = calloc(nnames ? nnames : 1, sizeof(*ids));	/* resynced */
 	for (size_t i = 0; i < nnames; i++) {
-		bool complete, co = strlen(names[i]) > 16 && !strcmp(names[i] + 16, CACHED_SUFFIX);
+		bool complete, unrep = false, co = strlen(names[i]) > 16 && !strcmp(names[i] + 16, CACHED_SUFFIX);
 		if (co) {
 			/* also marked for a resync: that one replays too */
 			bool both = false;
@@ -1528,22 +1534,43 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 				both = k != i && !strncmp(names[k], names[i], 16) && !names[k][16];
 			if (both)
 				continue;
-			cache_only++;
 		}
-		resync_one(a, names[i], co, &complete);
-		if (complete) {
-			array_left_dirty_done(a, strtoull(names[i], NULL, 16));	/* (a second try) */
-			array_clear_dirty(a, strtoull(names[i], NULL, 16));
-		} else
+		int r = resync_one(a, names[i], co, &complete, &unrep);
+		if (unrep && !unreplayed++)
+			snprintf(first, sizeof(first), "%.16s: %s", names[i], strerror(-r));
+		if (complete && ids) {
+			ids[done++] = strtoull(names[i], NULL, 16);
+			cache_only += co;
+		} else {
 			left_dirty_add(a, strtoull(names[i], NULL, 16));
+		}
 		(*count)++;
 	}
-	if (nnames)
-		log_info("array '%s': resynced %zu file%s left dirty by an unclean shutdown",
-			 a->sb.name, nnames, nnames == 1 ? "" : "s");
+	/* their marks go once what the resync and the replay wrote is
+	 * durable: the log still holds the replayed writes until then */
+	bool synced = done && array_sync_members(a) == 0;
+	for (int i = 0; i < done; i++) {
+		if (!synced) {
+			left_dirty_add(a, ids[i]);
+			continue;
+		}
+		array_left_dirty_done(a, ids[i]);	/* (a second try) */
+		array_clear_dirty(a, ids[i]);
+	}
+	free(ids);
+	if (done)
+		log_info("array '%s': resynced %d file%s left dirty by an unclean shutdown",
+			 a->sb.name, done, done == 1 ? "" : "s");
 	if (cache_only)
 		log_info("array '%s': %d of them changed only through the cache log: its replay made them consistent, no parity resync (the log closes the write hole)",
 			 a->sb.name, cache_only);
+	if (unreplayed) {
+		/* acknowledged writes the members cannot take now: kept (the
+		 * caller does not drop the preserved cache), tried again */
+		errf(err, errlen, "the cache of the last run holds writes to %d file%s that the members cannot take now (file id %s); the preserved cache is kept and written once they can: make room on the members, or return the failing ones",
+		     unreplayed, unreplayed == 1 ? "" : "s", first);
+		ret = -EAGAIN;
+	}
 out:
 	for (size_t i = 0; i < nnames; i++)
 		free(names[i]);
@@ -1648,8 +1675,11 @@ bool array_member_io_error(struct array *a, uint32_t j, int err, bool write)
 	return false;
 }
 
+uint64_t array_write_seq, array_synced_seq;
+
 int array_sync_members(struct array *a)
 {
+	uint64_t upto = __atomic_load_n(&array_write_seq, __ATOMIC_ACQUIRE);
 	if (stripe_member_sync == MSYNC_NEVER)
 		return 0;
 	dev_t done[MEMBER_SLOTS];
@@ -1674,11 +1704,17 @@ int array_sync_members(struct array *a)
 		log_err("cannot make what was written to member %u '%s' durable (syncfs): %s", j, a->m[j].path,
 			strerror(-r));
 		if (shadow)
-			rebuild_fail_replacement(a, "its writes cannot be made durable (syncfs failed)");
+			rebuild_abandon_replace();	/* (callers may hold the namespace lock) */
 		else
 			array_member_io_error(a, j, r, true);
 	}
-	return array_writable(a) ? 0 : -EIO;
+	if (!array_writable(a))
+		return -EIO;
+	uint64_t cur = __atomic_load_n(&array_synced_seq, __ATOMIC_RELAXED);
+	while (cur < upto && !__atomic_compare_exchange_n(&array_synced_seq, &cur, upto, false, __ATOMIC_RELEASE,
+							  __ATOMIC_RELAXED))
+		;
+	return 0;
 }
 
 void array_member_corrected(struct array *a, uint32_t j)
@@ -1698,6 +1734,25 @@ static pthread_mutex_t evq_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t evq_cond = PTHREAD_COND_INITIALIZER;
 static bool evq_thread_started;
 static struct array *evq_array;
+
+/* Events of the mount itself are queued until the daemon is in the
+ * background (array_monitor_start()): a thread started before the fork
+ * would stay behind in the parent. */
+static bool evq_may_start;
+
+static void *event_thread(void *arg);
+
+static void event_thread_start_locked(struct array *a)
+{
+	if (evq_thread_started || !evq_may_start)
+		return;
+	pthread_t t;
+	evq_array = a;
+	if (pthread_create(&t, NULL, event_thread, NULL) == 0) {
+		pthread_detach(t);
+		evq_thread_started = true;
+	}
+}
 
 static void *event_thread(void *arg)
 {
@@ -1732,14 +1787,7 @@ void array_event(struct array *a, const char *event, int member)
 	if (!array_event_program)
 		return;
 	pthread_mutex_lock(&evq_lock);
-	if (!evq_thread_started) {
-		pthread_t t;
-		evq_array = a;
-		if (pthread_create(&t, NULL, event_thread, NULL) == 0) {
-			pthread_detach(t);
-			evq_thread_started = true;
-		}
-	}
+	event_thread_start_locked(a);
 	if (evq_head - evq_tail < EVQ) {
 		snprintf(evq[evq_head % EVQ].event, sizeof(evq[0].event), "%s", event);
 		evq[evq_head % EVQ].member = member;
@@ -1830,6 +1878,11 @@ static void *monitor(void *arg)
 
 int array_monitor_start(struct array *a)
 {
+	pthread_mutex_lock(&evq_lock);	/* events of the mount, before the fork */
+	evq_may_start = true;
+	if (array_event_program && evq_head != evq_tail)
+		event_thread_start_locked(a);
+	pthread_mutex_unlock(&evq_lock);
 	monitor_run = true;
 	if (pthread_create(&monitor_thread, NULL, monitor, a) != 0) {
 		monitor_run = false;

@@ -125,6 +125,7 @@ struct array {
 	int primary;			/* lowest present member index */
 	bool absent_recorded;		/* absent members written down as faulty */
 	bool readonly;
+	bool force;		/* mounted with -o force (the offline mount's retries too) */
 	bool keep_failed;		/* array_assemble returns 1, not an error,
 					 * for a failed array (mount.c) */
 	pthread_mutex_t lock;
@@ -238,6 +239,9 @@ bool array_member_io_error(struct array *a, uint32_t j, int err, bool write);
  * once what it holds is durable on the members.  0, or -EIO when the
  * array is failed.  Nothing with member_sync=never. */
 int array_sync_members(struct array *a);
+/* Writes to the members so far (a counter each write raises: stripe.c)
+ * and how many of them a completed array_sync_members() made durable. */
+extern uint64_t array_write_seq, array_synced_seq;
 
 /* Corrected read error (repaired from redundancy): counted. */
 void array_member_corrected(struct array *a, uint32_t j);
@@ -375,6 +379,10 @@ void array_missed_clear(struct array *a, uint32_t away);
  * members this is refused (-EUCLEAN) unless force is set, because parity
  * that was being written cannot be trusted to rebuild (md refuses a dirty
  * degraded array the same way).  *count receives the number of files.
+ * -EAGAIN when the members could not take what the cache of the last run
+ * holds for some file (no room, say): the others are done, those stay in
+ * the dirty log, and the caller keeps the preserved cache (offline) and
+ * tries again later.
  */
 int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 		       size_t errlen);

@@ -148,6 +148,8 @@ static struct {
 	bool ra_started;
 	bool offline;			/* preserved cache: mount not finished */
 	bool offline_told;
+	char offline_why[1024];		/* why (under lock) */
+	bool closing;			/* unmount: an offline mount stays so */
 } C = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.work = PTHREAD_COND_INITIALIZER,
@@ -1553,6 +1555,14 @@ int cache_replay_file(struct rfile *rf)
 	return ret;
 }
 
+bool cache_preserved_for(uint64_t fid)
+{
+	for (uint32_t i = 0; C.old && i < C.old->nlines; i++)
+		if (OLD_LHDR(i)->fid == fid)
+			return true;
+	return C.old_has_log && cachelog_holds(fid);
+}
+
 uint64_t cache_preserved_bytes(void)
 {
 	return C.old_dirty_bytes + (C.old_has_log ? cachelog_replay_bytes() : 0);
@@ -1563,10 +1573,26 @@ void cache_set_offline(bool offline)
 	__atomic_store_n(&C.offline, offline, __ATOMIC_RELEASE);
 }
 
+bool cache_log_marks_wait(void)
+{
+	return cache_opts.bbu == BBU_FILE && stripe_member_sync != MSYNC_NEVER;
+}
+
+void cache_set_offline_reason(const char *why)
+{
+	pthread_mutex_lock(&C.lock);
+	snprintf(C.offline_why, sizeof(C.offline_why), "%s", why);
+	pthread_mutex_unlock(&C.lock);
+}
+
 bool cache_offline(void)
 {
 	return __atomic_load_n(&C.offline, __ATOMIC_ACQUIRE);
 }
+
+/* The preserved cache: its replay (cache_monitor()) and its discard
+ * (discard_old(), from the control socket) one at a time. */
+static pthread_mutex_t preserved_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Drop what a previous run left (raidfs cache discard --force). */
 static uint64_t discard_old(void)
@@ -1589,23 +1615,32 @@ void cache_monitor(struct array *a)
 {
 	if (!cache_offline() || array_state(a) == ARRAY_FAILED)
 		return;
-	/* enough members are back: finish the mount as at mount time */
+	/* finish the mount as at mount time, if the members can take it now
+	 * (not once the unmount began: cache_close()) */
 	char err[1024];
 	int count = 0;
+	pthread_mutex_lock(&preserved_lock);
+	if (C.closing) {
+		pthread_mutex_unlock(&preserved_lock);
+		return;
+	}
 	uint64_t b = cache_preserved_bytes();
-	int r = array_resync_dirty(a, false, &count, err, sizeof(err));
+	int r = array_resync_dirty(a, a->force, &count, err, sizeof(err));
 	if (r == 0)
 		r = cache_replay_finish(a, err, sizeof(err));
 	if (r < 0) {
+		pthread_mutex_unlock(&preserved_lock);
 		if (!C.offline_told)
-			log_err("array '%s': the members are back but the mount cannot finish: %s", a->sb.name, err);
+			log_err("array '%s': the mount cannot finish yet: %s", a->sb.name, err);
 		C.offline_told = true;
+		cache_set_offline_reason(err);
 		return;
 	}
 	if (cache_start() < 0)
 		log_warn("array '%s' runs without a cache", a->sb.name);
 	cache_set_offline(false);
-	log_warn("array '%s': the members are back; %" PRIu64 " bytes of preserved cache written, %d dirty file%s resynced: the mount is online",
+	pthread_mutex_unlock(&preserved_lock);
+	log_warn("array '%s': %" PRIu64 " bytes of preserved cache written, %d dirty file%s resynced: the mount is online",
 		 a->sb.name, b, count, count == 1 ? "" : "s");
 	array_event(a, "PreservedCacheWritten", -1);
 }
@@ -1698,6 +1733,9 @@ int cache_start(void)
 
 void cache_close(void)
 {
+	pthread_mutex_lock(&preserved_lock);	/* (an offline mount stays so) */
+	C.closing = true;
+	pthread_mutex_unlock(&preserved_lock);
 	if (!C.up)
 		return;
 	/* stop the threads, then write everything out here */
@@ -1723,8 +1761,10 @@ void cache_close(void)
 	}
 	if (cache_opts.bbu == BBU_SHM)
 		unlink(C.shm_path);
-	if (cache_opts.bbu == BBU_FILE)
+	if (cache_opts.bbu == BBU_FILE) {
 		cachelog_close_clean();
+		array_sync_members(C.a);	/* (the marks of the last files closed) */
+	}
 	C.up = false;
 }
 
@@ -1752,6 +1792,8 @@ void cache_get_stats(struct cache_stats *st)
 	st->learn_left = C.bbu == BBU_LEARNING && C.learn_end > t ? (C.learn_end - t + 999999999) / 1000000000 : 0;
 	st->preserved_bytes = cache_preserved_bytes();
 	st->offline = cache_offline();
+	if (st->offline)
+		snprintf(st->offline_why, sizeof(st->offline_why), "%s", C.offline_why);
 	st->bbu_path = cache_opts.bbu == BBU_SHM ? C.shm_path : cache_opts.bbu == BBU_FILE ? cache_opts.bbu_path : "";
 	pthread_mutex_unlock(&C.lock);
 }
@@ -1825,7 +1867,9 @@ int cache_ctl(int argc, char **argv, char *buf, size_t len)
 				 cache_preserved_bytes());
 			return 1;
 		}
+		pthread_mutex_lock(&preserved_lock);
 		uint64_t b = discard_old();
+		pthread_mutex_unlock(&preserved_lock);
 		log_err("array '%s': preserved cache discarded by the administrator: %" PRIu64 " bytes of acknowledged writes LOST",
 			C.a->sb.name, b);
 		array_event(C.a, "PreservedCacheDiscarded", -1);

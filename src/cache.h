@@ -126,6 +126,13 @@ void cache_close(void);
  */
 uint64_t cache_preserved_bytes(void);
 void cache_set_offline(bool offline);
+/* Does the dirty-log mark of a closed file wait for a member sync
+ * (bbu=file, members synced)?  See rfile_release(). */
+bool cache_log_marks_wait(void);
+/* Does the cache of the last run (not written yet) hold data of file fid? */
+bool cache_preserved_for(uint64_t fid);
+/* what keeps the mount offline (status) */
+void cache_set_offline_reason(const char *why);
 bool cache_offline(void);
 void cache_monitor(struct array *a);
 
@@ -159,6 +166,7 @@ struct cache_stats {
 	unsigned learn_left;		/* seconds */
 	uint64_t preserved_bytes;	/* kept from a previous daemon */
 	bool offline;			/* the mount waits for members */
+	char offline_why[1024];		/* and why */
 	const char *bbu_path;
 	const char *why_wt;		/* why the effective policy is not the configured one */
 };

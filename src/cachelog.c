@@ -244,6 +244,14 @@ uint64_t cachelog_replay_bytes(void)
 	return L.replay_bytes;
 }
 
+bool cachelog_holds(uint64_t fid)
+{
+	for (size_t i = 0; i < L.nrecs; i++)
+		if (L.recs[i].fid == fid)
+			return true;
+	return false;
+}
+
 int cachelog_replay_file(struct rfile *rf)
 {
 	uint8_t *data = NULL;
@@ -318,19 +326,24 @@ bool cachelog_live(void)
  */
 static bool set_tail(uint64_t tv, uint64_t ts)
 {
+	/* one at a time: a sync error is reported to one syncfs only, and
+	 * the member it fails must be failed before anybody moves the tail */
+	static pthread_mutex_t tail_lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&tail_lock);
 	pthread_mutex_lock(&L.lock);
 	bool forget = tv > L.tail_v;
 	pthread_mutex_unlock(&L.lock);
-	if (!forget)
-		return true;
-	if (L.a && array_sync_members(L.a) < 0) {
+	bool ok = true;
+	if (forget && L.a && array_sync_members(L.a) < 0) {
 		log_err("cache log '%s': the members cannot make written lines durable; their records are kept",
 			L.path);
-		return false;
+		ok = false;
+	} else if (forget) {
+		pthread_mutex_lock(&L.lock);
+		ok = tv <= L.tail_v || write_hdr_locked(tv, ts) == 0;
+		pthread_mutex_unlock(&L.lock);
 	}
-	pthread_mutex_lock(&L.lock);
-	bool ok = tv <= L.tail_v || write_hdr_locked(tv, ts) == 0;
-	pthread_mutex_unlock(&L.lock);
+	pthread_mutex_unlock(&tail_lock);
 	return ok;
 }
 
@@ -350,12 +363,14 @@ void cachelog_advance(void)
 
 int cachelog_reset(void)
 {
+	/* up to the oldest line still dirty (a write-back write can come
+	 * between a flush and this), else everything */
+	uint64_t tv, ts;
+	cache_log_tail(&tv, &ts);
 	pthread_mutex_lock(&L.lock);
-	uint64_t head = L.head_v, seq = L.seq;
-	bool any = L.fd >= 0 && L.tail_v != head;
+	bool any = L.fd >= 0 && L.tail_v < tv;
 	pthread_mutex_unlock(&L.lock);
-	/* (what was appended since waits for the next) */
-	return !any || set_tail(head, seq) ? 0 : -EIO;
+	return !any || set_tail(tv, ts) ? 0 : -EIO;
 }
 
 static int append(uint32_t kind, uint64_t fid, uint64_t off, const void *buf, uint32_t len)
@@ -385,6 +400,8 @@ static int append(uint32_t kind, uint64_t fid, uint64_t off, const void *buf, ui
 			continue;
 		}
 		pthread_mutex_unlock(&L.lock);
+		if (L.a && !array_writable(L.a))
+			return -EIO;	/* nothing can be written out */
 		cache_log_wait();
 		pthread_mutex_lock(&L.lock);
 	}

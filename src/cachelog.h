@@ -29,6 +29,8 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *
 bool cachelog_replay_pending(void);
 uint64_t cachelog_replay_bytes(void);
 int cachelog_replay_file(struct rfile *rf);
+/* Records of file fid waiting to be replayed? */
+bool cachelog_holds(uint64_t fid);
 /* Everything replayed: the log starts empty. */
 void cachelog_replay_done(void);
 

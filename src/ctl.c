@@ -283,8 +283,12 @@ static void status_text(struct array *a, struct out *o)
 	if (cs.preserved_bytes)
 		outf(o, "preserved cache: %s of acknowledged writes from the last run are not on the members yet\n",
 		     fmt_size(cs.preserved_bytes, dz, sizeof(dz)));
-	if (cs.offline)
+	if (cs.offline && array_state(a) == ARRAY_FAILED)
 		outf(o, "action:  OFFLINE: the cache of the last run is preserved and the array cannot take it; return the missing members (they are taken back when they reappear at their paths) and the mount comes online by itself; 'raidfs cache %s discard --force' drops the preserved data for good\n",
+		     a->mountpoint);
+	else if (cs.offline)
+		outf(o, "action:  OFFLINE: %s; the mount comes online by itself once it is written; 'raidfs cache %s discard --force' drops the preserved data for good\n",
+		     cs.offline_why[0] ? cs.offline_why : "the cache of the last run is preserved and cannot be written yet",
 		     a->mountpoint);
 	if (cs.bbu_state == BBU_FAILED)
 		outf(o, "action:  the battery has failed: the cache runs write-through; 'raidfs bbu %s restore' once it is replaced\n",
@@ -397,9 +401,15 @@ static void status_json(struct array *a, struct out *o)
 		outf(o, "null");
 	outf(o, ", \"read_policy\": \"%s\", \"dirty_bytes\": %" PRIu64
 		", \"dirty_lines\": %u, \"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"destage_mbps\": %.1f, \"destaged_bytes\": %" PRIu64
-		", \"preserved_bytes\": %" PRIu64 ", \"bbu\": \"%s\", \"bbu_state\": \"%s\", \"learn_left\": %u}}\n",
+		", \"preserved_bytes\": %" PRIu64 ", \"bbu\": \"%s\", \"bbu_state\": \"%s\", \"learn_left\": %u, \"offline\": %s, \"offline_reason\": ",
 	     cache_rpolicy_name(cs.rpolicy), cs.dirty_bytes, cs.dirty_lines, cs.hits, cs.misses, cs.destage_mbps,
-	     cs.destaged_bytes, cs.preserved_bytes, bbu_kind_name(cs.bbu), bbu_state_name(cs.bbu_state), cs.learn_left);
+	     cs.destaged_bytes, cs.preserved_bytes, bbu_kind_name(cs.bbu), bbu_state_name(cs.bbu_state), cs.learn_left,
+	     cs.offline ? "true" : "false");
+	if (cs.offline && cs.offline_why[0])
+		json_str(o, cs.offline_why);
+	else
+		outf(o, "null");
+	outf(o, "}}\n");
 }
 
 /* ------------------------------------------------------------- commands */

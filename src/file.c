@@ -13,6 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "rebuild.h"
 #include "util.h"
 
@@ -1149,9 +1150,25 @@ void rfile_hold(struct rfile *rf)
 	pthread_mutex_unlock(&table_lock);
 }
 
+/* With the cache log, a file's dirty-log mark goes only once its writes
+ * are durable on the members: the destage does not sync them, the log
+ * forgets their records after a sync (cachelog.c), and a mount replays
+ * the log only into marked files.  Is a sync still needed for that? */
+static bool marks_wait_sync(const struct rfile *rf)
+{
+	return !rf->a->readonly && (rf->marked || rf->cmarked) && cache_log_marks_wait() &&
+	       __atomic_load_n(&rf->write_seq, __ATOMIC_ACQUIRE) > __atomic_load_n(&array_synced_seq, __ATOMIC_ACQUIRE);
+}
+
 int rfile_release(struct rfile *rf)
 {
 	pthread_mutex_lock(&table_lock);
+	if (rf->refs == 1 && marks_wait_sync(rf)) {
+		/* (not under the table lock: a sync can take long) */
+		pthread_mutex_unlock(&table_lock);
+		array_sync_members(rf->a);
+		pthread_mutex_lock(&table_lock);
+	}
 	if (--rf->refs > 0) {
 		pthread_mutex_unlock(&table_lock);
 		return 0;
@@ -1163,7 +1180,9 @@ int rfile_release(struct rfile *rf)
 	/* (a read-only mount writes nothing, not even a repaired record) */
 	if (!rf->a->readonly && (rf->meta_stale || rf->marked || rf->cmarked)) {
 		ret = rfile_write_meta(rf, 0);
-		if (ret == 0 && (rf->marked || rf->cmarked)) {
+		/* (the marks stay when the sync failed: the next mount
+		 * resyncs the file and replays its log) */
+		if (ret == 0 && (rf->marked || rf->cmarked) && !marks_wait_sync(rf)) {
 			array_clear_dirty(rf->a, rf->id);
 			rf->marked = rf->cmarked = false;
 		}

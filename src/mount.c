@@ -79,6 +79,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	}
 	bool failed = r == 1;
 	a->readonly = o->readonly;
+	a->force = o->force;
 	char cerr[1024];
 	if (cache_open(a, cerr, sizeof(cerr)) < 0) {
 		fprintf(stderr, "raidfs: cannot mount: %s\n", cerr);
@@ -106,11 +107,23 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 		fprintf(stderr, "raidfs: warning: the cache of the last run holds %llu bytes that are not on the members yet (preserved cache): mounted OFFLINE, nothing is served until the missing members return; see 'raidfs status %s'\n",
 			(unsigned long long)cache_preserved_bytes(), mountpoint);
 		cache_set_offline(true);
+		cache_set_offline_reason(err);
 		r = 0;
 	} else {
 		r = array_resync_dirty(a, o->force, &count, err, sizeof(err));
-		if (r == 0)
+		if (r == -EAGAIN) {
+			/* the members cannot take the preserved cache (yet):
+			 * offline as above, until they can */
+			fprintf(stderr, "raidfs: warning: %s\n", err);
+			fprintf(stderr, "raidfs: warning: mounted OFFLINE, nothing is served until the preserved cache is written; see 'raidfs status %s'\n",
+				mountpoint);
+			cache_set_offline(true);
+			cache_set_offline_reason(err);
+			failed = true;
+			r = 0;
+		} else if (r == 0) {
 			r = cache_replay_finish(a, err, sizeof(err));
+		}
 	}
 	if (r < 0) {
 		fprintf(stderr, "raidfs: cannot mount: %s\n", err);

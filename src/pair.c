@@ -1,6 +1,8 @@
 /*
  * pair.c - the helper thread of pair_run() (see pair.h).  Started at the
  * first use, it lives as long as the daemon and runs one job at a time.
+ * A fork does not take it along (the mount's replay can use it before the
+ * daemon forks into the background): the child starts its own.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -12,6 +14,15 @@ static pthread_cond_t go = PTHREAD_COND_INITIALIZER, done = PTHREAD_COND_INITIAL
 static void (*job_fn)(void *, int);
 static void *job_arg;
 static bool started, busy, has_job;
+
+/* In the child of a fork: no helper thread, no job, nobody waiting. */
+static void forked_child(void)
+{
+	started = busy = has_job = false;
+	pthread_mutex_init(&lock, NULL);
+	pthread_cond_init(&go, NULL);
+	pthread_cond_init(&done, NULL);
+}
 
 static void *helper_main(void *unused)
 {
@@ -33,6 +44,9 @@ void pair_run(void (*fn)(void *arg, int t), void *arg)
 {
 	pthread_mutex_lock(&lock);
 	if (!started) {
+		static bool registered;
+		if (!registered)
+			registered = pthread_atfork(NULL, NULL, forked_child) == 0;
 		pthread_t t;
 		started = pthread_create(&t, NULL, helper_main, NULL) == 0;
 		if (started)

@@ -24,7 +24,8 @@
 # only after the members were synced: traced with strace, a syncfs of the
 # members must come between the destage's writes and the header write
 # that moves the log's tail past them (a power loss in between would
-# otherwise lose acknowledged writes that the log no longer holds).
+# otherwise lose acknowledged writes that the log no longer holds); so
+# must come the removal of the file's dirty-log mark.
 #
 # Environment: SEED, ITERS (crash iterations per configuration, 3).
 . "$(dirname "$0")/lib.sh"
@@ -170,7 +171,7 @@ expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
 rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
 command -v strace >/dev/null || fail "$what: strace is not installed (contrib/install-deps.sh installs it)"
 pid=$(daemon_pid "$mnt")
-strace -f -y -qq -e trace=syncfs,pwrite64,pwritev -o "$C/trace" -p "$pid" 2>"$C/strace.err" &
+strace -f -y -qq -e trace=syncfs,pwrite64,pwritev,unlinkat -o "$C/trace" -p "$pid" 2>"$C/strace.err" &
 spid=$!
 for _ in $(seq 1 50); do
 	grep -q "^TracerPid:[[:space:]]*[1-9]" /proc/"$pid"/status && break
@@ -195,9 +196,15 @@ hdr=$(awk -v f="$first" 'NR > f && /cache\.log>, (\[\{iov_base=)?"RAIDFSL1/ { pr
 [ -n "$hdr" ] || { tail -n 20 "$C/trace" >&2; fail "$what: the log's tail never moved after the destage"; }
 awk -v f="$first" -v h="$hdr" 'NR > f && NR < h && /syncfs\(/ { found = 1 } END { exit !found }' "$C/trace" ||
 	{ sed -n "${first},${hdr}p" "$C/trace" | tail -n 20 >&2; fail "$what: the log forgot destaged lines before the members were synced"; }
+# the file's dirty-log mark: removed only after a sync too (the mount
+# replays the log only into marked files)
+mark=$(awk -v f="$first" 'NR > f && /unlinkat\(.*\.raidfs\/dirty\/[0-9a-f]+/ { print NR; exit }' "$C/trace")
+[ -n "$mark" ] || { tail -n 20 "$C/trace" >&2; fail "$what: the file's dirty-log mark was never removed"; }
+awk -v f="$first" -v h="$mark" 'NR > f && NR < h && /syncfs\(/ { found = 1 } END { exit !found }' "$C/trace" ||
+	fail "$what: the file's dirty-log mark was removed before the members were synced"
 cmp "$C/ref" "$mnt/f" || fail "$what: the file differs"
 rfs_unmount "$mnt" || fail "$what: unmount failed"
-log "ok: $what: the members are synced before the log forgets what was written to them"
+log "ok: $what: the members are synced before the log forgets what was written to them, or the file's mark goes"
 
 # ------------------------------------------------------------ preserved cache
 C=$T/pc

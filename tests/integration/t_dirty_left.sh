@@ -6,7 +6,10 @@
 # read as it is (as the resync reads it), never rebuilt from redundancy
 # that may lag behind the data.  A file whose shard was deleted by hand
 # on a member is still resynced, and its cache log replayed, after a
-# crash.
+# crash.  A cache log whose replay the members cannot take (a member out
+# of space) is kept: the mount comes up offline and says why, and once
+# there is room it writes the log and comes online with every
+# acknowledged byte.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
@@ -106,4 +109,53 @@ scrub_wait "$mnt" || fail "gone: the scrub did not end"
 rfs_unmount_wait "$mnt" || fail "gone: last unmount"
 expect_rc 0 "$RAIDFS" check "$members"
 log "ok: a shard deleted by hand: its file's cache log is still replayed after a crash"
+
+# The replay of the cache log hits a full member: the acknowledged writes
+# must not be dropped with the log at the end of the mount's replay.
+C=$T/norm
+mkdir -p "$C"
+mem=$(make_members 4 "norm/d")
+set -- $mem
+small=$4
+mount -t tmpfs -o size=24m tmpfs "$small" || fail "norm: cannot mount a tmpfs"	# (write-back needs the cache and 8 MiB free)
+mnt=$C/mnt
+MOUNTS=("$mnt" "$small" "${MOUNTS[@]}")
+members=$(join_members $mem)
+opts="write_policy=writeback,bbu=file:$C/cache.log,cache_size=2M,cache_age=600000"
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name norm $mem
+rfs_mount "$members" "$mnt" -o "$opts" || fail "norm: mount"
+head -c 300000 /dev/urandom > "$C/ref"
+cp "$C/ref" "$mnt/f"
+rfs_unmount_wait "$mnt" || fail "norm: unmount"
+sz=$(stat -c %s "$small/f")
+rfs_mount "$members" "$mnt" -o "$opts" || fail "norm: mount again"
+uuid=$("$RAIDFS" status --json "$mnt" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["uuid"])')
+head -c 600000 /dev/urandom > "$C/more"
+cat "$C/more" >> "$C/ref"
+cat "$C/more" >> "$mnt/f" || fail "norm: append"
+[ "$("$RAIDFS" status --json "$mnt" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["cache"]["dirty_bytes"])')" -gt 0 ] ||
+	fail "norm: the append did not stay in the cache (write-back)"
+rfs_kill "$mnt" || fail "norm: kill -9"
+rm -f /dev/shm/raidfs-"$uuid"*
+# a power loss: member 3 lost what it had of the append (never synced:
+# the log holds it) and the room the cache reserved for it, and the
+# member fills up
+truncate -s "$sz" "$small/f"
+dd if=/dev/zero of="$small/filler" bs=64k status=none 2>/dev/null
+rfs_mount "$members" "$mnt" -o "$opts" || fail "norm: the mount with a log the members cannot take failed"
+"$RAIDFS" status "$mnt" > "$C/status.out"
+grep -q "^action:  OFFLINE: the cache of the last run holds writes to 1 file that the members cannot take now" "$C/status.out" ||
+	{ cat "$C/status.out" >&2; fail "norm: status does not say why the mount is offline"; }
+[ "$("$RAIDFS" status --json "$mnt" | "$PY" -c 'import json,sys; c=json.load(sys.stdin)["cache"]; print(c["offline"], "No space" in c["offline_reason"])')" = "True True" ] ||
+	fail "norm: the JSON status does not carry the offline reason"
+cat "$mnt/f" > /dev/null 2>&1 && fail "norm: f was served without the writes the log holds for it"
+rm -f "$small/filler"
+for _ in $(seq 1 50); do
+	[ "$("$RAIDFS" status --json "$mnt" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["cache"]["offline"])')" = False ] && break
+	sleep 0.2
+done
+cmp -s "$C/ref" "$mnt/f" || fail "norm: the appended bytes acknowledged through the cache log are lost"
+rfs_unmount_wait "$mnt" || fail "norm: last unmount"
+expect_rc 0 "$RAIDFS" check "$members"
+log "ok: a log the members cannot take yet keeps the mount offline, then is written in full"
 exit 0
