@@ -1153,20 +1153,25 @@ void rfile_hold(struct rfile *rf)
 /* With the cache log, a file's dirty-log mark goes only once its writes
  * are durable on the members: the destage does not sync them, the log
  * forgets their records after a sync (cachelog.c), and a mount replays
- * the log only into marked files.  Is a sync still needed for that? */
+ * the log only into marked files.  So the last release syncs the
+ * members first: with the last reference here, every write of the file
+ * has returned, and a sync that starts now covers them all (a counter
+ * taken at the start of someone else's sync would not: a write numbered
+ * before it may still have been on its way to the members). */
 static bool marks_wait_sync(const struct rfile *rf)
 {
-	return !rf->a->readonly && (rf->marked || rf->cmarked) && cache_log_marks_wait() &&
-	       __atomic_load_n(&rf->write_seq, __ATOMIC_ACQUIRE) > __atomic_load_n(&array_synced_seq, __ATOMIC_ACQUIRE);
+	return !rf->a->readonly && (rf->marked || rf->cmarked) && cache_log_marks_wait();
 }
 
 int rfile_release(struct rfile *rf)
 {
 	pthread_mutex_lock(&table_lock);
+	bool synced = false;	/* the file's writes up to `upto` are durable */
+	uint64_t upto = __atomic_load_n(&rf->write_seq, __ATOMIC_ACQUIRE);
 	if (rf->refs == 1 && marks_wait_sync(rf)) {
 		/* (not under the table lock: a sync can take long) */
 		pthread_mutex_unlock(&table_lock);
-		array_sync_members(rf->a);
+		synced = array_sync_members(rf->a) == 0;
 		pthread_mutex_lock(&table_lock);
 	}
 	if (--rf->refs > 0) {
@@ -1182,7 +1187,8 @@ int rfile_release(struct rfile *rf)
 		ret = rfile_write_meta(rf, 0);
 		/* (the marks stay when the sync failed: the next mount
 		 * resyncs the file and replays its log) */
-		if (ret == 0 && (rf->marked || rf->cmarked) && !marks_wait_sync(rf)) {
+		if (ret == 0 && (rf->marked || rf->cmarked) &&
+		    (!marks_wait_sync(rf) || (synced && __atomic_load_n(&rf->write_seq, __ATOMIC_ACQUIRE) == upto))) {
 			array_clear_dirty(rf->a, rf->id);
 			rf->marked = rf->cmarked = false;
 		}
