@@ -1675,11 +1675,8 @@ bool array_member_io_error(struct array *a, uint32_t j, int err, bool write)
 	return false;
 }
 
-uint64_t array_write_seq, array_synced_seq;
-
 int array_sync_members(struct array *a)
 {
-	uint64_t upto = __atomic_load_n(&array_write_seq, __ATOMIC_ACQUIRE);
 	if (stripe_member_sync == MSYNC_NEVER)
 		return 0;
 	dev_t done[MEMBER_SLOTS];
@@ -1708,13 +1705,7 @@ int array_sync_members(struct array *a)
 		else
 			array_member_io_error(a, j, r, true);
 	}
-	if (!array_writable(a))
-		return -EIO;
-	uint64_t cur = __atomic_load_n(&array_synced_seq, __ATOMIC_RELAXED);
-	while (cur < upto && !__atomic_compare_exchange_n(&array_synced_seq, &cur, upto, false, __ATOMIC_RELEASE,
-							  __ATOMIC_RELAXED))
-		;
-	return 0;
+	return array_writable(a) ? 0 : -EIO;
 }
 
 void array_member_corrected(struct array *a, uint32_t j)

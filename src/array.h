@@ -239,9 +239,6 @@ bool array_member_io_error(struct array *a, uint32_t j, int err, bool write);
  * once what it holds is durable on the members.  0, or -EIO when the
  * array is failed.  Nothing with member_sync=never. */
 int array_sync_members(struct array *a);
-/* Writes to the members so far (a counter each write raises: stripe.c)
- * and how many of them a completed array_sync_members() made durable. */
-extern uint64_t array_write_seq, array_synced_seq;
 
 /* Corrected read error (repaired from redundancy): counted. */
 void array_member_corrected(struct array *a, uint32_t j);

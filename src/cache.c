@@ -1761,10 +1761,8 @@ void cache_close(void)
 	}
 	if (cache_opts.bbu == BBU_SHM)
 		unlink(C.shm_path);
-	if (cache_opts.bbu == BBU_FILE) {
+	if (cache_opts.bbu == BBU_FILE)
 		cachelog_close_clean();
-		array_sync_members(C.a);	/* (the marks of the last files closed) */
-	}
 	C.up = false;
 }
 
@@ -1873,7 +1871,7 @@ int cache_ctl(int argc, char **argv, char *buf, size_t len)
 		log_err("array '%s': preserved cache discarded by the administrator: %" PRIu64 " bytes of acknowledged writes LOST",
 			C.a->sb.name, b);
 		array_event(C.a, "PreservedCacheDiscarded", -1);
-		snprintf(buf, len, "preserved cache discarded (%" PRIu64 " bytes lost); the mount waits for the members\n", b);
+		snprintf(buf, len, "preserved cache discarded (%" PRIu64 " bytes lost); the mount comes online as soon as the array is there (see 'raidfs status')\n", b);
 		return 0;
 	}
 	if (!strcmp(set, "flush")) {

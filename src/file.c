@@ -1155,9 +1155,10 @@ void rfile_hold(struct rfile *rf)
  * forgets their records after a sync (cachelog.c), and a mount replays
  * the log only into marked files.  So the last release syncs the
  * members first: with the last reference here, every write of the file
- * has returned, and a sync that starts now covers them all (a counter
- * taken at the start of someone else's sync would not: a write numbered
- * before it may still have been on its way to the members). */
+ * has returned, and a sync that starts now covers them all (not so
+ * another thread's sync: a write may still have been on its way to the
+ * members when it started).  A write through an open meanwhile (rf->wgen
+ * moved) keeps the marks for the next release or mount. */
 static bool marks_wait_sync(const struct rfile *rf)
 {
 	return !rf->a->readonly && (rf->marked || rf->cmarked) && cache_log_marks_wait();
@@ -1166,8 +1167,8 @@ static bool marks_wait_sync(const struct rfile *rf)
 int rfile_release(struct rfile *rf)
 {
 	pthread_mutex_lock(&table_lock);
-	bool synced = false;	/* the file's writes up to `upto` are durable */
-	uint64_t upto = __atomic_load_n(&rf->write_seq, __ATOMIC_ACQUIRE);
+	bool synced = false;	/* the file's writes up to write `wgen` are durable */
+	uint64_t wgen = __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE);
 	if (rf->refs == 1 && marks_wait_sync(rf)) {
 		/* (not under the table lock: a sync can take long) */
 		pthread_mutex_unlock(&table_lock);
@@ -1188,7 +1189,7 @@ int rfile_release(struct rfile *rf)
 		/* (the marks stay when the sync failed: the next mount
 		 * resyncs the file and replays its log) */
 		if (ret == 0 && (rf->marked || rf->cmarked) &&
-		    (!marks_wait_sync(rf) || (synced && __atomic_load_n(&rf->write_seq, __ATOMIC_ACQUIRE) == upto))) {
+		    (!marks_wait_sync(rf) || (synced && __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE) == wgen))) {
 			array_clear_dirty(rf->a, rf->id);
 			rf->marked = rf->cmarked = false;
 		}

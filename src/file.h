@@ -64,7 +64,6 @@ struct rfile {
 					 * (stripe_repair_shard()), nor written */
 	uint64_t damaged_from[LAYOUT_MAX_WIDTH];
 	uint64_t wgen;			/* counts writes and truncates (atomic) */
-	uint64_t write_seq;		/* array_write_seq at its last write (atomic) */
 	uint64_t sync_end;		/* one past the last stripe written since the
 					 * last fsync that succeeded (0: none):
 					 * stripe_fsync() judges damaged shards there

@@ -207,8 +207,6 @@ static inline bool writable(const struct rfile *rf, uint32_t j)
  * hence the atomics. */
 static void note_written(struct rfile *rf, uint64_t s_end)
 {
-	__atomic_store_n(&rf->write_seq, __atomic_add_fetch(&array_write_seq, 1, __ATOMIC_ACQ_REL),
-			 __ATOMIC_RELEASE);
 	__atomic_add_fetch(&rf->wgen, 1, __ATOMIC_SEQ_CST);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* (before the member writes that follow) */
 	uint64_t cur = __atomic_load_n(&rf->sync_end, __ATOMIC_RELAXED);
