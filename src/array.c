@@ -396,11 +396,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	memcpy(a->mountpoint, mountpoint, sizeof(mountpoint));
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_mutex_init(&a->left_lock, NULL);
-	pthread_rwlockattr_t ra;
-	pthread_rwlockattr_init(&ra);
-	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&a->ns_lock, &ra);
-	pthread_rwlockattr_destroy(&ra);
+	nslock_init(&a->ns_lock);
 	if (n > LAYOUT_MAX_WIDTH) {
 		errf(err, errlen, "too many members (%d): at most %d are supported", n, LAYOUT_MAX_WIDTH);
 		return -EINVAL;
@@ -1073,8 +1069,8 @@ static int missed_note_change(struct array *a, bool names)
  * others and not j. */
 static void missed_names_in_flight(struct array *a, uint32_t j)
 {
-	if (pthread_rwlock_trywrlock(&a->ns_lock) == 0) {
-		pthread_rwlock_unlock(&a->ns_lock);
+	if (nslock_try_excl(&a->ns_lock)) {
+		nslock_unlock(&a->ns_lock);
 		return;
 	}
 	missed_unrecorded(a, j, note_absent(a, j, true));

@@ -65,6 +65,7 @@
 #include <sys/stat.h>
 
 #include "layout.h"
+#include "nslock.h"
 #include "member.h"
 #include "superblock.h"
 
@@ -129,12 +130,13 @@ struct array {
 	bool keep_failed;		/* array_assemble returns 1, not an error,
 					 * for a failed array (mount.c) */
 	pthread_mutex_t lock;
-	/* Namespace lock: operations that change the namespace on the members
-	 * hold it shared (fuse.c); the rebuild holds it exclusively while it
-	 * opens or creates a path on the new member, and when it decides the
-	 * new member is complete (rebuild.c), so it never sees a rename
-	 * applied to some members only.  Writer-preferring. */
-	pthread_rwlock_t ns_lock;
+	/* Namespace lock (nslock.h): operations that change the namespace on
+	 * the members hold it shared (fuse.c); the rebuild's file threads
+	 * hold it as a group while they open a file or create its shard on
+	 * the new member, and the rebuild holds it exclusively when it decides
+	 * the new member is complete (rebuild.c), so it never sees a rename
+	 * applied to some members only. */
+	struct nslock ns_lock;
 	char mountpoint[PATH_MAX];
 	/* directories of members replaced in place, kept open until the
 	 * unmount: a thread that read a member's descriptor just before the

@@ -715,7 +715,7 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 	/* 1. under the namespace lock: still missing, one name, redundancy
 	 * to fill it from that is not in doubt; the shard made unnamed in
 	 * its directory there */
-	pthread_rwlock_wrlock(&a->ns_lock);
+	nslock_excl(&a->ns_lock);
 	pthread_rwlock_rdlock(&rf->rw);
 	uint64_t epoch = rfile_epoch();
 	if (p < 0 || j >= a->width || (int)j == p || rf->lay.m == 0 || !member_online(a, j) || shadow_of(a) == (int)j ||
@@ -737,7 +737,7 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 		fd = member_openat(a, j, parent, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 		r = fd >= 0 ? 0 : fd == -EISDIR || fd == -EINVAL ? -EOPNOTSUPP : fd;
 	}
-	pthread_rwlock_unlock(&a->ns_lock);
+	nslock_unlock(&a->ns_lock);
 	if (r < 0)
 		return r;
 
@@ -801,7 +801,7 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 	 * meanwhile missed the shard), then marked and linked at its name and
 	 * put in service (stripe_publish_shard()), then the record */
 	if (r == 0) {
-		pthread_rwlock_wrlock(&a->ns_lock);
+		nslock_excl(&a->ns_lock);
 		pthread_rwlock_wrlock(&rf->rw);
 		struct stat now;
 		if (rf->wgen != gen || rf->size != size || rf->fd[j] >= 0 || rfile_epoch() != epoch ||
@@ -824,7 +824,7 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 		if (r == 0 && rfile_write_meta(rf, 0) < 0)
 			rf->meta_stale = true;
 		pthread_rwlock_unlock(&rf->rw);
-		pthread_rwlock_unlock(&a->ns_lock);
+		nslock_unlock(&a->ns_lock);
 	}
 	if (r < 0)
 		close(fd);

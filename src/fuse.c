@@ -606,7 +606,7 @@ static void hidden_note(const char *path, uint64_t ino)
 static void sweep_hidden(struct array *a)
 {
 	/* (no wait behind a rebuild or a long operation: next second) */
-	if (!__atomic_load_n(&nhidden_names, __ATOMIC_RELAXED) || pthread_rwlock_tryrdlock(&a->ns_lock) != 0)
+	if (!__atomic_load_n(&nhidden_names, __ATOMIC_RELAXED) || !nslock_try_shared(&a->ns_lock))
 		return;
 	pthread_mutex_lock(&hidden_lock);
 	size_t n = nhidden_names;
@@ -629,7 +629,7 @@ static void sweep_hidden(struct array *a)
 			hidden_note(mine[i].path, mine[i].ino);
 		free(mine[i].path);
 	}
-	pthread_rwlock_unlock(&a->ns_lock);
+	nslock_unlock(&a->ns_lock);
 }
 
 /* true when rename(from, to) is libfuse's follow-up of hiding an open
@@ -912,9 +912,9 @@ static void kill_setid_on_write(struct fuse_file_info *fi)
 	if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
 		kill |= S_ISGID;
 	if (kill) {
-		pthread_rwlock_rdlock(&A->ns_lock);
+		nslock_shared(&A->ns_lock);
 		fs_chmod(NULL, st.st_mode & 07777 & ~kill, fi);
-		pthread_rwlock_unlock(&A->ns_lock);
+		nslock_unlock(&A->ns_lock);
 	}
 }
 
@@ -1227,9 +1227,9 @@ static void fs_destroy(void *priv)
 #define NS(call) ({ \
 	int _nr = -EIO; \
 	if (!cache_offline()) { \
-		pthread_rwlock_rdlock(&A->ns_lock); \
+		nslock_shared(&A->ns_lock); \
 		_nr = (call); \
-		pthread_rwlock_unlock(&A->ns_lock); \
+		nslock_unlock(&A->ns_lock); \
 	} \
 	_nr; })
 static int ns_mknod(const char *p, mode_t m, dev_t d) { return NS(fs_mknod(p, m, d)); }

@@ -113,10 +113,10 @@ void rebuild_fail_replacement(struct array *a, const char *why)
 		return;
 	}
 	/* stopped (waiting for members, say): dropped here */
-	pthread_rwlock_wrlock(&a->ns_lock);
+	nslock_excl(&a->ns_lock);
 	if (shadow_of(a) >= 0)
 		array_shadow_drop(a);
-	pthread_rwlock_unlock(&a->ns_lock);
+	nslock_unlock(&a->ns_lock);
 }
 
 void rebuild_replaced_member_failed(void)
@@ -469,6 +469,8 @@ struct window {
 	uint64_t tsize;			/* the new shard's size */
 	uint64_t ssize;			/* its size when it is done */
 	uint64_t need[LAYOUT_MAX_WIDTH];	/* per member: bit x when its chunk of stripe s0 + x is read */
+	uint64_t slen[LAYOUT_MAX_WIDTH];	/* per member: its shard's length for the size
+						 * (layout_shard_size()): past it only zeros */
 	uint64_t ok[64];		/* per stripe: bit i when slot i's member is there */
 	uint32_t from[64];		/* per stripe: member whose chunk is lj's as it is, or NO_COPY */
 	int next;			/* the next piece to take */
@@ -505,8 +507,13 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 			uint64_t from_a = bits >> a;
 			uint32_t len = ~from_a ? (uint32_t)__builtin_ctzll(~from_a) : 64 - a;
 			bits &= ~(len == 64 ? ~0ull : ((1ull << len) - 1) << a);
-			ssize_t r = member_pread(w->a, mj, rf->fd[mj], pb->src[mj] + (size_t)(a - x0) * chunk,
-						 (size_t)len * chunk, (v->s0 + a) * chunk);
+			/* what lies past the shard's length is zeros: not read
+			 * (a small file's last stripe is mostly past it) */
+			uint8_t *dst = pb->src[mj] + (size_t)(a - x0) * chunk;
+			uint64_t off = (v->s0 + a) * chunk, want = (uint64_t)len * chunk;
+			uint64_t have = off >= v->slen[mj] ? 0 : v->slen[mj] - off < want ? v->slen[mj] - off : want;
+			memset(dst + have, 0, want - have);
+			ssize_t r = have ? member_pread(w->a, mj, rf->fd[mj], dst, have, off) : 0;
 			if (r < 0) {
 				log_err("read error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
 					mj, w->a->m[mj].path, rf->id, (v->s0 + a) * chunk, strerror((int)-r));
@@ -533,8 +540,13 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 	int tfd = rf->fd[w->j];
 	/* past the new shard's end it holds zeros: no need to look */
 	bool empty = !w->verify && (v->s0 + x0) * chunk >= v->tsize;
-	bool have = look && !empty && member_pread(w->a, w->j, tfd, pb->have, (size_t)(x1 - x0) * chunk,
-						   (v->s0 + x0) * chunk) >= 0;
+	bool have = false;
+	if (look && !empty) {
+		uint64_t off = (v->s0 + x0) * chunk, want = (uint64_t)(x1 - x0) * chunk;
+		uint64_t got = off >= v->tsize ? 0 : v->tsize - off < want ? v->tsize - off : want;
+		memset(pb->have + got, 0, want - got);
+		have = !got || member_pread(w->a, w->j, tfd, pb->have, got, off) >= 0;
+	}
 	struct iovec iov[64];
 	int niov = 0;
 	for (uint32_t x = x0; x <= x1; x++) {
@@ -593,8 +605,10 @@ static int window_fast(struct walk *w, struct fctx *fc, struct rfile *rf, uint64
 	v.per = PIECE_BYTES / chunk ? PIECE_BYTES / chunk : 1;
 	v.tsize = fstat(rf->fd[w->j], &ts) == 0 ? (uint64_t)ts.st_size : UINT64_MAX;
 	v.ssize = layout_shard_size(l, lj, rf->size);
-	for (uint32_t i = 0; i < l->width; i++)
+	for (uint32_t i = 0; i < l->width; i++) {
 		there[i] = rfile_usable_at(rf, i, s0 + ns - 1);	/* (a shard's loss is a tail) */
+		v.slen[i] = layout_shard_size(l, i, rf->size);
+	}
 	for (uint32_t x = 0; x < ns; x++) {
 		uint64_t s = s0 + x;
 		layout_member_slot(l, s, lj, &g, &slot);
@@ -773,8 +787,9 @@ static bool unchanged_since_rebuilt(struct walk *w, const char *rel)
 
 /*
  * Rebuild one regular file onto the new member.  Opening it and settling
- * its new shard happen under the namespace lock, so the path names the
- * same file on every member.  Every name of a hard-linked file shares one
+ * its new shard happen under the namespace lock (held as a group: the
+ * walk's thread and the file worker do this side by side), so the path
+ * names the same file on every member.  Every name of a hard-linked file shares one
  * rfile (keyed by the primary's inode): when that rfile already has a
  * shard on the new member, this name is linked to it, so the new member
  * keeps one inode per file.  Whatever else sits at the path on the new
@@ -792,7 +807,7 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 		pthread_mutex_unlock(&rb_lock);
 		return 0;
 	}
-	pthread_rwlock_wrlock(&a->ns_lock);
+	nslock_group(&a->ns_lock);	/* (the other file thread's too) */
 	int r = rfile_open(a, rel, &rf);
 	if (r < 0) {
 		/* deleted meanwhile, or another kind of entry renamed over it
@@ -802,7 +817,7 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 		struct stat now;
 		bool gone = r == -ENOENT ||
 			    (fstatat(SRC(w), rel, &now, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(now.st_mode));
-		pthread_rwlock_unlock(&a->ns_lock);
+		nslock_unlock(&a->ns_lock);
 		return gone ? 0 : r;
 	}
 	pthread_mutex_lock(&rb_lock);
@@ -837,7 +852,7 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 			r = errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
 			target_error(w, r);
 			pthread_rwlock_unlock(&rf->rw);
-			pthread_rwlock_unlock(&a->ns_lock);
+			nslock_unlock(&a->ns_lock);
 			rfile_release(rf);
 			if (r == 0 && target_gone(w))
 				return -EINTR;	/* (the rebuild stops) */
@@ -879,7 +894,7 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 		}
 	}
 	pthread_rwlock_unlock(&rf->rw);
-	pthread_rwlock_unlock(&a->ns_lock);
+	nslock_unlock(&a->ns_lock);
 	if (skip) {
 		rfile_release(rf);
 		return 0;
@@ -1250,10 +1265,10 @@ static void maybe_promote(struct walk *w, bool locked)
 	/* under the namespace lock: a create meanwhile would open a shard
 	 * in the shadow slot after the slot moved */
 	if (!locked)
-		pthread_rwlock_wrlock(&w->a->ns_lock);
+		nslock_excl(&w->a->ns_lock);
 	int r = array_shadow_promote(w->a);
 	if (!locked)
-		pthread_rwlock_unlock(&w->a->ns_lock);
+		nslock_unlock(&w->a->ns_lock);
 	if (r < 0) {
 		rebuild_abandon_replace();
 		return;
@@ -1278,7 +1293,7 @@ static void replace_mismatch(struct walk *w, const char *child, const struct sta
 	bool same = (dt.st_mode & S_IFMT) == (st->st_mode & S_IFMT);
 	if (same && !S_ISLNK(st->st_mode))
 		return;
-	pthread_rwlock_wrlock(&w->a->ns_lock);
+	nslock_excl(&w->a->ns_lock);
 	struct stat cur;
 	if (fstatat(SRC(w), child, &cur, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    fstatat(w->dst, child, &dt, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -1292,7 +1307,7 @@ static void replace_mismatch(struct walk *w, const char *child, const struct sta
 		if (!same)
 			remove_tree(w->dst, child);
 	}
-	pthread_rwlock_unlock(&w->a->ns_lock);
+	nslock_unlock(&w->a->ns_lock);
 }
 
 /* Bring one entry of the source (child, with its stat) onto the new
@@ -1322,12 +1337,12 @@ static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 		 * a daemon that is not root) */
 		worker_wait();
 		struct stat cur;
-		pthread_rwlock_wrlock(&w->a->ns_lock);
+		nslock_excl(&w->a->ns_lock);
 		if (fstatat(SRC(w), child, &cur, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(cur.st_mode)) {
 			fchmodat(w->dst, child, cur.st_mode & 07777, 0);
 			copy_owner_times(w, child, &cur);
 		}
-		pthread_rwlock_unlock(&w->a->ns_lock);
+		nslock_unlock(&w->a->ns_lock);
 	} else if (S_ISLNK(st->st_mode)) {
 		char target[PATH_MAX];
 		ssize_t n = readlinkat(SRC(w), child, target, sizeof(target) - 1);
@@ -1395,10 +1410,10 @@ static void drop_strays(struct walk *w, const char *rel, char **names, size_t nn
 		if (asprintf(&child, root ? "%s%s" : "%s/%s", root ? "" : rel, n) < 0)
 			break;
 		struct stat st;
-		pthread_rwlock_wrlock(&w->a->ns_lock);
+		nslock_excl(&w->a->ns_lock);
 		if (fstatat(SRC(w), child, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
 			remove_tree(w->dst, child);
-		pthread_rwlock_unlock(&w->a->ns_lock);
+		nslock_unlock(&w->a->ns_lock);
 		free(child);
 	}
 	closedir(d);
@@ -1593,11 +1608,11 @@ static int redo_one(struct walk *w, const char *path)
 	struct stat st, dt;
 	if (!strcmp(path, "."))
 		return 0;
-	pthread_rwlock_wrlock(&a->ns_lock);
+	nslock_excl(&a->ns_lock);
 	if (fstatat(SRC(w), path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT)
 			remove_tree(w->dst, path);	/* gone: so is the stale copy */
-		pthread_rwlock_unlock(&a->ns_lock);
+		nslock_unlock(&a->ns_lock);
 		return 0;
 	}
 	/* parents first, as the walk would have made them */
@@ -1613,7 +1628,7 @@ static int redo_one(struct walk *w, const char *path)
 		}
 		*sl = '/';
 	}
-	pthread_rwlock_unlock(&a->ns_lock);
+	nslock_unlock(&a->ns_lock);
 	/* like the walk: something else at path is replaced, a regular file
 	 * is rebuilt whole, a directory is walked again */
 	return walk_entry(w, path, &st);
@@ -1624,7 +1639,7 @@ static int redo_one(struct walk *w, const char *path)
 static int redo_drain(struct walk *w)
 {
 	for (;;) {
-		pthread_rwlock_wrlock(&w->a->ns_lock);
+		nslock_excl(&w->a->ns_lock);
 		pthread_mutex_lock(&redo_lock);
 		char **list = redo;
 		size_t n = nredo;
@@ -1633,7 +1648,7 @@ static int redo_drain(struct walk *w)
 		pthread_mutex_unlock(&redo_lock);
 		if (n == 0)
 			return 0;
-		pthread_rwlock_unlock(&w->a->ns_lock);
+		nslock_unlock(&w->a->ns_lock);
 		int r = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (r == 0 && !w->count_only) {
@@ -1698,9 +1713,9 @@ static bool readd_targets(struct walk *w, char ***out, size_t *nout)
 	 * the re-add.  The walk gives it one (shard_current() does not pass
 	 * an open file); only files written while it was away are logged.
 	 * Under the namespace lock: no open is halfway. */
-	pthread_rwlock_wrlock(&w->a->ns_lock);
+	nslock_excl(&w->a->ns_lock);
 	bool open_without = rfile_any_without(w->j);
-	pthread_rwlock_unlock(&w->a->ns_lock);
+	nslock_unlock(&w->a->ns_lock);
 	if (open_without)
 		return false;
 	char **paths = calloc(w->nmissed + 1, sizeof(*paths));
@@ -1878,7 +1893,7 @@ static void *rebuild_thread(void *arg)
 		}
 		if (locked && w.promoted == 0) {
 			/* promoted while the queue was worked off */
-			pthread_rwlock_unlock(&a->ns_lock);
+			nslock_unlock(&a->ns_lock);
 			locked = false;
 			continue;
 		}
@@ -1889,7 +1904,7 @@ static void *rebuild_thread(void *arg)
 	int failed = 0;	/* files left not rebuilt */
 	bool abandoned = __atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE);
 	if (w.j == SHADOW && locked && !committed) {
-		pthread_rwlock_unlock(&a->ns_lock);
+		nslock_unlock(&a->ns_lock);
 		locked = false;
 		r = -EIO;	/* the copy could not follow the member, or the
 				 * member failed with nothing to rebuild it from */
@@ -1902,7 +1917,7 @@ static void *rebuild_thread(void *arg)
 			/* committed above: the shadow is member lj now */
 			unlinkat(w.dst, POS_FILE, 0);
 			redo_close(w.dst, true);
-			pthread_rwlock_unlock(&a->ns_lock);
+			nslock_unlock(&a->ns_lock);
 			snprintf(msg, sizeof(msg), "member %u replaced by '%.120s' and verified (%.2f s)", lj,
 				 a->m[lj].path, (now_ms() - t_start_ms) / 1000.0);
 			log_info("%s", msg);
@@ -1914,9 +1929,9 @@ static void *rebuild_thread(void *arg)
 			log_warn("%s", msg);
 		} else {
 			redo_close(w.dst, false);
-			pthread_rwlock_wrlock(&a->ns_lock);	/* no create opens a shard there meanwhile */
+			nslock_excl(&a->ns_lock);	/* no create opens a shard there meanwhile */
 			array_shadow_drop(a);
-			pthread_rwlock_unlock(&a->ns_lock);
+			nslock_unlock(&a->ns_lock);
 			snprintf(msg, sizeof(msg), "the replacement of member %u was abandoned (%s); it stays in service",
 				 lj, abandoned ? "the replacement failed, see the log"
 				   : w.errors ? "file errors, see the log" : "the member or the copy failed");
@@ -1924,7 +1939,7 @@ static void *rebuild_thread(void *arg)
 		}
 	} else if (locked && !abandoned && rebuilt_online(&w)) {
 		array_missed_clear(a, j);
-		pthread_rwlock_unlock(&a->ns_lock);
+		nslock_unlock(&a->ns_lock);
 		if (w.targeted)
 			snprintf(msg, sizeof(msg), "member %u '%.120s' re-added: %" PRIu64 " changed file%s resynced, found through the missed-write log without a walk (%.3f s)",
 				 j, a->m[j].path, w.resynced, w.resynced == 1 ? "" : "s",
@@ -1941,7 +1956,7 @@ static void *rebuild_thread(void *arg)
 		array_event(a, "RebuildFinished", j);
 	} else if (locked || abandoned) {
 		if (locked)
-			pthread_rwlock_unlock(&a->ns_lock);
+			nslock_unlock(&a->ns_lock);
 		redo_close(w.dst, false);
 		snprintf(msg, sizeof(msg), "rebuild of member %u onto '%.120s' stopped: the new member failed (see the log)",
 			 j, a->m[j].path);
@@ -2334,11 +2349,11 @@ int rebuild_resume_member(struct array *a, int only)
 	char err[256];
 	/* (under the namespace lock, as the rebuild thread does both: a
 	 * create meanwhile would open a shard in the slot as it moves) */
-	pthread_rwlock_wrlock(&a->ns_lock);
+	nslock_excl(&a->ns_lock);
 	int sj = shadow_of(a);
 	if (sj >= 0 && !member_online(a, sj) && array_shadow_promote(a) < 0)
 		array_shadow_drop(a);	/* nothing to rebuild it from */
-	pthread_rwlock_unlock(&a->ns_lock);
+	nslock_unlock(&a->ns_lock);
 	sj = shadow_of(a);
 	if (sj >= 0 && (only < 0 || only == sj)) {
 		/* a replacement in place: the member serves, the copy goes on */

@@ -40,7 +40,8 @@
  * still checks them).
  *
  * The namespace under the walk: operations that change the namespace
- * hold a->ns_lock shared; the rebuild takes it exclusively to open a file
+ * hold a->ns_lock shared; the rebuild's two file threads hold it as a
+ * group (nslock.h: together, never beside an operation) to open a file
  * by path and settle its new shard, so a path never names two different
  * files on two members.  An operation that fails on the rebuilding member
  * queues its paths (rebuild_redo(), persisted in .raidfs/rebuild-redo);

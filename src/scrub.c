@@ -295,10 +295,10 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 	struct rfile *rf;
 	/* (the namespace lock held exclusively, as the rebuild's open: a
 	 * create or rename is never seen half done on the members) */
-	pthread_rwlock_wrlock(&a->ns_lock);
+	nslock_excl(&a->ns_lock);
 	int r = rfile_open(a, rel, &rf);
 	uint64_t missing = r == 0 ? missing_shards(a, rf, rel) : 0;
-	pthread_rwlock_unlock(&a->ns_lock);
+	nslock_unlock(&a->ns_lock);
 	if (r == -ENOENT || r == -ELOOP || r == -EISDIR || r == -EINVAL)
 		return;	/* deleted, or another kind of entry, meanwhile */
 	if (r < 0) {
