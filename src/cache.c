@@ -974,6 +974,13 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 		return r;
 	wait_room();
 	pthread_rwlock_rdlock(&rf->rw);
+	/* The file log's records of one file go in the order the cache takes
+	 * the writes (two writers of the same bytes through two hard links
+	 * are not ordered by the kernel): a replay must end where the cache
+	 * did. */
+	bool logged = cache_opts.bbu == BBU_FILE;
+	if (logged)
+		pthread_mutex_lock(&rf->log_order);
 	/* The size grows first: a destage running meanwhile (it holds rf->rw
 	 * shared too) must not cut the new bytes off at the old end.  Only
 	 * truncate, which holds rf->rw exclusively, makes it smaller. */
@@ -991,9 +998,13 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 		if (r < 0)
 			break;
 		if (r == 1) {
+			if (logged)
+				pthread_mutex_unlock(&rf->log_order);
 			pthread_rwlock_unlock(&rf->rw);
 			wait_destage(true);
 			pthread_rwlock_rdlock(&rf->rw);
+			if (logged)
+				pthread_mutex_lock(&rf->log_order);
 			continue;
 		}
 		pos = y;
@@ -1003,15 +1014,15 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 		static const struct timespec now[2] = { { 0, UTIME_OMIT }, { 0, UTIME_NOW } };
 		futimens(rf->fd[rf->a->primary], now);
 	}
+	uint64_t rec_end = 0;
+	if (r >= 0 && logged)
+		r = cachelog_put_write(rf->id, off, buf, len, &rec_end);
+	if (logged)
+		pthread_mutex_unlock(&rf->log_order);
 	pthread_rwlock_unlock(&rf->rw);
-	if (r < 0)
-		return r;
-	if (cache_opts.bbu == BBU_FILE) {
-		r = cachelog_append_write(rf->id, off, buf, len);
-		if (r < 0)
-			return r;
-	}
-	return len;
+	if (r >= 0 && logged)
+		r = cachelog_commit(rec_end);
+	return r < 0 ? r : (ssize_t)len;
 }
 
 /* Lines of rf over [off, end) are written out and forgotten, so that
@@ -1343,9 +1354,14 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 	}
 	pthread_mutex_unlock(&C.lock);
 	int r = stripe_truncate_locked(rf, size);
+	/* (in order with the file's writes: under rf->rw, see write_back()) */
+	uint64_t end = 0;
+	bool logged = r == 0 && cache_opts.bbu == BBU_FILE && cachelog_live();
+	if (logged)
+		r = cachelog_put_truncate(rf->id, size, &end);
 	pthread_rwlock_unlock(&rf->rw);
-	if (r == 0 && cache_opts.bbu == BBU_FILE && cachelog_live())
-		r = cachelog_append_truncate(rf->id, size);
+	if (logged && r == 0)
+		r = cachelog_commit(end);
 	if (release)
 		rfile_release(rf);
 	return r;

@@ -373,7 +373,9 @@ int cachelog_reset(void)
 	return !any || set_tail(tv, ts) ? 0 : -EIO;
 }
 
-static int append(uint32_t kind, uint64_t fid, uint64_t off, const void *buf, uint32_t len)
+/* Write a record (not yet durable: cachelog_commit()); *end is where it
+ * ends in the log. */
+static int put(uint32_t kind, uint64_t fid, uint64_t off, const void *buf, uint32_t len, uint64_t *end)
 {
 	uint64_t need = rec_size(len);
 	uint64_t v;
@@ -430,9 +432,14 @@ static int append(uint32_t kind, uint64_t fid, uint64_t off, const void *buf, ui
 	}
 	L.head_v = v + need;
 	L.seq++;
-	uint64_t mine = L.head_v;
+	*end = L.head_v;
 	pthread_mutex_unlock(&L.lock);
+	return 0;
+}
 
+int cachelog_commit(uint64_t mine)
+{
+	int r = 0;
 	/* group commit: one fdatasync covers every record written before it */
 	pthread_mutex_lock(&L.sync_lock);
 	if (L.synced_v < mine) {
@@ -451,14 +458,14 @@ static int append(uint32_t kind, uint64_t fid, uint64_t off, const void *buf, ui
 	return 0;
 }
 
-int cachelog_append_write(uint64_t fid, uint64_t off, const void *buf, size_t len)
+int cachelog_put_write(uint64_t fid, uint64_t off, const void *buf, size_t len, uint64_t *end)
 {
-	return append(REC_WRITE, fid, off, buf, len);
+	return put(REC_WRITE, fid, off, buf, len, end);
 }
 
-int cachelog_append_truncate(uint64_t fid, uint64_t size)
+int cachelog_put_truncate(uint64_t fid, uint64_t size, uint64_t *end)
 {
-	return append(REC_TRUNCATE, fid, size, NULL, 0);
+	return put(REC_TRUNCATE, fid, size, NULL, 0, end);
 }
 
 void cachelog_close_clean(void)

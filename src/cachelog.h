@@ -36,8 +36,14 @@ void cachelog_replay_done(void);
 
 /* Where the next record goes (virtual offset, sequence number). */
 void cachelog_position(uint64_t *v, uint64_t *seq);
-int cachelog_append_write(uint64_t fid, uint64_t off, const void *buf, size_t len);
-int cachelog_append_truncate(uint64_t fid, uint64_t size);
+/* A record of a write or a truncate, in the log's order (replayed in
+ * it: callers put the records of one file in the order the cache took
+ * the changes), not yet durable; *end: where it ends.  0 or -errno. */
+int cachelog_put_write(uint64_t fid, uint64_t off, const void *buf, size_t len, uint64_t *end);
+int cachelog_put_truncate(uint64_t fid, uint64_t size, uint64_t *end);
+/* Durable: every record up to end (one fdatasync for the records of
+ * several callers).  0 or -errno. */
+int cachelog_commit(uint64_t end);
 /* Records that may still be replayed exist. */
 bool cachelog_live(void);
 /* The cache is clean: no record is needed any more.  The members are

@@ -52,6 +52,7 @@ bool rfile_path_of(uint64_t id, char *buf, size_t len)
 static void rfile_free(struct rfile *rf)
 {
 	pthread_rwlock_destroy(&rf->rw);
+	pthread_mutex_destroy(&rf->log_order);
 	free(rf->path);
 	free(rf);
 }
@@ -389,6 +390,7 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	rf->meta_version = m->version;
 	rf->meta_flags = m->flags;
 	pthread_rwlock_init(&rf->rw, NULL);
+	pthread_mutex_init(&rf->log_order, NULL);
 	return 0;
 }
 

@@ -79,6 +79,8 @@ struct rfile {
 	uint32_t ra_seq;		/* sequential reads in a row */
 	uint64_t ra_done;		/* read-ahead queued up to this stripe */
 	pthread_rwlock_t rw;
+	pthread_mutex_t log_order;	/* a write-back write's cache update and its
+					 * file-log record, together (cache.c) */
 	struct rfile *next;		/* hash chain */
 };
 
