@@ -23,6 +23,7 @@
 #include "file.h"
 #include "rebuild.h"
 #include "meta.h"
+#include "nsintent.h"
 #include "util.h"
 
 static void errf(char *err, size_t errlen, const char *fmt, ...)
@@ -1518,6 +1519,9 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 		log_warn("array '%s': resyncing %zu dirty file%s without the absent members (forced); they are out of date now",
 			 a->sb.name, nnames, nnames == 1 ? "" : "s");
 	}
+	/* names first: the files' resync finds them by name */
+	if (array_writable(a))
+		nsintent_recover(a);
 	int cache_only = 0, unreplayed = 0, done = 0;
 	char first[128] = "";
 	uint64_t *ids = calloc(nnames ? nnames : 1, sizeof(*ids));	/* resynced */

@@ -35,6 +35,7 @@
 #include "fsops.h"
 #include "file.h"
 #include "meta.h"
+#include "nsintent.h"
 #include "rebuild.h"
 #include "util.h"
 
@@ -386,10 +387,13 @@ static int fs_mkdir(const char *path, mode_t mode)
 	if (r < 0)
 		return r;
 	new_owner(path, &uid, &gid);
+	int slot = nsintent_begin(A, NSI_MAKE, rel(path), NULL, 0);
 	{
 		int _e = ON_PRIMARY(mkdirat(PRIMARY, rel(path), mode));
-		if (_e < 0)
+		if (_e < 0) {
+			nsintent_end(A, slot);
 			return _e;
+		}
 	}
 	chown_new(OP_FD, path, uid, gid);
 	FOR_OTHERS(j) {
@@ -397,6 +401,7 @@ static int fs_mkdir(const char *path, mode_t mode)
 			note_member_error(j, "mkdir", path, NULL, errno);
 		chown_new(A->m[j].dirfd, path, uid, gid);
 	}
+	nsintent_end(A, slot);
 	return 0;
 }
 
@@ -418,10 +423,13 @@ static int fs_mknod(const char *path, mode_t mode, dev_t rdev)
 	if (r < 0)
 		return r;
 	new_owner(path, &uid, &gid);
+	int slot = nsintent_begin(A, NSI_MAKE, rel(path), NULL, 0);
 	{
 		int _e = ON_PRIMARY(mknodat(PRIMARY, rel(path), mode, rdev));
-		if (_e < 0)
+		if (_e < 0) {
+			nsintent_end(A, slot);
 			return _e;
+		}
 	}
 	chown_new(OP_FD, path, uid, gid);
 	FOR_OTHERS(j) {
@@ -429,6 +437,7 @@ static int fs_mknod(const char *path, mode_t mode, dev_t rdev)
 			note_member_error(j, "mknod", path, NULL, errno);
 		chown_new(A->m[j].dirfd, path, uid, gid);
 	}
+	nsintent_end(A, slot);
 	return 0;
 }
 
@@ -440,10 +449,13 @@ static int fs_symlink(const char *target, const char *path)
 	if (r < 0)
 		return r;
 	new_owner(path, &uid, &gid);
+	int slot = nsintent_begin(A, NSI_MAKE, rel(path), NULL, 0);
 	{
 		int _e = ON_PRIMARY(symlinkat(target, PRIMARY, rel(path)));
-		if (_e < 0)
+		if (_e < 0) {
+			nsintent_end(A, slot);
 			return _e;
+		}
 	}
 	chown_new(OP_FD, path, uid, gid);
 	FOR_OTHERS(j) {
@@ -451,41 +463,35 @@ static int fs_symlink(const char *target, const char *path)
 			note_member_error(j, "symlink", path, NULL, errno);
 		chown_new(A->m[j].dirfd, path, uid, gid);
 	}
+	nsintent_end(A, slot);
 	return 0;
+}
+
+/* unlink (flags 0) or rmdir (AT_REMOVEDIR) on every member */
+static int remove_everywhere(const char *path, int flags)
+{
+	int slot = nsintent_begin(A, flags ? NSI_RMDIR : NSI_UNLINK, rel(path), NULL, 0);
+	int _e = ON_PRIMARY(unlinkat(PRIMARY, rel(path), flags));
+	if (_e == 0)
+		FOR_OTHERS(j)
+			if (unlinkat(A->m[j].dirfd, rel(path), flags) < 0 && errno != ENOENT)
+				note_member_error(j, flags ? "rmdir" : "unlink", path, NULL, errno);
+	nsintent_end(A, slot);
+	return _e;
 }
 
 static int fs_unlink(const char *path)
 {
 	CHECK_HIDDEN(path);
 	int r = note_write();
-	if (r < 0)
-		return r;
-	{
-		int _e = ON_PRIMARY(unlinkat(PRIMARY, rel(path), 0));
-		if (_e < 0)
-			return _e;
-	}
-	FOR_OTHERS(j)
-		if (unlinkat(A->m[j].dirfd, rel(path), 0) < 0 && errno != ENOENT)
-			note_member_error(j, "unlink", path, NULL, errno);
-	return 0;
+	return r < 0 ? r : remove_everywhere(path, 0);
 }
 
 static int fs_rmdir(const char *path)
 {
 	CHECK_HIDDEN(path);
 	int r = note_write();
-	if (r < 0)
-		return r;
-	{
-		int _e = ON_PRIMARY(unlinkat(PRIMARY, rel(path), AT_REMOVEDIR));
-		if (_e < 0)
-			return _e;
-	}
-	FOR_OTHERS(j)
-		if (unlinkat(A->m[j].dirfd, rel(path), AT_REMOVEDIR) < 0 && errno != ENOENT)
-			note_member_error(j, "rmdir", path, NULL, errno);
-	return 0;
+	return r < 0 ? r : remove_everywhere(path, AT_REMOVEDIR);
 }
 
 /* both names on the same member: one evaluation of PRIMARY */
@@ -504,10 +510,13 @@ static int link_on_primary(const char *from, const char *to)
 static int rename_everywhere(const char *from, const char *to, unsigned int flags)
 {
 	const char *path = from, *path2 = to;
+	int slot = nsintent_begin(A, NSI_RENAME, rel(from), rel(to), flags);
 	{
 		int _e = ON_PRIMARY(rename_on_primary(from, to, flags));
-		if (_e < 0)
+		if (_e < 0) {
+			nsintent_end(A, slot);
 			return _e;
+		}
 	}
 	FOR_OTHERS(j) {
 		if (renameat2(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), flags) < 0)
@@ -519,6 +528,7 @@ static int rename_everywhere(const char *from, const char *to, unsigned int flag
 			 * the walk's position with its stale shard */
 			rebuild_redo(to);
 	}
+	nsintent_end(A, slot);
 	return 0;
 }
 
@@ -632,6 +642,13 @@ static void sweep_hidden(struct array *a)
 	nslock_unlock(&a->ns_lock);
 }
 
+/* once a second (array.c's monitor) */
+static void tick(struct array *a)
+{
+	sweep_hidden(a);
+	nsintent_refresh(a);
+}
+
 /* true when rename(from, to) is libfuse's follow-up of hiding an open
  * 'to' that is a link of 'from': 'to' is then back (as a link).  Every
  * rename ends the remembered hide (fs_rename()). */
@@ -689,10 +706,13 @@ static int fs_link(const char *from, const char *to)
 	int r = note_write();
 	if (r < 0)
 		return r;
+	int slot = nsintent_begin(A, NSI_LINK, rel(from), rel(to), 0);
 	{
 		int _e = ON_PRIMARY(link_on_primary(from, to));
-		if (_e < 0)
+		if (_e < 0) {
+			nsintent_end(A, slot);
 			return _e;
+		}
 	}
 	FOR_OTHERS(j) {
 		if (linkat(A->m[j].dirfd, rel(from), A->m[j].dirfd, rel(to), 0) < 0)
@@ -703,6 +723,7 @@ static int fs_link(const char *from, const char *to)
 			 * again, as a rename's new name is */
 			rebuild_redo(to);
 	}
+	nsintent_end(A, slot);
 	return 0;
 }
 
@@ -1290,6 +1311,6 @@ static const struct fuse_operations ops = {
 const struct fuse_operations *fsops_get(struct array *a)
 {
 	A = a;
-	a->tick = sweep_hidden;
+	a->tick = tick;
 	return &ops;
 }

@@ -327,6 +327,7 @@ struct walk {
 	pthread_mutex_t lock;
 	struct rebuilt { uint64_t id, version, len; } *rebuilt;
 	size_t nrebuilt, caprebuilt;
+	bool rebuilt_sorted;		/* by id, from the verify pass on */
 	uint64_t unchanged_since;	/* files the verify pass found so */
 };
 
@@ -738,13 +739,43 @@ static int cmp_rebuilt(const void *x, const void *y)
 	return a->id < b->id ? -1 : a->id > b->id;
 }
 
-/* The first pass wrote a file's new shard in full: remember its version
- * (up to a million files, 24 MB; the others take the full verify). */
+/* The first pass (or the redo queue's) wrote a file's new shard in full:
+ * remember its version (up to a million files, 24 MB; the others take the
+ * full verify).  Sorted in place once the verify pass sorted them. */
 static void note_rebuilt(struct walk *w, const struct fctx *fc, const struct rfile *rf)
 {
 	if (!fc->clean || fc->len != layout_shard_size(&rf->lay, w->lj, rf->size))
 		return;
 	pthread_mutex_lock(&w->lock);
+	if (w->rebuilt_sorted) {
+		size_t lo = 0, hi = w->nrebuilt;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (w->rebuilt[mid].id < rf->id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < w->nrebuilt && w->rebuilt[lo].id == rf->id) {
+			w->rebuilt[lo] = (struct rebuilt){ rf->id, rf->meta_version, fc->len };
+		} else {
+			if (w->nrebuilt == w->caprebuilt && w->nrebuilt < (1u << 20)) {
+				size_t c = w->caprebuilt ? w->caprebuilt * 2 : 1024;
+				struct rebuilt *n = realloc(w->rebuilt, c * sizeof(*n));
+				if (n) {
+					w->rebuilt = n;
+					w->caprebuilt = c;
+				}
+			}
+			if (w->nrebuilt < w->caprebuilt) {
+				memmove(w->rebuilt + lo + 1, w->rebuilt + lo, (w->nrebuilt - lo) * sizeof(*w->rebuilt));
+				w->rebuilt[lo] = (struct rebuilt){ rf->id, rf->meta_version, fc->len };
+				w->nrebuilt++;
+			}
+		}
+		pthread_mutex_unlock(&w->lock);
+		return;
+	}
 	if (w->nrebuilt == w->caprebuilt) {
 		size_t c = w->caprebuilt ? w->caprebuilt * 2 : 1024;
 		struct rebuilt *n = c <= (1u << 20) ? realloc(w->rebuilt, c * sizeof(*n)) : NULL;
@@ -779,8 +810,10 @@ static bool unchanged_since_rebuilt(struct walk *w, const char *rel)
 	uint64_t jsize;
 	if (!w->nrebuilt || !shard_current(w, rel, &pm, &jsize))
 		return false;
+	pthread_mutex_lock(&w->lock);	/* (the redo queue's files join it) */
 	struct rebuilt key = { .id = pm.id }, *e = bsearch(&key, w->rebuilt, w->nrebuilt, sizeof(key), cmp_rebuilt);
 	bool ok = e && e->version == pm.version && jsize == e->len;
+	pthread_mutex_unlock(&w->lock);
 	__atomic_add_fetch(&w->unchanged_since, ok, __ATOMIC_RELAXED);
 	return ok;
 }
@@ -946,8 +979,8 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 			r = rfile_write_meta_rebuilt(rf, w->j);
 		if (r < 0)
 			target_error(w, r);
-		if (r == 0 && w->pass == 1)
-			note_rebuilt(w, fc, rf);
+		if (r == 0 && (w->pass == 1 || (w->pass == 2 && !w->verify)))
+			note_rebuilt(w, fc, rf);	/* (the verify pass writes only what differs) */
 		struct stat now;
 		if (rf->fd[a->primary] >= 0 && had)
 			rfile_copy_xattrs(rf->fd[a->primary], rf->fd[w->j], false);	/* may have missed changes */
@@ -1854,6 +1887,7 @@ static void *rebuild_thread(void *arg)
 			w.pass = 2;
 			w.promoted = -1;
 			qsort(w.rebuilt, w.nrebuilt, sizeof(*w.rebuilt), cmp_rebuilt);
+			w.rebuilt_sorted = true;
 			if (w.readd && !w.resume_after && !w.resynced_paths_lost)
 				r = readd_verify(&w);
 			else
@@ -1875,7 +1909,11 @@ static void *rebuild_thread(void *arg)
 			 * the namespace lock held, so nothing changes before the
 			 * member is online */
 			w.verify = false;
-			w.pass = 0;
+			/* (as the verify pass: a file the first pass rebuilt and
+			 * nobody changed since is only looked at - a directory
+			 * renamed again and again is walked again each time, and
+			 * rebuilding all of it each time never caught up) */
+			w.pass = 2;
 			r = redo_drain(&w);
 			locked = r == 0;
 		}

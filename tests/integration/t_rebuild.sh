@@ -8,7 +8,8 @@
 # sequence and the status progress output.  Last, files the walk has
 # listed are replaced by symlinks, directories and FIFOs before they are
 # rebuilt: the rebuild must go on; and the verify pass must look again at
-# exactly the files changed behind the first pass.
+# exactly the files changed behind the first pass; and a directory renamed
+# again and again during the rebuild must not keep it from ending.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
@@ -164,5 +165,38 @@ workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
 	{ cat "$C/cmp.out" >&2; fail "verify: tree differs with member 0 failed after the rebuild"; }
 rfs_unmount_wait "$mnt" || fail "verify: unmount"
 log "ok: the verify pass looked again at the 10 files changed behind the first pass, and only at them"
+# A directory renamed back and forth every 0.3 s during a rate-limited
+# rebuild (20 MB/s): every rename queues the whole directory to be looked
+# at again; files rebuilt in full and unchanged since must only be looked
+# at, or the queue never empties and the rebuild never ends (it did not,
+# for as long as the renames went on).  It must end within 90 s while the
+# renames go on, and the tree must be right without another member.
+C=$T/renames
+mkdir -p "$C/ref/a"
+mem=$(make_members 4 "renames/d")
+mnt=$C/mnt
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 64K --name renames $mem
+rfs_mount "$(join_members $mem)" "$mnt" || fail "renames: mount"
+mkdir "$mnt/a"
+for i in $(seq 1 24); do head -c 1048576 /dev/urandom >"$C/ref/a/f$i"; cp "$C/ref/a/f$i" "$mnt/a/f$i"; done
+expect_rc 0 "$RAIDFS" fail "$mnt" 1
+mkdir "$C/new1"
+"$RAIDFS" rebuild "$mnt" --min-rate 20 --max-rate 20 >/dev/null
+( while :; do mv "$mnt/a" "$mnt/b"; sleep 0.15; mv "$mnt/b" "$mnt/a"; sleep 0.15; done ) &
+renamer=$!
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
+done_in=""
+for k in $(seq 1 900); do
+	"$RAIDFS" status --json "$mnt" | grep -q '"index": 1, [^}]*"state": "online"' && { done_in=$k; break; }
+	sleep 0.1
+done
+kill $renamer; wait $renamer 2>/dev/null
+[ -n "$done_in" ] || fail "renames: the rebuild did not end in 90 s of directory renames: $("$RAIDFS" status "$mnt" | grep -A1 '^rebuild')"
+[ -d "$mnt/a" ] || mv "$mnt/b" "$mnt/a"
+expect_rc 0 "$RAIDFS" fail "$mnt" 2
+workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
+	{ cat "$C/cmp.out" >&2; fail "renames: tree differs with member 2 failed after the rebuild"; }
+rfs_unmount_wait "$mnt" || fail "renames: unmount"
+log "ok: a directory renamed every 0.3 s during the rebuild: it still ended (in $((done_in / 10)).$((done_in % 10)) s), tree right"
 log "all passed in ${SECONDS}s"
 exit 0
