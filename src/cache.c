@@ -979,6 +979,7 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 	 * are not ordered by the kernel): a replay must end where the cache
 	 * did. */
 	bool logged = cache_opts.bbu == BBU_FILE;
+	uint64_t rec_from = off, rec_end = 0;	/* what has no record yet; where the last ends */
 	if (logged)
 		pthread_mutex_lock(&rf->log_order);
 	/* The size grows first: a destage running meanwhile (it holds rf->rw
@@ -998,6 +999,13 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 		if (r < 0)
 			break;
 		if (r == 1) {
+			/* (the part already in the cache gets its record now:
+			 * another writer may take these bytes meanwhile) */
+			if (logged && pos > rec_from && (r = cachelog_put_write(rf->id, rec_from, buf + (rec_from - off),
+										 pos - rec_from, &rec_end)) < 0)
+				break;
+			r = 1;
+			rec_from = pos;
 			if (logged)
 				pthread_mutex_unlock(&rf->log_order);
 			pthread_rwlock_unlock(&rf->rw);
@@ -1014,9 +1022,8 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 		static const struct timespec now[2] = { { 0, UTIME_OMIT }, { 0, UTIME_NOW } };
 		futimens(rf->fd[rf->a->primary], now);
 	}
-	uint64_t rec_end = 0;
-	if (r >= 0 && logged)
-		r = cachelog_put_write(rf->id, off, buf, len, &rec_end);
+	if (r >= 0 && logged && end > rec_from)
+		r = cachelog_put_write(rf->id, rec_from, buf + (rec_from - off), end - rec_from, &rec_end);
 	if (logged)
 		pthread_mutex_unlock(&rf->log_order);
 	pthread_rwlock_unlock(&rf->rw);
@@ -1354,12 +1361,19 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 	}
 	pthread_mutex_unlock(&C.lock);
 	int r = stripe_truncate_locked(rf, size);
-	/* (in order with the file's writes: under rf->rw, see write_back()) */
+	/* The record in order with the file's writes (write_back()): its
+	 * turn taken before rf->rw goes, so no later write records first;
+	 * written after, since a full log waits for lines of this file to be
+	 * written out, which needs rf->rw. */
 	uint64_t end = 0;
 	bool logged = r == 0 && cache_opts.bbu == BBU_FILE && cachelog_live();
 	if (logged)
-		r = cachelog_put_truncate(rf->id, size, &end);
+		pthread_mutex_lock(&rf->log_order);
 	pthread_rwlock_unlock(&rf->rw);
+	if (logged) {
+		r = cachelog_put_truncate(rf->id, size, &end);
+		pthread_mutex_unlock(&rf->log_order);
+	}
 	if (logged && r == 0)
 		r = cachelog_commit(end);
 	if (release)

@@ -37,7 +37,8 @@ static struct {
 	uint64_t busy;			/* bit s: slot s in use */
 	uint64_t seq;
 	int fd[NSI_SLOTS][LAYOUT_MAX_WIDTH];	/* an operation's files, open until its end (-1: none) */
-	int emptied[LAYOUT_MAX_WIDTH];	/* the member directory whose file was emptied */
+	int emptied[LAYOUT_MAX_WIDTH];	/* dirfd + 1 of the member directory whose file was
+					 * emptied; 0 once it is out of service */
 	bool warned;
 	bool recovered;			/* the mount read the last daemon's records */
 } S = {
@@ -98,6 +99,8 @@ int nsintent_begin(struct array *a, enum nsi_kind kind, const char *p1, const ch
 	for (uint32_t j = 0; j < a->width; j++) {
 		later[j] = false;
 		fds[j] = member_writable(a, j) ? open_locked(a, j, &later[j]) : -1;
+		if (!member_writable(a, j))
+			S.emptied[j] = 0;	/* (out of service: emptied again when back) */
 	}
 	pthread_mutex_unlock(&S.lock);
 
@@ -136,6 +139,8 @@ void nsintent_refresh(struct array *a)
 		int fd = member_writable(a, j) ? open_locked(a, j, &later) : -1;
 		if (fd >= 0)
 			close(fd);
+		if (!member_writable(a, j))
+			S.emptied[j] = 0;
 	}
 	pthread_mutex_unlock(&S.lock);
 }
@@ -344,8 +349,12 @@ int nsintent_recover(struct array *a)
 	qsort(recs, n, sizeof(*recs), cmp_seq);
 	int completed = 0;
 	/* (members out of service miss these changes: their re-add walks) */
-	if (n && array_note_write(a) < 0)
-		n = 0;
+	if (n && array_note_write(a) < 0) {
+		log_err("array '%s': %zu namespace operation%s interrupted by a crash not completed: the superblocks cannot be written; the next mount tries again",
+			a->sb.name, n, n == 1 ? "" : "s");
+		free(recs);
+		return 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		int c = complete(a, &recs[i]);
 		if (c) {

@@ -14,6 +14,12 @@
  * before anything is served: the operation was not acknowledged, and
  * completing it is one of the two outcomes it may have.
  *
+ * Recovery judges an operation done on a member by its names alone (a
+ * rename where the old name is gone, ...).  That is sound because no
+ * other operation on the same names can run between an operation's last
+ * member and the clearing of its record: the kernel holds the parent
+ * directories' locks on the mount until the reply, which comes after.
+ *
  * The record is written, not synced: it covers a crash of the daemon.  A
  * power loss of the members' machine may lose the record as it may lose
  * the operation on some members (their filesystems do not order their

@@ -315,6 +315,9 @@ struct walk {
 	int promoted;		/* pass during which the replacement in place
 				 * became a rebuild of lj (-1: it did not) */
 	bool verify;		/* second pass: compare and repair */
+	bool redo;		/* working off the redo queue (pass 0): a file
+				 * rebuilt in full and unchanged since is only
+				 * looked at, as in the verify pass */
 	uint64_t fixed;		/* chunks the verify pass had to rewrite */
 	uint64_t total;
 	/* the file worker's and the walk's own (files are rebuilt two at a
@@ -834,7 +837,7 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 	struct rfile *rf;
 	/* (a re-add's unchanged files do not get here: walk_entry()); a
 	 * hard-linked file takes the full path: it settles each name */
-	if (w->pass == 2 && st->st_nlink == 1 && unchanged_since_rebuilt(w, rel)) {
+	if ((w->pass == 2 || w->redo) && st->st_nlink == 1 && unchanged_since_rebuilt(w, rel)) {
 		pthread_mutex_lock(&rb_lock);
 		info.files_done++;
 		pthread_mutex_unlock(&rb_lock);
@@ -979,8 +982,8 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 			r = rfile_write_meta_rebuilt(rf, w->j);
 		if (r < 0)
 			target_error(w, r);
-		if (r == 0 && (w->pass == 1 || (w->pass == 2 && !w->verify)))
-			note_rebuilt(w, fc, rf);	/* (the verify pass writes only what differs) */
+		if (r == 0 && (w->pass == 1 || w->redo))
+			note_rebuilt(w, fc, rf);
 		struct stat now;
 		if (rf->fd[a->primary] >= 0 && had)
 			rfile_copy_xattrs(rf->fd[a->primary], rf->fd[w->j], false);	/* may have missed changes */
@@ -1909,12 +1912,14 @@ static void *rebuild_thread(void *arg)
 			 * the namespace lock held, so nothing changes before the
 			 * member is online */
 			w.verify = false;
-			/* (as the verify pass: a file the first pass rebuilt and
-			 * nobody changed since is only looked at - a directory
-			 * renamed again and again is walked again each time, and
-			 * rebuilding all of it each time never caught up) */
-			w.pass = 2;
+			w.pass = 0;
+			/* (a file rebuilt in full and not changed since is only
+			 * looked at: a directory renamed again and again is
+			 * walked again each time, and rebuilding all of it each
+			 * time never caught up) */
+			w.redo = true;
 			r = redo_drain(&w);
+			w.redo = false;
 			locked = r == 0;
 		}
 		if (locked && w.j == SHADOW) {
