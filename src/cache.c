@@ -1001,11 +1001,14 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 		if (r == 1) {
 			/* (the part already in the cache gets its record now:
 			 * another writer may take these bytes meanwhile) */
-			if (logged && pos > rec_from && (r = cachelog_put_write(rf->id, rec_from, buf + (rec_from - off),
-										 pos - rec_from, &rec_end)) < 0)
-				break;
-			r = 1;
-			rec_from = pos;
+			if (logged && pos > rec_from) {
+				int e = cachelog_put_write(rf->id, rec_from, buf + (rec_from - off), pos - rec_from, &rec_end);
+				if (e < 0) {
+					r = e;
+					break;
+				}
+				rec_from = pos;
+			}
 			if (logged)
 				pthread_mutex_unlock(&rf->log_order);
 			pthread_rwlock_unlock(&rf->rw);

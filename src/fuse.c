@@ -379,38 +379,52 @@ static int fs_readlink(const char *path, char *buf, size_t size)
 
 /* ------------------------------------------------------------- namespace */
 
-static int fs_mkdir(const char *path, mode_t mode)
+/* A directory (target NULL, S_IFDIR in mode), FIFO or socket (target
+ * NULL), or symlink to target at path under member directory dirfd. */
+static int make_at(int dirfd, const char *path, mode_t mode, dev_t rdev, const char *target)
 {
-	CHECK_HIDDEN(path);
+	if (target)
+		return symlinkat(target, dirfd, rel(path));
+	if (S_ISDIR(mode))
+		return mkdirat(dirfd, rel(path), mode & 07777);
+	return mknodat(dirfd, rel(path), mode, rdev);
+}
+
+/* mkdir, mknod of a FIFO or socket, symlink: on the primary, then on the
+ * others, owned as new_owner() says */
+static int make_everywhere(const char *path, mode_t mode, dev_t rdev, const char *target, const char *op)
+{
 	uid_t uid; gid_t gid;
 	int r = note_write();
 	if (r < 0)
 		return r;
 	new_owner(path, &uid, &gid);
 	int slot = nsintent_begin(A, NSI_MAKE, rel(path), NULL, 0);
-	{
-		int _e = ON_PRIMARY(mkdirat(PRIMARY, rel(path), mode));
-		if (_e < 0) {
-			nsintent_end(A, slot);
-			return _e;
+	int _e = ON_PRIMARY(make_at(PRIMARY, path, mode, rdev, target));
+	if (_e == 0) {
+		chown_new(OP_FD, path, uid, gid);
+		FOR_OTHERS(j) {
+			if (make_at(A->m[j].dirfd, path, mode, rdev, target) < 0 && errno != EEXIST)
+				note_member_error(j, op, path, NULL, errno);
+			chown_new(A->m[j].dirfd, path, uid, gid);
 		}
 	}
-	chown_new(OP_FD, path, uid, gid);
-	FOR_OTHERS(j) {
-		if (mkdirat(A->m[j].dirfd, rel(path), mode) < 0 && errno != EEXIST)
-			note_member_error(j, "mkdir", path, NULL, errno);
-		chown_new(A->m[j].dirfd, path, uid, gid);
-	}
 	nsintent_end(A, slot);
-	return 0;
+	return _e;
+}
+
+static int fs_mkdir(const char *path, mode_t mode)
+{
+	CHECK_HIDDEN(path);
+	return make_everywhere(path, S_IFDIR | (mode & 07777), 0, NULL, "mkdir");
 }
 
 static int fs_mknod(const char *path, mode_t mode, dev_t rdev)
 {
 	CHECK_HIDDEN(path);
-	uid_t uid; gid_t gid;
 	if (S_ISREG(mode)) {
 		struct rfile *rf;
+		uid_t uid; gid_t gid;
 		new_owner(path, &uid, &gid);
 		int r = rfile_create(A, rel(path), mode & 07777, uid, gid, &rf);
 		if (r == 0)
@@ -419,52 +433,13 @@ static int fs_mknod(const char *path, mode_t mode, dev_t rdev)
 	}
 	if (!S_ISFIFO(mode) && !S_ISSOCK(mode))
 		return -EPERM;	/* device nodes make no sense on a pool */
-	int r = note_write();
-	if (r < 0)
-		return r;
-	new_owner(path, &uid, &gid);
-	int slot = nsintent_begin(A, NSI_MAKE, rel(path), NULL, 0);
-	{
-		int _e = ON_PRIMARY(mknodat(PRIMARY, rel(path), mode, rdev));
-		if (_e < 0) {
-			nsintent_end(A, slot);
-			return _e;
-		}
-	}
-	chown_new(OP_FD, path, uid, gid);
-	FOR_OTHERS(j) {
-		if (mknodat(A->m[j].dirfd, rel(path), mode, rdev) < 0 && errno != EEXIST)
-			note_member_error(j, "mknod", path, NULL, errno);
-		chown_new(A->m[j].dirfd, path, uid, gid);
-	}
-	nsintent_end(A, slot);
-	return 0;
+	return make_everywhere(path, mode, rdev, NULL, "mknod");
 }
 
 static int fs_symlink(const char *target, const char *path)
 {
 	CHECK_HIDDEN(path);
-	uid_t uid; gid_t gid;
-	int r = note_write();
-	if (r < 0)
-		return r;
-	new_owner(path, &uid, &gid);
-	int slot = nsintent_begin(A, NSI_MAKE, rel(path), NULL, 0);
-	{
-		int _e = ON_PRIMARY(symlinkat(target, PRIMARY, rel(path)));
-		if (_e < 0) {
-			nsintent_end(A, slot);
-			return _e;
-		}
-	}
-	chown_new(OP_FD, path, uid, gid);
-	FOR_OTHERS(j) {
-		if (symlinkat(target, A->m[j].dirfd, rel(path)) < 0 && errno != EEXIST)
-			note_member_error(j, "symlink", path, NULL, errno);
-		chown_new(A->m[j].dirfd, path, uid, gid);
-	}
-	nsintent_end(A, slot);
-	return 0;
+	return make_everywhere(path, 0, 0, target, "symlink");
 }
 
 /* unlink (flags 0) or rmdir (AT_REMOVEDIR) on every member */

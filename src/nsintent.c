@@ -72,6 +72,10 @@ static int open_locked(struct array *a, uint32_t j, bool *later)
 {
 	int dirfd = a->m[j].dirfd;
 	*later = false;
+	if (!member_writable(a, j)) {
+		S.emptied[j] = 0;	/* (out of service: emptied again when back) */
+		return -1;
+	}
 	if (S.emptied[j] == dirfd + 1) {
 		*later = true;	/* (opened by the caller, without the lock) */
 		return -1;
@@ -85,9 +89,7 @@ int nsintent_begin(struct array *a, enum nsi_kind kind, const char *p1, const ch
 	size_t l1 = strlen(p1), l2 = p2 ? strlen(p2) : 0;
 	if (a->width < 2 || l1 > NSI_PATH || l2 > NSI_PATH)
 		return -1;
-	uint8_t *b = malloc(NSI_SLOT);
-	if (!b)
-		return -1;
+	uint8_t b[NSI_SLOT];
 	pthread_mutex_lock(&S.lock);
 	while (S.busy == ~0ull)
 		pthread_cond_wait(&S.freed, &S.lock);
@@ -96,12 +98,8 @@ int nsintent_begin(struct array *a, enum nsi_kind kind, const char *p1, const ch
 	uint64_t seq = ++S.seq;
 	int *fds = S.fd[slot], n = 0;
 	bool later[LAYOUT_MAX_WIDTH];
-	for (uint32_t j = 0; j < a->width; j++) {
-		later[j] = false;
-		fds[j] = member_writable(a, j) ? open_locked(a, j, &later[j]) : -1;
-		if (!member_writable(a, j))
-			S.emptied[j] = 0;	/* (out of service: emptied again when back) */
-	}
+	for (uint32_t j = 0; j < a->width; j++)
+		fds[j] = open_locked(a, j, &later[j]);
 	pthread_mutex_unlock(&S.lock);
 
 	encode(b, kind, flags, seq, p1, l1, p2 ? p2 : "", l2);
@@ -113,7 +111,6 @@ int nsintent_begin(struct array *a, enum nsi_kind kind, const char *p1, const ch
 		else if (fds[j] >= 0)
 			close(fds[j]), fds[j] = -1;
 	}
-	free(b);
 	if (n == 0) {
 		pthread_mutex_lock(&S.lock);
 		S.busy &= ~(1ull << slot);
@@ -122,7 +119,7 @@ int nsintent_begin(struct array *a, enum nsi_kind kind, const char *p1, const ch
 		pthread_cond_signal(&S.freed);
 		pthread_mutex_unlock(&S.lock);
 		if (warn)
-			log_warn("cannot write the namespace intent file '%s' on any member: renames and removals are not protected against a crash",
+			log_warn("cannot write the namespace intent file '%s' on any member (is each member's .raidfs directory there and writable?): until it can be, a crash in the middle of a rename or removal may leave it done on some members only",
 				 NSI_FILE);
 		return -1;
 	}
@@ -136,11 +133,9 @@ void nsintent_refresh(struct array *a)
 	 * when it comes online) */
 	for (uint32_t j = 0; S.recovered && j < a->width; j++) {
 		bool later;
-		int fd = member_writable(a, j) ? open_locked(a, j, &later) : -1;
+		int fd = open_locked(a, j, &later);
 		if (fd >= 0)
 			close(fd);
-		if (!member_writable(a, j))
-			S.emptied[j] = 0;
 	}
 	pthread_mutex_unlock(&S.lock);
 }
@@ -312,7 +307,7 @@ static int cmp_seq(const void *x, const void *y)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-int nsintent_recover(struct array *a)
+void nsintent_recover(struct array *a)
 {
 	static const char *const names[] = { "", "unlink", "rmdir", "rename", "link", "create" };
 	pthread_mutex_lock(&S.lock);
@@ -322,7 +317,7 @@ int nsintent_recover(struct array *a)
 	size_t n = 0;
 	uint8_t *b = malloc(NSI_SLOT);
 	if (!b)
-		return 0;
+		return;
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (!member_online(a, j))
 			continue;
@@ -347,13 +342,12 @@ int nsintent_recover(struct array *a)
 	}
 	free(b);
 	qsort(recs, n, sizeof(*recs), cmp_seq);
-	int completed = 0;
 	/* (members out of service miss these changes: their re-add walks) */
 	if (n && array_note_write(a) < 0) {
 		log_err("array '%s': %zu namespace operation%s interrupted by a crash not completed: the superblocks cannot be written; the next mount tries again",
 			a->sb.name, n, n == 1 ? "" : "s");
 		free(recs);
-		return 0;
+		return;
 	}
 	for (size_t i = 0; i < n; i++) {
 		int c = complete(a, &recs[i]);
@@ -361,7 +355,6 @@ int nsintent_recover(struct array *a)
 			char to[NSI_PATH + 16] = "";
 			if (recs[i].kind == NSI_RENAME || recs[i].kind == NSI_LINK)
 				snprintf(to, sizeof(to), " to '%s'", recs[i].p2);
-			completed++;
 			log_warn("array '%s': a %s of '%s'%s was interrupted by a crash: completed on %d more member%s",
 				 a->sb.name, names[recs[i].kind], recs[i].p1, to, c, c == 1 ? "" : "s");
 		}
@@ -374,5 +367,4 @@ int nsintent_recover(struct array *a)
 		if (fd >= 0)
 			close(fd);
 	}
-	return completed;
 }

@@ -51,9 +51,8 @@ void nsintent_end(struct array *a, int slot);
 void nsintent_refresh(struct array *a);
 
 /* At mount, before the dirty-file resync (array_resync_dirty()):
- * complete the recorded operations on the members in service, then empty
- * the records.  Returns how many operations were completed on at least
- * one member. */
-int nsintent_recover(struct array *a);
+ * complete the recorded operations on the members in service (logged),
+ * then empty the records. */
+void nsintent_recover(struct array *a);
 
 #endif

@@ -483,6 +483,16 @@ struct window {
 	uint64_t fixed;
 };
 
+/* len bytes at off of member j's shard fd, which is flen long: what lies
+ * past flen is zeros and is not read (a small file's last stripe is mostly
+ * past its shards' ends).  member_pread()'s result. */
+static ssize_t read_upto(struct array *a, uint32_t j, int fd, uint8_t *buf, size_t len, uint64_t off, uint64_t flen)
+{
+	size_t have = off >= flen ? 0 : flen - off < len ? (size_t)(flen - off) : len;
+	memset(buf + have, 0, len - have);
+	return have ? member_pread(a, j, fd, buf, have, off) : 0;
+}
+
 /* Stripes [s0 + x0, s0 + x1) of the window, with thread t's buffers:
  * read, compute, compare or check for holes, write.  0, 1 (go stripe by
  * stripe), or -errno. */
@@ -511,13 +521,8 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 			uint64_t from_a = bits >> a;
 			uint32_t len = ~from_a ? (uint32_t)__builtin_ctzll(~from_a) : 64 - a;
 			bits &= ~(len == 64 ? ~0ull : ((1ull << len) - 1) << a);
-			/* what lies past the shard's length is zeros: not read
-			 * (a small file's last stripe is mostly past it) */
-			uint8_t *dst = pb->src[mj] + (size_t)(a - x0) * chunk;
-			uint64_t off = (v->s0 + a) * chunk, want = (uint64_t)len * chunk;
-			uint64_t have = off >= v->slen[mj] ? 0 : v->slen[mj] - off < want ? v->slen[mj] - off : want;
-			memset(dst + have, 0, want - have);
-			ssize_t r = have ? member_pread(w->a, mj, rf->fd[mj], dst, have, off) : 0;
+			ssize_t r = read_upto(w->a, mj, rf->fd[mj], pb->src[mj] + (size_t)(a - x0) * chunk,
+					      (size_t)len * chunk, (v->s0 + a) * chunk, v->slen[mj]);
 			if (r < 0) {
 				log_err("read error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",
 					mj, w->a->m[mj].path, rf->id, (v->s0 + a) * chunk, strerror((int)-r));
@@ -544,13 +549,8 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 	int tfd = rf->fd[w->j];
 	/* past the new shard's end it holds zeros: no need to look */
 	bool empty = !w->verify && (v->s0 + x0) * chunk >= v->tsize;
-	bool have = false;
-	if (look && !empty) {
-		uint64_t off = (v->s0 + x0) * chunk, want = (uint64_t)(x1 - x0) * chunk;
-		uint64_t got = off >= v->tsize ? 0 : v->tsize - off < want ? v->tsize - off : want;
-		memset(pb->have + got, 0, want - got);
-		have = !got || member_pread(w->a, w->j, tfd, pb->have, got, off) >= 0;
-	}
+	bool have = look && !empty && read_upto(w->a, w->j, tfd, pb->have, (size_t)(x1 - x0) * chunk,
+						(v->s0 + x0) * chunk, v->tsize) >= 0;
 	struct iovec iov[64];
 	int niov = 0;
 	for (uint32_t x = x0; x <= x1; x++) {
@@ -749,35 +749,23 @@ static void note_rebuilt(struct walk *w, const struct fctx *fc, const struct rfi
 {
 	if (!fc->clean || fc->len != layout_shard_size(&rf->lay, w->lj, rf->size))
 		return;
+	struct rebuilt e = { rf->id, rf->meta_version, fc->len };
 	pthread_mutex_lock(&w->lock);
+	size_t at = w->nrebuilt;
 	if (w->rebuilt_sorted) {
-		size_t lo = 0, hi = w->nrebuilt;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (w->rebuilt[mid].id < rf->id)
-				lo = mid + 1;
+		size_t hi = w->nrebuilt;
+		for (at = 0; at < hi;) {
+			size_t mid = (at + hi) / 2;
+			if (w->rebuilt[mid].id < e.id)
+				at = mid + 1;
 			else
 				hi = mid;
 		}
-		if (lo < w->nrebuilt && w->rebuilt[lo].id == rf->id) {
-			w->rebuilt[lo] = (struct rebuilt){ rf->id, rf->meta_version, fc->len };
-		} else {
-			if (w->nrebuilt == w->caprebuilt && w->nrebuilt < (1u << 20)) {
-				size_t c = w->caprebuilt ? w->caprebuilt * 2 : 1024;
-				struct rebuilt *n = realloc(w->rebuilt, c * sizeof(*n));
-				if (n) {
-					w->rebuilt = n;
-					w->caprebuilt = c;
-				}
-			}
-			if (w->nrebuilt < w->caprebuilt) {
-				memmove(w->rebuilt + lo + 1, w->rebuilt + lo, (w->nrebuilt - lo) * sizeof(*w->rebuilt));
-				w->rebuilt[lo] = (struct rebuilt){ rf->id, rf->meta_version, fc->len };
-				w->nrebuilt++;
-			}
+		if (at < w->nrebuilt && w->rebuilt[at].id == e.id) {
+			w->rebuilt[at] = e;	/* (rebuilt again by the redo queue) */
+			pthread_mutex_unlock(&w->lock);
+			return;
 		}
-		pthread_mutex_unlock(&w->lock);
-		return;
 	}
 	if (w->nrebuilt == w->caprebuilt) {
 		size_t c = w->caprebuilt ? w->caprebuilt * 2 : 1024;
@@ -787,8 +775,11 @@ static void note_rebuilt(struct walk *w, const struct fctx *fc, const struct rfi
 			w->caprebuilt = c;
 		}
 	}
-	if (w->nrebuilt < w->caprebuilt)
-		w->rebuilt[w->nrebuilt++] = (struct rebuilt){ rf->id, rf->meta_version, fc->len };
+	if (w->nrebuilt < w->caprebuilt) {
+		memmove(w->rebuilt + at + 1, w->rebuilt + at, (w->nrebuilt - at) * sizeof(*w->rebuilt));
+		w->rebuilt[at] = e;
+		w->nrebuilt++;
+	}
 	pthread_mutex_unlock(&w->lock);
 }
 

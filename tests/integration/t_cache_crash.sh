@@ -106,21 +106,29 @@ for cfg in "raid5 4 bbu=shm 0" "raid6 5 bbu=file:@LOG@ 1"; do
 done
 [ "$TOTAL_DIRTY" -gt 0 ] || fail "the kills never found dirty data in the cache: the test proves nothing"
 
+# log_array NAME WHAT CACHEOPTS: a raid5 over 4 members in $T/NAME (C,
+# mem, members, mnt, what, opts set), write-back through the file log
+# $C/cache.log with CACHEOPTS, mounted
+log_array() {
+	C=$T/$1
+	mkdir -p "$C"
+	mem=$(make_members 4 "$1/d")
+	members=$(join_members $mem)
+	mnt=$C/mnt
+	what=$2
+	opts="write_policy=writeback,bbu=file:$C/cache.log,$3"
+	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+}
+
 # ------------------------------------------------- write hole, bbu=file
 # Files that exist and are overwritten in place through the file log: a
 # kill -9 in the middle of their destage leaves stripes whose parity does
 # not match; replaying the log must make them consistent without a parity
 # resync (the daemon says how many it so repaired), the data must be the
 # acknowledged one and the offline check clean.
-C=$T/wh
-mkdir -p "$C/ref"
-mem=$(make_members 4 "wh/d")
-members=$(join_members $mem)
-mnt=$C/mnt
-what="write hole"
-opts="write_policy=writeback,bbu=file:$C/cache.log,cache_size=64M,cache_age=600000"
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
-rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+log_array wh "write hole" cache_size=64M,cache_age=600000
+mkdir "$C/ref"
 for i in $(seq 1 12); do
 	head -c $((100000 + i * 7919)) /dev/urandom >"$C/ref/f$i"
 	cp "$C/ref/f$i" "$mnt/f$i"
@@ -169,14 +177,7 @@ log "ok: $what: overwrites replayed from the file log, consistent without a pari
 # at 1,000 offsets.  What the file reads after every write returned is
 # what the application was told; after kill -9 the log's replay must give
 # exactly that again (its records in the order the cache took the writes).
-C=$T/order
-mem=$(make_members 4 "order/d")
-members=$(join_members $mem)
-mnt=$C/mnt
-what="log order"
-opts="write_policy=writeback,bbu=file:$C/cache.log,cache_size=64M,cache_age=600000"
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
-rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+log_array order "log order" cache_size=64M,cache_age=600000
 "$PY" - "$mnt" "$C/before" <<'PYEOF' || fail "$what: the writers failed"
 import os, sys, threading
 mnt, out = sys.argv[1], sys.argv[2]
@@ -209,15 +210,7 @@ expect_rc 0 "$RAIDFS" check "$members"
 log "ok: $what: same bytes written through two links at once: after kill -9 the file reads as before"
 
 # ------------------------------------- durable on the members, then forgotten
-C=$T/ds
-mkdir -p "$C"
-mem=$(make_members 4 "ds/d")
-members=$(join_members $mem)
-mnt=$C/mnt
-what="log tail"
-opts="write_policy=writeback,bbu=file:$C/cache.log,cache_size=8M,cache_age=100"
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
-rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+log_array ds "log tail" cache_size=8M,cache_age=100
 command -v strace >/dev/null || fail "$what: strace is not installed (contrib/install-deps.sh installs it)"
 pid=$(daemon_pid "$mnt")
 strace -f -y -qq -e trace=syncfs,pwrite64,pwritev,unlinkat -o "$C/trace" -p "$pid" 2>"$C/strace.err" &

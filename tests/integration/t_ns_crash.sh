@@ -3,7 +3,7 @@
 # the next mount on the members that did not get it.
 #
 # raid5 over 4 members.  For each of: rename of a file, rename of a
-# directory, unlink, link, mkdir - the daemon is traced with strace, which
+# directory, unlink, link, an exchange of two files, mkdir - the daemon is traced with strace, which
 # holds the return of the operation's first system call (on the primary)
 # for seconds, as a slow disk would; the daemon is killed meanwhile, so
 # the primary has the change and the other three members do not.  After
@@ -91,6 +91,16 @@ settle "unlink, then the name created again"
 cut linkat "link" ln "$mnt/c" "$mnt/c-link"
 cp "$T/ref/c" "$T/ref/c-link"
 settle "link"
+
+# an exchange (renameat2 RENAME_EXCHANGE) of two regular files: both
+# names stay, so recovery tells done from not done by the files' ids
+xchg() { "$PY" -c 'import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2):
+    sys.exit(os.strerror(ctypes.get_errno()))' "$@"; }
+cut renameat2 "exchange" xchg "$mnt/c" "$mnt/a2"
+mv "$T/ref/c" "$T/ref/x"; mv "$T/ref/a2" "$T/ref/c"; mv "$T/ref/x" "$T/ref/a2"
+settle "exchange"
 
 cut mkdirat "mkdir" mkdir "$mnt/newdir"
 mkdir "$T/ref/newdir"
