@@ -1446,7 +1446,9 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 		/* what the cache of the last run held for it goes in first */
 		ret = cache_replay_file(&rf);
 		replayed = ret == 0;
-		if (ret == 0 && !cache_only)
+		/* (a file only the cache changed is whole after the replay,
+		 * unless the cache of the last run was lost) */
+		if (ret == 0 && (!cache_only || !cache_found_last_run()))
 			ret = stripe_resync(&rf);
 		if (ret == 0)
 			ret = rfile_write_meta(&rf, 0);
@@ -1502,13 +1504,23 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 	int lost = 0;
 	for (uint32_t j = 0; j < a->width; j++)
 		lost += !member_writable(a, j);	/* a rebuilding member is verified anyway */
-	if (nnames && lost && !force) {
+	/* Files only the cache changed are consistent after its replay when
+	 * the last run's cache survived with its guard slots (guard.h): it
+	 * holds every acknowledged write, and the chunks of absent members
+	 * a cut write could have changed.  The others' parity is in doubt. */
+	size_t doubt = 0;
+	for (size_t i = 0; i < nnames; i++) {
+		bool co = strlen(names[i]) > 16 && !strcmp(names[i] + 16, CACHED_SUFFIX);
+		if (!co || !cache_guarded_last_run())
+			doubt++;	/* (a file with both marks: its plain one) */
+	}
+	if (doubt && lost && !force) {
 		errf(err, errlen, "array '%s' is both dirty (%zu file%s were being written when it stopped) and degraded: parity of those files cannot be trusted to rebuild the missing members; return the missing members, or mount with -o force to accept possible damage to those files",
-		     a->sb.name, nnames, nnames == 1 ? "" : "s");
+		     a->sb.name, doubt, doubt == 1 ? "" : "s");
 		ret = -EUCLEAN;
 		goto out;
 	}
-	if (nnames && lost) {
+	if (doubt && lost) {
 		/* forced: the resync changes files without the absent members,
 		 * which are therefore out of date from now on */
 		ret = array_note_write(a);
@@ -1522,7 +1534,7 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 	/* names first: the files' resync finds them by name */
 	if (array_writable(a))
 		nsintent_recover(a);
-	int cache_only = 0, unreplayed = 0, done = 0;
+	int cache_only = 0, lost_cache = 0, unreplayed = 0, done = 0;
 	char first[128] = "";
 	uint64_t *ids = calloc(nnames ? nnames : 1, sizeof(*ids));	/* resynced */
 	for (size_t i = 0; i < nnames; i++) {
@@ -1540,7 +1552,8 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 			snprintf(first, sizeof(first), "%.16s: %s", names[i], strerror(-r));
 		if (complete && ids) {
 			ids[done++] = strtoull(names[i], NULL, 16);
-			cache_only += co;
+			cache_only += co && cache_found_last_run();
+			lost_cache += co && !cache_found_last_run();
 		} else {
 			left_dirty_add(a, strtoull(names[i], NULL, 16));
 		}
@@ -1562,8 +1575,12 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 		log_info("array '%s': resynced %d file%s left dirty by an unclean shutdown",
 			 a->sb.name, done, done == 1 ? "" : "s");
 	if (cache_only)
-		log_info("array '%s': %d of them changed only through the cache log: its replay made them consistent, no parity resync (the log closes the write hole)",
+		log_info("array '%s': %d of them changed only through the cache: its replay made them consistent, no parity resync (the cache's log or arena closes the write hole)",
 			 a->sb.name, cache_only);
+	if (lost_cache)
+		log_warn("array '%s': the cache of the last run was not found (%s): %d file%s it alone changed got a parity resync; the writes it held are lost",
+			 a->sb.name, cache_opts.bbu == BBU_SHM ? "a bbu=shm cache does not outlive a reboot" : "its log is new",
+			 lost_cache, lost_cache == 1 ? "" : "s");
 	if (unreplayed) {
 		/* acknowledged writes the members cannot take now: kept (the
 		 * caller does not drop the preserved cache), tried again */

@@ -37,6 +37,7 @@
 #include "cache.h"
 #include "cachelog.h"
 #include "file.h"
+#include "guard.h"
 #include "parity.h"
 #include "rebuild.h"
 #include "util.h"
@@ -71,7 +72,7 @@ struct arena_hdr {
 	uint32_t nlines;
 	uint32_t bm_words;
 	uint64_t lhdr_off, lhdr_stride, data_off, total;
-	uint32_t pad;
+	uint32_t nguards;		/* guard slots after the line data (0: none) */
 	uint32_t crc;			/* of the bytes before it */
 };
 
@@ -140,6 +141,9 @@ static struct {
 	size_t old_len;
 	uint64_t old_dirty_bytes;
 	bool old_has_log;
+	bool last_guarded;		/* the last run's cache kept guard slots */
+	bool last_found;		/* the last run's arena or log was found */
+	bool shm_up;			/* this run's arena is in /dev/shm */
 	/* read-ahead requests (ra_main) */
 	pthread_cond_t ra_cond;
 	struct ra_req { struct rfile *rf; uint64_t s0; uint32_t n; } raq[32];
@@ -515,6 +519,14 @@ static struct line *get_line_locked(struct rfile *rf, uint64_t s)
 	return ln;
 }
 
+/* Does a dirty line's content outlive a kill -9 of the daemon (the file
+ * log, or the arena in /dev/shm)?  Then a file changed only through the
+ * cache gets the cache's dirty mark: the replay alone makes it whole. */
+static bool kept(void)
+{
+	return cache_opts.bbu == BBU_FILE || (cache_opts.bbu == BBU_SHM && C.shm_up);
+}
+
 /* The line became dirty: the file is held until it is clean again. */
 static void note_dirty_locked(struct line *ln, struct rfile *rf)
 {
@@ -635,7 +647,7 @@ static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int m
 	pthread_mutex_unlock(&C.lock);
 	/* with a file log every dirty line's bytes are in the log until the
 	 * line is clean: a crash in the middle is repaired by the replay */
-	stripe_log_covered(cache_opts.bbu == BBU_FILE);
+	stripe_log_covered(kept());
 	ret = destage_lines(rf, v, n);
 	stripe_log_covered(false);
 	pthread_mutex_lock(&C.lock);
@@ -969,7 +981,7 @@ static int put_range(struct rfile *rf, uint64_t s, uint64_t a, uint64_t b, const
 static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
 {
 	uint64_t lb = C.line_bytes, end = off + len;
-	int r = cache_opts.bbu == BBU_FILE ? stripe_mark_cached(rf) : stripe_mark_dirty(rf);
+	int r = kept() ? stripe_mark_cached(rf) : stripe_mark_dirty(rf);
 	if (r < 0)
 		return r;
 	wait_room();
@@ -1465,7 +1477,7 @@ static void shm_name(const struct array *a, char *buf, size_t len)
 	snprintf(buf, len, "/dev/shm/raidfs-%s.cache", u);
 }
 
-static size_t arena_layout(uint64_t size, uint64_t lb, struct arena_hdr *h)
+static size_t arena_layout(uint64_t size, uint64_t lb, uint64_t gstride, struct arena_hdr *h)
 {
 	uint32_t nsec = lb / SECTOR;
 	uint32_t bmw = (nsec + 63) / 64;
@@ -1484,8 +1496,23 @@ static size_t arena_layout(uint64_t size, uint64_t lb, struct arena_hdr *h)
 	h->lhdr_off = 4096;
 	h->lhdr_stride = stride;
 	h->data_off = (4096 + n * stride + 4095) & ~4095ull;
-	h->total = h->data_off + n * lb;
+	h->nguards = GUARD_SLOTS;
+	h->total = ((h->data_off + n * lb + 4095) & ~4095ull) + GUARD_SLOTS * gstride;
 	return h->total;
+}
+
+/* The guard slots of arena h (mapped at p, len bytes). */
+static void arena_guards(void *p, struct guard_store *st)
+{
+	const struct arena_hdr *h = p;
+	uint64_t off = (h->data_off + (uint64_t)h->nlines * h->line_bytes + 4095) & ~4095ull;
+	memset(st, 0, sizeof(*st));
+	st->fd = -1;
+	if (!h->nguards || h->total <= off)
+		return;
+	st->mem = (uint8_t *)p + off;
+	st->nslots = h->nguards;
+	st->stride = (h->total - off) / h->nguards;
 }
 
 static bool arena_hdr_ok(const struct arena_hdr *h, size_t len, const struct array *a)
@@ -1525,7 +1552,7 @@ int cache_open(struct array *a, char *err, size_t errlen)
 		struct stat st;
 		void *p = MAP_FAILED;
 		if (fstat(fd, &st) == 0 && st.st_size > 0)
-			p = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+			p = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		close(fd);
 		if (p != MAP_FAILED && arena_hdr_ok(p, st.st_size, a)) {
 			C.old = p;
@@ -1538,6 +1565,15 @@ int cache_open(struct array *a, char *err, size_t errlen)
 			if (C.old_dirty_bytes)
 				log_warn("array '%s': the cache of the last run (%s) holds %" PRIu64 " bytes not yet written to the members",
 					 a->sb.name, C.shm_path, C.old_dirty_bytes);
+			/* its guard slots: what they hold is put back first, and the
+			 * replay's own writes use them (bbu=file: the log's) */
+			struct guard_store gst;
+			arena_guards(p, &gst);
+			if (cache_opts.bbu != BBU_FILE)
+				guard_use(&gst);
+			guard_recover(&gst, 0, cache_opts.bbu != BBU_FILE);
+			C.last_guarded = gst.nslots > 0;
+			C.last_found = true;
 		} else if (p != MAP_FAILED) {
 			log_warn("cache file '%s' is not a valid raidfs cache of array '%s': ignored", C.shm_path, a->sb.name);
 			munmap(p, st.st_size);
@@ -1548,14 +1584,18 @@ int cache_open(struct array *a, char *err, size_t errlen)
 		if (r < 0)
 			return r;
 		C.old_has_log = cachelog_replay_pending();
+		C.last_guarded |= cachelog_had_guards();
+		C.last_found |= cachelog_was_there();
 	}
 	return 0;
 }
 
 int cache_replay_file(struct rfile *rf)
 {
-	int ret = 0;
-	if (C.old) {
+	/* the chunks a cut write into a degraded stripe could have changed,
+	 * as they were, before anything is written over them */
+	int ret = guard_replay_file(rf);
+	if (ret == 0 && C.old) {
 		uint64_t lb = C.old->line_bytes;
 		uint32_t w = C.old->bm_words;
 		for (uint32_t i = 0; i < C.old->nlines && ret == 0; i++) {
@@ -1588,8 +1628,20 @@ int cache_replay_file(struct rfile *rf)
 	return ret;
 }
 
+bool cache_guarded_last_run(void)
+{
+	return C.last_guarded;
+}
+
+bool cache_found_last_run(void)
+{
+	return C.last_found;
+}
+
 bool cache_preserved_for(uint64_t fid)
 {
+	if (guard_holds(fid))
+		return true;
 	for (uint32_t i = 0; C.old && i < C.old->nlines; i++)
 		if (OLD_LHDR(i)->fid == fid)
 			return true;
@@ -1631,7 +1683,10 @@ static pthread_mutex_t preserved_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t discard_old(void)
 {
 	uint64_t b = cache_preserved_bytes();
+	guard_replay_done();
 	if (C.old) {
+		if (cache_opts.bbu != BBU_FILE)
+			guard_use(NULL);
 		munmap(C.old, C.old_len);
 		C.old = NULL;
 		unlink(C.shm_path);
@@ -1682,7 +1737,10 @@ int cache_replay_finish(struct array *a, char *err, size_t errlen)
 {
 	(void)err;
 	(void)errlen;
+	guard_replay_done();
 	if (C.old) {
+		if (cache_opts.bbu != BBU_FILE)
+			guard_use(NULL);
 		munmap(C.old, C.old_len);
 		C.old = NULL;
 		if (C.old_dirty_bytes)
@@ -1704,16 +1762,19 @@ int cache_start(void)
 	struct array *a = C.a;
 	struct arena_hdr h;
 	uint64_t lb = layout_stripe_data_bytes(&a->lay);
-	size_t total = arena_layout(cache_opts.size, lb, &h);
+	size_t total = arena_layout(cache_opts.size, lb, guard_stride(&a->lay), &h);
 	memcpy(h.uuid, a->sb.uuid, 16);
 	h.crc = parity_crc32(0, &h, offsetof(struct arena_hdr, crc));
 	void *p = MAP_FAILED;
+	bool shm = false;
 	if (cache_opts.bbu == BBU_SHM) {
 		int fd = open(C.shm_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0 && ftruncate(fd, total) == 0)
 			p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (fd >= 0)
 			close(fd);
+		shm = p != MAP_FAILED;
+		C.shm_up = shm;
 		if (p == MAP_FAILED) {
 			log_err("cannot set up the cache in '%s': %s; battery marked failed (write-through)",
 				C.shm_path, strerror(errno));
@@ -1755,6 +1816,11 @@ int cache_start(void)
 	C.rate_t0 = now_ns();
 	/* the header last: a valid header means valid line headers */
 	memcpy(C.arena, &h, sizeof(h));
+	if (shm) {
+		struct guard_store gst;
+		arena_guards(C.arena, &gst);
+		guard_use(&gst);
+	}
 	C.up = true;
 	C.stop = false;
 	for (int i = 0; i < DESTAGE_THREADS; i++)

@@ -131,6 +131,12 @@ void cache_set_offline(bool offline);
 bool cache_log_marks_wait(void);
 /* Does the cache of the last run (not written yet) hold data of file fid? */
 bool cache_preserved_for(uint64_t fid);
+/* The last run's cache survived with its guard slots (guard.h): a file
+ * it alone changed is consistent after its replay, also degraded. */
+bool cache_guarded_last_run(void);
+/* The last run's arena or log was there at mount (else what it held is
+ * lost, and a file it alone changed needs a parity resync). */
+bool cache_found_last_run(void);
 /* what keeps the mount offline (status) */
 void cache_set_offline_reason(const char *why);
 bool cache_offline(void);

@@ -7,6 +7,8 @@
  *   [4096, 4096+ring)  records; a record at virtual offset v sits at
  *                      4096 + v % ring and never wraps: when it does not
  *                      fit before the end of the ring it starts the next lap
+ *   then               guard slots (guard.h; count and size in the header,
+ *                      0 in a log of an older raidfs)
  * Record: 64-byte header (magic, kind, seq, v, file id, offset or size,
  * length, data crc32, header crc32), then the data, padded to 512 bytes.
  * Replay follows the chain from the tail: each record must carry the next
@@ -27,6 +29,7 @@
 #include "array.h"
 #include "cachelog.h"
 #include "file.h"
+#include "guard.h"
 #include "parity.h"
 #include "util.h"
 
@@ -52,6 +55,10 @@ static struct {
 	char path[4096];
 	uint8_t uuid[16];
 	uint64_t ring;
+	uint32_t nguards;		/* guard slots after the ring */
+	bool had_guards;		/* the log of the last run had them */
+	bool was_there;			/* the log of the last run was found */
+	uint64_t gstride;		/* their size (a multiple of 4096) */
 	uint64_t head_v, seq;		/* next record */
 	uint64_t tail_v, tail_seq;	/* durable in the header */
 	uint64_t synced_v;		/* everything before it is fdatasynced */
@@ -82,10 +89,12 @@ static void hdr_encode(uint8_t b[64], uint64_t ring, uint64_t tv, uint64_t ts)
 	memset(b, 0, 64);
 	memcpy(b, LOG_MAGIC, 8);
 	put_le32(b + 8, LOG_VERSION);
+	put_le32(b + 12, L.nguards);
 	memcpy(b + 16, L.uuid, 16);
 	put_le64(b + 32, ring);
 	put_le64(b + 40, tv);
 	put_le64(b + 48, ts);
+	put_le32(b + 56, (uint32_t)(L.gstride / 4096));
 	put_le32(b + 60, parity_crc32(0, b, 60));
 }
 
@@ -175,8 +184,29 @@ static int scan(void)
 	return 0;
 }
 
+static uint64_t next_seq(void)
+{
+	pthread_mutex_lock(&L.lock);
+	uint64_t s = L.seq;
+	pthread_mutex_unlock(&L.lock);
+	return s;
+}
+
+/* The guard slots after the ring. */
+static void guards(struct guard_store *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->fd = L.fd;
+	st->base = HDR_BYTES + L.ring;
+	st->nslots = L.nguards;
+	st->stride = L.gstride;
+	st->durable = true;
+	st->seq = next_seq;
+}
+
 int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *err, size_t errlen)
 {
+	struct guard_store gst;
 	snprintf(L.path, sizeof(L.path), "%s", path);
 	L.a = a;
 	memcpy(L.uuid, a->sb.uuid, 16);
@@ -189,9 +219,14 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *
 	}
 	struct stat st;
 	uint8_t b[64];
+	uint64_t want_stride = guard_stride(&a->lay);
 	if (fstat(L.fd, &st) < 0 || st.st_size == 0) {
 		L.head_v = L.tail_v = 0;
 		L.seq = L.tail_seq = 1;
+		L.nguards = GUARD_SLOTS;
+		L.gstride = want_stride;
+		guards(&gst);
+		guard_use(&gst);
 		return write_hdr_locked(0, 1);
 	}
 	if (io_pread(L.fd, b, sizeof(b), 0) != sizeof(b) || memcmp(b, LOG_MAGIC, 8) ||
@@ -213,6 +248,10 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *
 	L.ring = get_le64(b + 32);
 	L.tail_v = get_le64(b + 40);
 	L.tail_seq = get_le64(b + 48);
+	L.nguards = get_le32(b + 12);
+	L.gstride = (uint64_t)get_le32(b + 56) * 4096;
+	L.had_guards = L.nguards > 0 && L.gstride > 0;
+	L.was_there = true;
 	if (L.ring < REC_ALIGN || L.ring % REC_ALIGN) {
 		snprintf(err, errlen, "the cache log '%s' has a bad ring size", path);
 		return -EINVAL;
@@ -225,13 +264,43 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *
 	if (L.nrecs)
 		log_warn("array '%s': the cache log '%s' holds %zu record%s (%" PRIu64 " bytes) not known to be on the members: replaying them",
 			 a->sb.name, path, L.nrecs, L.nrecs == 1 ? "" : "s", L.replay_bytes);
-	/* a new ring size takes effect once nothing is needed from the old */
-	if (!L.nrecs && want_ring != L.ring) {
-		L.ring = want_ring;
-		return write_hdr_locked(L.head_v, L.seq);
+	/* the guard slots of the last run count from the tail on (an older
+	 * one was made before the log forgot the writes around it) */
+	guards(&gst);
+	bool same = L.nguards == GUARD_SLOTS && L.gstride == want_stride && (L.nrecs || want_ring == L.ring);
+	if (same)
+		guard_use(&gst);
+	int ng = guard_recover(&gst, L.tail_seq, same);
+	if (ng > 0)
+		log_warn("array '%s': the cache log '%s' holds %d guarded chunk%s of writes into degraded stripes that were cut short: "
+			 "they are put back first", a->sb.name, path, ng, ng == 1 ? "" : "s");
+	if (!same) {
+		/* a new ring size or slot size takes effect once nothing is
+		 * needed from the old (the slots then move: after the ring) */
+		if (!L.nrecs)
+			L.ring = want_ring;
+		L.nguards = GUARD_SLOTS;
+		L.gstride = want_stride;
+		if (!L.nrecs)
+			L.tail_v = L.head_v, L.tail_seq = L.seq;
+		int r = write_hdr_locked(L.tail_v, L.tail_seq);
+		if (r < 0)
+			return r;
+		guards(&gst);
+		guard_use(&gst);
 	}
 	L.synced_v = L.head_v;
 	return 0;
+}
+
+bool cachelog_had_guards(void)
+{
+	return L.had_guards;
+}
+
+bool cachelog_was_there(void)
+{
+	return L.was_there;
 }
 
 bool cachelog_replay_pending(void)
@@ -471,6 +540,7 @@ int cachelog_put_truncate(uint64_t fid, uint64_t size, uint64_t *end)
 void cachelog_close_clean(void)
 {
 	cachelog_reset();
+	guard_use(NULL);
 	if (L.fd >= 0)
 		close(L.fd);
 	L.fd = -1;

@@ -27,6 +27,11 @@ struct rfile;
  * previous daemon left for replay.  Refuses a log of another array. */
 int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *err, size_t errlen);
 bool cachelog_replay_pending(void);
+/* The log of the last run had guard slots (guard.h): its writes into
+ * degraded stripes were guarded. */
+bool cachelog_had_guards(void);
+/* The log of the last run was found (not made new at this mount). */
+bool cachelog_was_there(void);
 uint64_t cachelog_replay_bytes(void);
 int cachelog_replay_file(struct rfile *rf);
 /* Records of file fid waiting to be replayed? */

@@ -60,7 +60,7 @@ static int inject(struct array *a, uint32_t j, enum fault_op op)
 		}
 		break;
 	}
-	lat = m->fault.latency_ms;
+	lat = m->fault.latency_ops && !(m->fault.latency_ops >> op & 1) ? 0 : m->fault.latency_ms;
 	pthread_mutex_unlock(&m->fault_lock);
 	if (lat) {
 		struct timespec ts = { lat / 1000, (lat % 1000) * 1000000L };
@@ -270,11 +270,24 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 	} else if (!strcmp(what, "latency")) {
 		char *end;
 		long ms = argc > 1 ? strtol(argv[1], &end, 10) : -1;
-		if (argc != 2 || *end || ms < 0 || ms > 60000) {
-			snprintf(err, errlen, "inject: latency needs milliseconds (0..60000), for example 'latency 20'");
+		if (argc < 2 || *end || ms < 0 || ms > 60000) {
+			snprintf(err, errlen, "inject: latency needs milliseconds (0..60000), for example 'latency 20' "
+				 "(or 'latency 20 write': only the writes; read, write, fsync, open)");
 			return -EINVAL;
 		}
 		f.latency_ms = ms;
+		f.latency_ops = 0;
+		for (int i = 2; i < argc; i++) {
+			int op = FOP_COUNT;
+			for (int k = 0; k < FOP_COUNT; k++)
+				if (!strcmp(argv[i], op_name[k]))
+					op = k;
+			if (op == FOP_COUNT) {
+				snprintf(err, errlen, "inject: latency of '%s'? (read, write, fsync, open; none: all of them)", argv[i]);
+				return -EINVAL;
+			}
+			f.latency_ops |= 1u << op;
+		}
 	} else if (!strcmp(what, "corrupt")) {
 		char *end;
 		double p = argc > 1 ? strtod(argv[1], &end) : -1;
@@ -343,8 +356,10 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 	pthread_mutex_lock(&m->fault_lock);
 	m->fault = f;
 	pthread_mutex_unlock(&m->fault_lock);
-	log_warn("member %u '%s': fault injection: %s%s%s", j, m->path, what,
-		 argc > 1 ? " " : "", argc > 1 ? argv[1] : "");
+	char args[128] = "";
+	for (int i = 1, o = 0; i < argc && o < (int)sizeof(args); i++)
+		o += snprintf(args + o, sizeof(args) - o, " %s", argv[i]);
+	log_warn("member %u '%s': fault injection: %s%s", j, m->path, what, args);
 	return 0;
 }
 
@@ -370,8 +385,14 @@ void member_inject_describe(struct array *a, uint32_t j, char *buf, size_t len)
 		case FM_COUNT: ADD("%s%s-error count %llu", off ? ", " : "", op_name[i], (unsigned long long)r->n); break;
 		}
 	}
-	if (f.latency_ms)
+	if (f.latency_ms) {
 		ADD("%slatency %u ms", off ? ", " : "", f.latency_ms);
+		for (int i = 0, n = 0; i < FOP_COUNT; i++)
+			if (f.latency_ops >> i & 1)
+				ADD("%s%s", n++ ? "/" : " (", op_name[i]);
+		if (f.latency_ops)
+			ADD(")");
+	}
 	if (f.corrupt_p > 0)
 		ADD("%scorrupt %g", off ? ", " : "", f.corrupt_p);
 #undef ADD

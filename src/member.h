@@ -50,6 +50,7 @@ struct fault_rule {
 struct member_faults {
 	struct fault_rule rule[FOP_COUNT];
 	uint32_t latency_ms;
+	uint32_t latency_ops;	/* bit op: the operations it delays (0: all) */
 	double corrupt_p;
 	bool vanished;
 	bool any;		/* fast path: no rule at all */

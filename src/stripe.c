@@ -36,6 +36,7 @@
 
 #include "cache.h"
 #include "file.h"
+#include "guard.h"
 #include "pair.h"
 #include "parity.h"
 #include "rebuild.h"
@@ -262,6 +263,54 @@ static int group_alive(const struct rfile *rf, uint64_t s, uint32_t g)
 	return lost > l->m ? -EIO : 0;
 }
 
+/* ------------------------------------------------------ degraded stripes
+ *
+ * A data slot whose member cannot be read in stripe s holds its bytes only
+ * as the parity xor the other slots; a write that changes the parity and
+ * another slot, cut between the two, would change them.  With the cache's
+ * battery those bytes are kept aside first (guard.h).
+ */
+
+static int sync_members(struct rfile *rf);
+
+/* Keep aside the absent data slots `absent` of group g in stripe s over
+ * in-chunk columns [lo, lo+len), as blk[j] holds them, up to file offset
+ * `limit`.  *slot: the guard slot, or -1 when nothing needed one. */
+static int guard_absent(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo, uint32_t len,
+			uint8_t *const *blk, uint64_t absent, uint64_t limit, int *slot)
+{
+	const struct layout *l = &rf->lay;
+	struct guard_piece p[GUARD_PIECES];
+	int n = 0;
+	*slot = -1;
+	if (!absent || !guard_on())
+		return 0;
+	for (uint32_t j = 0; j < l->k && n < GUARD_PIECES; j++) {
+		uint64_t off = layout_unmap(l, s, layout_data_index(l, g, j), lo);
+		if (!(absent >> j & 1) || off >= limit)
+			continue;
+		p[n].off = off;
+		p[n].len = limit - off < len ? limit - off : len;
+		p[n].data = blk[j];
+		n++;
+	}
+	if (n == 0)
+		return 0;
+	*slot = guard_hold(rf, p, n);
+	return *slot < 0 ? *slot : 0;
+}
+
+/* The write guarded by `slot` is on the members: durable first when the
+ * guard is, so that a power loss finds one or the other. */
+static void guard_done(struct rfile *rf, int slot)
+{
+	if (slot < 0)
+		return;
+	if (guard_durable() && stripe_member_sync != MSYNC_NEVER)
+		sync_members(rf);
+	guard_release(slot);
+}
+
 /* --------------------------------------------------------------- groups */
 
 /*
@@ -382,7 +431,7 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 	uint8_t *scr = scratch((size_t)n * len);
 	if (!scr)
 		return -ENOMEM;
-	uint64_t want = 0;
+	uint64_t want = 0, absent = 0;
 	bool rebuild = false;
 	/* The old bytes are loaded into scratch only, never into the
 	 * caller's buffer: a read that fails during the load makes
@@ -395,8 +444,10 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 		if (w->src[j] && w->a[j] == w->lo && w->b[j] == w->hi)
 			continue;	/* all new: its old bytes are not needed */
 		want |= 1ull << j;
-		if (!rfile_usable_at(rf, layout_slot_member(l, s, g, j), s))
+		if (!rfile_usable_at(rf, layout_slot_member(l, s, g, j), s)) {
 			rebuild = true;
+			absent |= 1ull << j;	/* old bytes only in the parity */
+		}
 	}
 	if (rebuild)	/* an absent slot keeps old bytes we must reconstruct,
 			 * which needs the old contents of every slot */
@@ -416,6 +467,9 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 			memcpy(blk[j] + (w->a[j] - w->lo), w->src[j], w->b[j] - w->a[j]);
 	}
 	ret = parity_encode(l->k, l->m, len, blk);
+	int gs = -1;
+	if (ret == 0)
+		ret = guard_absent(rf, s, g, w->lo, len, blk, absent, rf->size, &gs);
 	if (ret < 0)
 		return ret;
 	for (uint32_t j = 0; j < l->k && !ret; j++) {
@@ -428,6 +482,7 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 		if (writable(rf, mj))
 			ret = shard_write(rf, mj, blk[p], len, base + w->lo);
 	}
+	guard_done(rf, gs);
 	return ret ? ret : group_alive(rf, s, g);
 }
 
@@ -887,6 +942,20 @@ static int destage_range(struct rfile *rf, uint64_t s, uint32_t g, const struct 
 	}
 	for (uint32_t p = k; p < n; p++)
 		rmw_ok &= rfile_usable_at(rf, layout_slot_member(l, s, g, p), s);
+	/* absent data slots the line does not replace over [lo, hi): kept
+	 * aside before the write (reconstruct-write has their bytes) */
+	uint64_t absent = 0;
+	for (uint32_t j = 0; j < k; j++) {
+		if (rfile_usable_at(rf, layout_slot_member(l, s, g, j), s))
+			continue;
+		bool all = true;
+		for (uint64_t i = (cj[j] + lo) / sec; i * sec < cj[j] + hi && all; i++)
+			all = cl_dirty(c, i);
+		if (!all)
+			absent |= 1ull << j;
+	}
+	if (absent && guard_on())
+		rmw_ok = false;
 
 	if (rmw_ok && rmw < rcw) {
 		/* read-modify-write: parity += encode(old ^ new of the dirty slots) */
@@ -942,7 +1011,9 @@ rcw:
 		if (ret < 0)
 			return ret;
 	}
-write:
+write:;
+	int gs = -1;
+	ret = guard_absent(rf, s, g, lo, len, blk, absent, s * layout_stripe_data_bytes(l) + c->end, &gs);
 	for (uint32_t j = 0; j < k && ret == 0; j++) {
 		uint32_t mj = layout_slot_member(l, s, g, j);
 		if ((dirty_slots >> j & 1) && writable(rf, mj))
@@ -953,6 +1024,7 @@ write:
 		if (writable(rf, mj))
 			ret = shard_write(rf, mj, blk[p], len, base + lo);
 	}
+	guard_done(rf, gs);
 	return ret ? ret : group_alive(rf, s, g);
 }
 
@@ -1174,6 +1246,49 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit)
 	return ret ? ret : group_alive(rf, s, g);
 }
 
+/* A truncate to `size` rewrites the parity of stripe s, then cuts the
+ * data shards: between the two, an absent slot's bytes in s would read
+ * otherwise.  Keep them aside (read, reconstructed) until both are done;
+ * *kept holds the bytes for the guard (freed by the caller). */
+static int guard_cut(struct rfile *rf, uint64_t s, uint64_t size, int *slot, uint8_t **kept)
+{
+	const struct layout *l = &rf->lay;
+	struct guard_piece p[GUARD_PIECES];
+	int n = 0;
+	*slot = -1;
+	*kept = NULL;
+	if (!guard_on())
+		return 0;
+	for (uint32_t g = 0; g < l->groups; g++) {
+		for (uint32_t j = 0; j < l->k; j++) {
+			uint64_t off = layout_unmap(l, s, layout_data_index(l, g, j), 0);
+			if (off >= size || rfile_usable_at(rf, layout_slot_member(l, s, g, j), s))
+				continue;
+			if (n == GUARD_PIECES) {
+				log_warn("file %016" PRIx64 ": more absent members in stripe %" PRIu64 " than a guard slot "
+					 "holds: truncated without keeping their chunks aside", rf->id, s);
+				return 0;
+			}
+			p[n].off = off;
+			p[n].len = size - off < l->chunk ? size - off : l->chunk;
+			n++;
+		}
+	}
+	if (n == 0)
+		return 0;
+	*kept = malloc((size_t)n * l->chunk);
+	if (!*kept)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		p[i].data = *kept + (size_t)i * l->chunk;
+		ssize_t r = stripe_read_locked(rf, (uint8_t *)p[i].data, p[i].len, p[i].off);
+		if (r < 0)
+			return (int)r;
+	}
+	*slot = guard_hold(rf, p, n);
+	return *slot < 0 ? *slot : 0;
+}
+
 /* Cut or extend every present shard to its length for `size`. */
 static int trim_shards(struct rfile *rf, uint64_t size)
 {
@@ -1229,6 +1344,10 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 	uint64_t s = size ? (size - 1) / sbytes : 0;
 	note_written(rf, regen ? s + 1 : 0);	/* (a change, if nothing written) */
 	int ret = stripe_mark_dirty(rf);
+	int gs = -1;
+	uint8_t *kept = NULL;
+	if (ret == 0 && regen)
+		ret = guard_cut(rf, s, size, &gs, &kept);
 	if (ret == 0 && regen) {
 		/* bytes past the new end in the last stripe become zero:
 		 * parity must stop covering them */
@@ -1237,6 +1356,8 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 	}
 	if (ret == 0)
 		ret = trim_shards(rf, size);
+	guard_done(rf, gs);
+	free(kept);
 	if (ret == 0) {
 		uint64_t left = (size + sbytes - 1) / sbytes;
 		__atomic_store_n(&rf->size, size, __ATOMIC_RELEASE);

@@ -7,12 +7,17 @@
 #
 #   contrib/bench/cache.sh [--raidfs PATH] [--out FILE] [--secs N]
 #                          [--levels "raid5 raid6"] [--members "4 8"]
-#                          [--latency MS]
+#                          [--latency MS] [--bbu shm|file] [--degraded]
 #
 # --latency MS makes the members disk-like: every member operation of the
 # raidfs arrays waits MS milliseconds (fault injection), which is where a
 # write-back cache shows what it hides; passthrough_ll stays on plain tmpfs
 # (it is the software ceiling, not a disk).
+#
+# --degraded fails member 1 of every raidfs array after its mount: writes
+# into stripes whose member is missing keep that member's chunk aside in a
+# guard slot first (what that costs).  --bbu file puts the write-back
+# cache's battery in a log file on the same tmpfs instead of /dev/shm.
 #
 # Everything lives on one fresh tmpfs; write-back runs with bbu=shm (the
 # battery that survives kill -9) and the default cache size (256M); the
@@ -32,6 +37,8 @@ LEVELS="raid5 raid6"
 MEMBERS="4 8"
 CHUNK=64K
 LATENCY=0
+BBU=shm
+DEGRADED=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--raidfs) RAIDFS=$2; shift 2 ;;
@@ -40,6 +47,8 @@ while [ $# -gt 0 ]; do
 	--levels) LEVELS=$2; shift 2 ;;
 	--members) MEMBERS=$2; shift 2 ;;
 	--latency) LATENCY=$2; shift 2 ;;
+	--bbu) BBU=$2; shift 2 ;;
+	--degraded) DEGRADED=1; shift ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "cache.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 	esac
@@ -140,8 +149,13 @@ for n in $MEMBERS; do
 			mkdir -p "$m"
 			MNTS+=("$m")
 			opts="write_policy=$pol"
-			[ $pol = writeback ] && opts="$opts,bbu=shm"
+			if [ $pol = writeback ] && [ "$BBU" = file ]; then
+				opts="$opts,bbu=file:$d.log"
+			elif [ $pol = writeback ]; then
+				opts="$opts,bbu=shm"
+			fi
 			"$RAIDFS" mount -o "$opts" "$(echo $mem | tr ' ' ':')" "$m"
+			[ "$DEGRADED" = 1 ] && "$RAIDFS" fail "$m" 1 >/dev/null
 			if [ "$LATENCY" != 0 ]; then
 				for j in $(seq 0 $((n - 1))); do
 					"$RAIDFS" inject "$m" "$j" latency "$LATENCY" >/dev/null
@@ -149,14 +163,14 @@ for n in $MEMBERS; do
 			fi
 			measure "$c" "$m" raidfs
 			"$RAIDFS" unmount "$m"
-			rm -rf "$d"
+			rm -rf "$d" "$d.log"
 		done
 	done
 	log "passthrough_ll again"
 	pt_measure " ($n)"
 done
 
-LATENCY=$LATENCY python3 - "$RES" <<'EOF' | tee "${OUT:-/dev/null}"
+LATENCY=$LATENCY DEGRADED=$DEGRADED BBU=$BBU python3 - "$RES" <<'EOF' | tee "${OUT:-/dev/null}"
 import sys, collections
 v = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
@@ -165,6 +179,8 @@ for line in open(sys.argv[1]):
 pts = [c for c in v if c.startswith("passthrough")]
 pt = {k: sorted(v[c][k] for c in pts)[len(pts) // 2] for k in ("randwrite_iops", "seqwrite_mbs")}
 import os
+if os.environ.get("DEGRADED", "0") == "1":
+    print("Every raidfs array degraded (member 1 failed); write-back battery: bbu=%s.\n" % os.environ.get("BBU"))
 if os.environ.get("LATENCY", "0") != "0":
     print("raidfs members with %s ms injected per operation (disk-like); passthrough_ll on plain tmpfs.\n" % os.environ["LATENCY"])
 print("| configuration | 4 KiB random write IOPS | x passthrough | 1 MiB seq write MB/s | x passthrough | member reads / MiB written (seq) |")

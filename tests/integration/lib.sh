@@ -280,3 +280,28 @@ rfs_kill() {
 	return 0
 }
 
+# twelve_files REF MNT: files f1..f12 of about 100-200 KB, random, in MNT
+# and in the reference directory REF
+twelve_files() {
+	local i
+	for i in $(seq 1 12); do
+		head -c $((100000 + i * 7919)) /dev/urandom >"$1/f$i"
+		cp "$1/f$i" "$2/f$i" || return 1
+	done
+}
+
+# overwrite_files REF MNT N: N overwrites (1..20000 bytes at an offset
+# below 100000) of random files f1..f12 in MNT, the same in REF; fails the
+# test when a write fails
+overwrite_files() {
+	local k i off n
+	for k in $(seq 1 "$3"); do
+		i=$((RANDOM % 12 + 1))
+		off=$((RANDOM * 3 % 100000))
+		n=$((RANDOM % 20000 + 1))
+		head -c "$n" /dev/urandom >"$T/chunk"
+		dd if="$T/chunk" of="$1/f$i" bs=1 seek="$off" conv=notrunc 2>/dev/null
+		dd if="$T/chunk" of="$2/f$i" bs=64K seek="$off" oflag=seek_bytes conv=notrunc 2>/dev/null ||
+			fail "${what:-overwrite}: write failed"
+	done
+}

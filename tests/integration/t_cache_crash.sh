@@ -129,21 +129,10 @@ log_array() {
 # acknowledged one and the offline check clean.
 log_array wh "write hole" cache_size=64M,cache_age=600000
 mkdir "$C/ref"
-for i in $(seq 1 12); do
-	head -c $((100000 + i * 7919)) /dev/urandom >"$C/ref/f$i"
-	cp "$C/ref/f$i" "$mnt/f$i"
-done
+twelve_files "$C/ref" "$mnt" || fail "$what: write failed"
 rfs_unmount "$mnt" || fail "$what: unmount failed"
 rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
-for k in $(seq 1 60); do
-	i=$((RANDOM % 12 + 1))
-	off=$((RANDOM * 3 % 100000))
-	n=$((RANDOM % 20000 + 1))
-	head -c "$n" /dev/urandom >"$C/chunk"
-	dd if="$C/chunk" of="$C/ref/f$i" bs=1 seek="$off" conv=notrunc 2>/dev/null
-	dd if="$C/chunk" of="$mnt/f$i" bs=64K seek="$off" oflag=seek_bytes conv=notrunc 2>/dev/null ||
-		fail "$what: write failed"
-done
+overwrite_files "$C/ref" "$mnt" 60
 [ "$(json_cache "$mnt" dirty_bytes)" -gt 0 ] || fail "$what: nothing dirty before the kill"
 "$RAIDFS" status --json "$mnt" >"$C/before.json"
 # a slow member makes the destage take seconds: kill in the middle of it,
@@ -165,7 +154,7 @@ rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount after the kill fail
 for i in $(seq 1 12); do
 	cmp "$C/ref/f$i" "$mnt/f$i" || fail "$what: f$i differs after the replay"
 done
-grep -q "changed only through the cache log: its replay made them consistent, no parity resync" "$T/daemon.log" ||
+grep -q "changed only through the cache: its replay made them consistent, no parity resync" "$T/daemon.log" ||
 	fail "$what: the overwritten files were resynced (or not reported): the log should have sufficed"
 rfs_unmount "$mnt" || fail "$what: unmount failed"
 expect_rc 0 "$RAIDFS" check "$members"

@@ -1,0 +1,87 @@
+/*
+ * guard.h - the chunks a write into a degraded stripe could destroy, kept
+ * aside until the write is done (the write hole of a degraded array).
+ *
+ * In a stripe whose member is absent, that member's chunk exists only as
+ * the parity xor the other chunks.  A write changes a data chunk and the
+ * parity on two members one after the other; cut between the two (kill
+ * -9, power loss), the absent chunk reads as other bytes from then on -
+ * bytes nobody was writing.  A controller's battery keeps the stripe write
+ * itself; md has its journal device.  raidfs, when the cache has a battery
+ * (bbu=file or bbu=shm), first copies the absent chunk's bytes over the
+ * columns the write changes into a guard slot, writes the members, then
+ * frees the slot.  The next mount puts every guarded chunk back before it
+ * replays the cache (guard_replay_file()).
+ *
+ * Where the slots are: struct guard_store, given by the cache log
+ * (bbu=file: after its ring, durable) or by the cache arena (bbu=shm).
+ * Slot format: docs/format.md "Guard slots".
+ */
+#ifndef RAIDFS_GUARD_H
+#define RAIDFS_GUARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "parity.h"
+
+struct layout;
+struct rfile;
+
+#define GUARD_SLOTS 8			/* a run uses at most half at once */
+#define GUARD_HDR 128u			/* slot header; the bytes follow */
+#define GUARD_PIECES 8			/* absent chunks of one stripe */
+
+struct guard_store {
+	int fd;				/* >= 0: slots in this file ... */
+	uint64_t base;			/* ... from this offset */
+	uint8_t *mem;			/* else: slots in this mapping */
+	uint32_t nslots;
+	uint64_t stride;		/* bytes per slot */
+	bool durable;			/* fdatasync slots; sync shards before a slot is freed */
+	uint64_t (*seq)(void);		/* bbu=file: the log's next sequence number */
+};
+
+/* Bytes per slot for the array's layout: the absent chunks of a stripe,
+ * as many as its groups tolerate, at most GUARD_PIECES. */
+uint64_t guard_stride(const struct layout *l);
+
+/* Slots to use from now on (NULL: none; writes are not guarded). */
+void guard_use(const struct guard_store *st);
+bool guard_on(void);
+bool guard_durable(void);
+
+/* One absent chunk's bytes: file offset, length, data. */
+struct guard_piece {
+	uint64_t off;
+	uint32_t len;
+	const uint8_t *data;
+};
+
+/* Put pieces p[0..n) of file rf in a free slot (waiting for one), durably
+ * when the store is.  Returns the slot, or -errno (logged). */
+int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n);
+
+/* The write the slot guarded is done (and, durable store, its shards
+ * synced): free it. */
+void guard_release(int slot);
+
+/*
+ * At mount: take the slots a previous run left in st (bbu=file: only
+ * those whose sequence number is above min_seq).  `current`: st is the
+ * store in use (guard_use() before), whose slots stay reserved until their
+ * file's chunks are put back.  Returns the number taken.
+ */
+int guard_recover(const struct guard_store *st, uint64_t min_seq, bool current);
+
+/* Does the previous run's guard hold chunks of file fid? */
+bool guard_holds(uint64_t fid);
+
+/* Put back the previous run's guarded chunks of rf (rf->rw held or
+ * private), oldest first.  0 or -errno. */
+int guard_replay_file(struct rfile *rf);
+
+/* The replay is over (or discarded): forget what guard_recover() took. */
+void guard_replay_done(void);
+
+#endif
