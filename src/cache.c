@@ -1098,7 +1098,25 @@ static ssize_t write_through(struct rfile *rf, const uint8_t *buf, size_t len, u
 	ssize_t r = drop_range_locked(rf, off, off + len, &release);
 	if (r == 0)
 		r = stripe_write_locked(rf, buf, len, off);
+	/* A write-back write that came between the emptying above and here
+	 * (a small one that still had room while this one had not) left its
+	 * record in the log, and a replay would put those older bytes over
+	 * these: this write gets a record after it, its turn taken before
+	 * rf->rw goes (as a truncate's: a full log waits for this file's
+	 * lines, which needs rf->rw). */
+	uint64_t rec_end = 0;
+	bool logged = r >= 0 && cache_opts.bbu == BBU_FILE && cachelog_live();
+	if (logged)
+		pthread_mutex_lock(&rf->log_order);
 	pthread_rwlock_unlock(&rf->rw);
+	if (logged) {
+		int e = cachelog_put_write(rf->id, off, buf, len, &rec_end);
+		pthread_mutex_unlock(&rf->log_order);
+		if (e == 0)
+			e = cachelog_commit(rec_end);
+		if (e < 0)
+			r = e;
+	}
 	if (release)
 		rfile_release(rf);
 	return r;

@@ -228,15 +228,29 @@ static void status_text(struct array *a, struct out *o)
 	rebuild_get(&ri);
 	if (ri.active) {
 		char d[32], t[32], r[32];
-		double pct = ri.total ? 100.0 * ri.done / ri.total : 0;
+		/* the copy, then the verify pass over the same bytes again;
+		 * then what the namespace changed meanwhile (no size known) */
+		uint64_t done = ri.done > ri.total || ri.phase != REBUILD_COPY ? ri.total : ri.done;
+		double pct = ri.total ? 100.0 * done / ri.total : 0;
+		uint64_t vdone = ri.files_done - ri.files_copied, vtotal = ri.files_copied;
+		if (ri.phase == REBUILD_VERIFY)	/* (by files: an unchanged one is only looked at) */
+			pct = vtotal ? 100.0 * (vdone < vtotal ? vdone : vtotal) / vtotal : 100;
 		if (ri.replace)
 			outf(o, "replace: member %d -> '%s'\n         ", ri.member, ri.target);
 		else
 			outf(o, "%s member %d ", ri.readd ? "re-add: " : "rebuild:", ri.member);
 		progress_bar(o, pct);
-		outf(o, "  %s / %s", fmt_size(ri.done, d, sizeof(d)), fmt_size(ri.total, t, sizeof(t)));
-		if (ri.elapsed >= 2 && ri.rate > 0) {
-			double eta = ri.done < ri.total ? (ri.total - ri.done) / ri.rate : 0;
+		if (ri.phase == REBUILD_VERIFY)
+			outf(o, "  verifying: %" PRIu64 " of %" PRIu64 " files (%s copied)", vdone < vtotal ? vdone : vtotal,
+			     vtotal, fmt_size(ri.total, t, sizeof(t)));
+		else
+			outf(o, "  %s / %s", fmt_size(done, d, sizeof(d)), fmt_size(ri.total, t, sizeof(t)));
+		if (ri.phase == REBUILD_CATCH_UP) {
+			outf(o, "  catching up with paths renamed or removed meanwhile");
+		} else if (ri.phase == REBUILD_VERIFY) {
+			/* (no ETA: a file unchanged since its copy is only looked at) */
+		} else if (ri.elapsed >= 2 && ri.rate > 0) {
+			double eta = (ri.total - done) / ri.rate;
 			outf(o, "  %s/s  ETA %dm%02ds", fmt_size((uint64_t)ri.rate, r, sizeof(r)), (int)eta / 60, (int)eta % 60);
 		} else {
 			outf(o, "  (measuring speed)");
@@ -375,9 +389,12 @@ static void status_json(struct array *a, struct out *o)
 	struct rebuild_info ri;
 	rebuild_get(&ri);
 	outf(o, "], \"rebuild\": {\"active\": %s, \"readd\": %s, \"replace\": %s, \"paused\": %s, \"member\": %d, \"done\": %" PRIu64
-		", \"total\": %" PRIu64 ", \"rate\": %.0f, \"elapsed\": %.1f, \"min_rate\": %u, \"max_rate\": %u, \"target\": ",
+		", \"total\": %" PRIu64 ", \"phase\": \"%s\", \"copied\": %" PRIu64
+		", \"rate\": %.0f, \"elapsed\": %.1f, \"min_rate\": %u, \"max_rate\": %u, \"target\": ",
 	     ri.active ? "true" : "false", ri.readd ? "true" : "false", ri.active && ri.replace ? "true" : "false",
 	     ri.paused ? "true" : "false", ri.member, ri.done, ri.total,
+	     !ri.active ? "" : ri.phase == REBUILD_VERIFY ? "verify" : ri.phase == REBUILD_CATCH_UP ? "catch-up" : "copy",
+	     ri.copied,
 	     ri.rate, ri.elapsed, ri.min_rate, ri.max_rate);
 	json_str(o, ri.target);
 	outf(o, ", \"last_result\": ");

@@ -1876,6 +1876,11 @@ static void *rebuild_thread(void *arg)
 			 * directory */
 			pthread_mutex_lock(&rb_lock);
 			snprintf(info.current, sizeof(info.current), "(verifying)");
+			if (info.phase == REBUILD_COPY) {
+				info.phase = REBUILD_VERIFY;
+				info.copied = info.done;
+				info.files_copied = info.files_done;
+			}
 			pthread_mutex_unlock(&rb_lock);
 			w.verify = true;
 			w.pass = 2;
@@ -1909,6 +1914,9 @@ static void *rebuild_thread(void *arg)
 			 * walked again each time, and rebuilding all of it each
 			 * time never caught up) */
 			w.redo = true;
+			pthread_mutex_lock(&rb_lock);
+			info.phase = REBUILD_CATCH_UP;
+			pthread_mutex_unlock(&rb_lock);
 			r = redo_drain(&w);
 			w.redo = false;
 			locked = r == 0;
@@ -2143,6 +2151,9 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 	info.paused = false;
 	info.member = member;
 	info.done = done;
+	info.phase = REBUILD_COPY;
+	info.copied = 0;
+	info.files_copied = 0;
 	info.files_done = 0;
 	info.total = 0;
 	info.rate = info.elapsed = 0;

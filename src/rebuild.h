@@ -82,6 +82,10 @@
 
 struct array;
 
+/* A rebuild copies every file, verifies them all against the others, and
+ * catches up with the paths the namespace changed meanwhile. */
+enum { REBUILD_COPY = 1, REBUILD_VERIFY, REBUILD_CATCH_UP };
+
 struct rebuild_info {
 	bool active, paused;
 	bool readd;			/* a re-add (changed files only) */
@@ -89,6 +93,9 @@ struct rebuild_info {
 	char target[256];		/* its replacement's directory */
 	int member;
 	uint64_t done, total;		/* bytes written to the new member */
+	int phase;			/* REBUILD_COPY, _VERIFY, _CATCH_UP */
+	uint64_t copied;		/* done when the copy ended (verify counts on) */
+	uint64_t files_copied;		/* files_done then */
 	uint64_t files_done;
 	double rate;			/* bytes/s, smoothed */
 	double elapsed;			/* seconds */
