@@ -63,7 +63,7 @@ cut() {
 	: >"$T/daemon.log"
 }
 
-# settle WHAT: the tree under the mount equals the reference, the array is
+# settle WHAT [DONE]: the tree under the mount equals the reference, the array is
 # optimal, the offline check is clean
 settle() {
 	diff -r "$T/ref" "$mnt" >"$T/diff" 2>&1 || fail "$1: the tree differs from the reference: $(head -5 "$T/diff")"
@@ -71,7 +71,7 @@ settle() {
 	grep -q "optimal" "$T/status" || fail "$1: array not optimal: $(cat "$T/status")"
 	rfs_unmount "$mnt" || fail "$1: unmount"
 	expect_rc 0 "$RAIDFS" check "$members"
-	log "ok: $1: completed by the next mount on every member, files intact, check clean"
+	log "ok: $1: ${2:-completed by the next mount on every member}, files intact, check clean"
 }
 
 cut renameat2 "rename of a file" mv "$mnt/a" "$mnt/a2"
@@ -106,3 +106,20 @@ cut mkdirat "mkdir" mkdir "$mnt/newdir"
 mkdir "$T/ref/newdir"
 touch "$mnt/newdir/x" "$T/ref/newdir/x" || fail "mkdir: cannot create a file in the new directory"
 settle "mkdir"
+
+# no member can take an intent record (each member's intent file is a
+# directory, as a damaged .raidfs could have it): the operations still
+# work, and the daemon says once what that means
+for d in $mem; do
+	rm -f "$d/.raidfs/ns-intent"
+	mkdir "$d/.raidfs/ns-intent"
+done
+rfs_mount "$members" "$mnt" || fail "no intent file: mount"
+mv "$mnt/a2" "$mnt/a3" || fail "no intent file: rename failed"
+mv "$mnt/a3" "$mnt/a4" || fail "no intent file: second rename failed"
+mv "$T/ref/a2" "$T/ref/a4"
+n=$(grep -c "cannot write the namespace intent file '.raidfs/ns-intent' on any member" "$T/daemon.log")
+[ "$n" = 1 ] || fail "no intent file: the warning was given $n times, not once: $(tail -n 3 "$T/daemon.log")"
+for d in $mem; do rmdir "$d/.raidfs/ns-intent"; done
+settle "no intent file" "done without intent records, said once"
+exit 0
