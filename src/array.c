@@ -24,6 +24,7 @@
 #include "rebuild.h"
 #include "meta.h"
 #include "nsintent.h"
+#include "parity.h"
 #include "util.h"
 
 static void errf(char *err, size_t errlen, const char *fmt, ...)
@@ -486,6 +487,8 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		if (j == SHADOW)
 			break;
 		a->m[j].state = a->sb.members[j].state;
+		if (j < a->width && a->sb.members[j].state != MS_ONLINE)
+			a->out_before |= 1ull << j;
 		snprintf(a->m[j].path, sizeof(a->m[j].path), "%s", a->sb.members[j].path);
 	}
 	bool settle = false;	/* some state change's superblock writes were cut short */
@@ -914,6 +917,51 @@ int array_mark_dirty(struct array *a, uint64_t id, const int *fds, const char *p
 int array_mark_cached(struct array *a, uint64_t id, const int *fds, const char *path)
 {
 	return mark_links(a, id, fds, path, CACHED_SUFFIX);
+}
+
+#define CACHE_LOG_ID_FILE SB_DIRTY_DIR "/.cachelog"
+
+int array_note_cache_log(struct array *a, uint64_t log_id)
+{
+	uint8_t b[12];
+	put_le64(b, log_id);
+	put_le32(b + 8, parity_crc32(0, b, 8));
+	int ret = -EIO;
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (!member_writable(a, j))
+			continue;
+		int fd = openat(a->m[j].dirfd, CACHE_LOG_ID_FILE, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		int r = fd < 0 ? -errno : io_pwrite(fd, b, sizeof(b), 0);
+		if (r == 0 && fsync(fd) < 0)
+			r = -errno;
+		if (fd >= 0)
+			close(fd);
+		if (r < 0) {
+			log_err("member %u '%s': cannot write %s: %s", j, a->m[j].path, CACHE_LOG_ID_FILE, strerror(-r));
+			return r;	/* (the caller marks the file plainly instead) */
+		}
+		ret = 0;
+	}
+	return ret;
+}
+
+bool array_cache_log_is(struct array *a, uint64_t log_id)
+{
+	int seen = 0;
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (!member_online(a, j))
+			continue;
+		uint8_t b[12];
+		int fd = openat(a->m[j].dirfd, CACHE_LOG_ID_FILE, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;	/* (a member that joined since) */
+		ssize_t n = io_pread(fd, b, sizeof(b), 0);
+		close(fd);
+		if (n != sizeof(b) || get_le32(b + 8) != parity_crc32(0, b, 8) || get_le64(b) != log_id)
+			return false;
+		seen++;
+	}
+	return seen > 0;
 }
 
 int array_mark_member(struct array *a, uint64_t id, uint32_t j, int fd, bool cached)
@@ -1443,8 +1491,14 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 		 * that may lag behind the data would put other bytes where md
 		 * puts the data the members hold; see plan-failures.md.) */
 		rf.size = array_size_reached(a, &rf.lay, fds, fm.size);
-		/* what the cache of the last run held for it goes in first */
+		/* what the cache of the last run held for it goes in first;
+		 * its mark is there already (a cache mark stays one: a crash
+		 * during the replay finds the file as it was) */
+		rf.marked = !cache_only;
+		rf.cmarked = cache_only;
+		stripe_log_covered(cache_only);
 		ret = cache_replay_file(&rf);
+		stripe_log_covered(false);
 		replayed = ret == 0;
 		/* (a file only the cache changed is whole after the replay,
 		 * unless the cache of the last run was lost) */
@@ -1508,10 +1562,17 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 	 * the last run's cache survived with its guard slots (guard.h): it
 	 * holds every acknowledged write, and the chunks of absent members
 	 * a cut write could have changed.  The others' parity is in doubt. */
+	/* Only for members that were already out of service in the last
+	 * run (recorded so): one that was in service and is missing now had
+	 * its stripes' writes unguarded, and the cut ones are torn. */
+	bool guarded = cache_guarded_last_run();
+	for (uint32_t j = 0; j < a->width; j++)
+		if (!member_writable(a, j) && !(a->out_before >> j & 1))
+			guarded = false;
 	size_t doubt = 0;
 	for (size_t i = 0; i < nnames; i++) {
 		bool co = strlen(names[i]) > 16 && !strcmp(names[i] + 16, CACHED_SUFFIX);
-		if (!co || !cache_guarded_last_run())
+		if (!co || !guarded)
 			doubt++;	/* (a file with both marks: its plain one) */
 	}
 	if (doubt && lost && !force) {

@@ -124,6 +124,8 @@ struct array {
 	struct member m[MEMBER_SLOTS];	/* spares after width; SHADOW last */
 	int shadow_of;			/* member being replaced in place, or -1 */
 	int primary;			/* lowest present member index */
+	uint64_t out_before;		/* bit j: the newest superblock had member j
+					 * out of service (its chunks were guarded) */
 	bool absent_recorded;		/* absent members written down as faulty */
 	bool readonly;
 	bool force;		/* mounted with -o force (the offline mount's retries too) */
@@ -312,6 +314,12 @@ int array_mark_dirty(struct array *a, uint64_t id, const int *fds, const char *p
  * by array_clear_dirty too. */
 #define CACHED_SUFFIX ".c"
 int array_mark_cached(struct array *a, uint64_t id, const int *fds, const char *path);
+/* The cache marks rely on the cache log with this id (cachelog_id()):
+ * written on every member in service before the run's first cache mark;
+ * at mount, a log whose id every member with the note agrees on is the
+ * one the marks were made for (else their files need a parity resync). */
+int array_note_cache_log(struct array *a, uint64_t log_id);
+bool array_cache_log_is(struct array *a, uint64_t log_id);
 /* The dirty-log mark (cached: the cache log's) of shard fd on member j
  * alone.  0 or -errno. */
 int array_mark_member(struct array *a, uint64_t id, uint32_t j, int fd, bool cached);

@@ -527,6 +527,21 @@ static bool kept(void)
 	return cache_opts.bbu == BBU_FILE || (cache_opts.bbu == BBU_SHM && C.shm_up);
 }
 
+/* bbu=file: before this run's first cache mark, the members note which log
+ * the marks rely on (array_note_cache_log()); false when they could not. */
+static bool log_noted(void)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static bool noted;
+	if (cache_opts.bbu != BBU_FILE || __atomic_load_n(&noted, __ATOMIC_ACQUIRE))
+		return true;
+	pthread_mutex_lock(&lock);
+	if (!noted && array_note_cache_log(C.a, cachelog_id()) == 0)
+		__atomic_store_n(&noted, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&lock);
+	return noted;
+}
+
 /* The line became dirty: the file is held until it is clean again. */
 static void note_dirty_locked(struct line *ln, struct rfile *rf)
 {
@@ -981,7 +996,7 @@ static int put_range(struct rfile *rf, uint64_t s, uint64_t a, uint64_t b, const
 static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
 {
 	uint64_t lb = C.line_bytes, end = off + len;
-	int r = kept() ? stripe_mark_cached(rf) : stripe_mark_dirty(rf);
+	int r = kept() && log_noted() ? stripe_mark_cached(rf) : stripe_mark_dirty(rf);
 	if (r < 0)
 		return r;
 	wait_room();
@@ -1589,7 +1604,7 @@ int cache_open(struct array *a, char *err, size_t errlen)
 			arena_guards(p, &gst);
 			if (cache_opts.bbu != BBU_FILE)
 				guard_use(&gst);
-			guard_recover(&gst, 0, cache_opts.bbu != BBU_FILE);
+			guard_recover(&gst, cache_opts.bbu != BBU_FILE);
 			C.last_guarded = gst.nslots > 0;
 			C.last_found = true;
 		} else if (p != MAP_FAILED) {
@@ -1602,8 +1617,15 @@ int cache_open(struct array *a, char *err, size_t errlen)
 		if (r < 0)
 			return r;
 		C.old_has_log = cachelog_replay_pending();
-		C.last_guarded |= cachelog_had_guards();
-		C.last_found |= cachelog_was_there();
+		/* the log the members' cache marks were made for, or another
+		 * (a new one, one given by mistake): then the marks promise
+		 * nothing */
+		bool theirs = cachelog_was_there() && array_cache_log_is(a, cachelog_id());
+		C.last_guarded |= theirs && cachelog_had_guards();
+		C.last_found |= theirs;
+		if (cachelog_was_there() && !theirs && cachelog_replay_pending())
+			log_warn("array '%s': the cache log '%s' is not the one the members' files were last cached through: its records are replayed, but files only that cache changed get a parity resync",
+				 a->sb.name, cache_opts.bbu_path);
 	}
 	return 0;
 }
@@ -1714,6 +1736,8 @@ static uint64_t discard_old(void)
 		cachelog_replay_done();
 		C.old_has_log = false;
 	}
+	/* what the files' cache marks promised is gone with it */
+	C.last_found = C.last_guarded = false;
 	return b;
 }
 

@@ -58,6 +58,7 @@ static struct {
 	uint32_t nguards;		/* guard slots after the ring */
 	bool had_guards;		/* the log of the last run had them */
 	bool was_there;			/* the log of the last run was found */
+	uint64_t id;			/* made with the log: which log this is */
 	uint64_t gstride;		/* their size (a multiple of 4096) */
 	uint64_t head_v, seq;		/* next record */
 	uint64_t tail_v, tail_seq;	/* durable in the header */
@@ -184,6 +185,32 @@ static int scan(void)
 	return 0;
 }
 
+/* The log's identity, at [64, 76) of the header block: u64, crc32.  Made
+ * once, when a log without one is opened; the members keep the id of the
+ * log whose records their files' cache marks rely on (array.h). */
+#define ID_AT 64
+static int read_or_make_id(void)
+{
+	uint8_t b[12];
+	if (io_pread(L.fd, b, sizeof(b), ID_AT) == sizeof(b) && get_le64(b) &&
+	    get_le32(b + 8) == parity_crc32(0, b, 8)) {
+		L.id = get_le64(b);
+		return 0;
+	}
+	L.id = random_u64() | 1;
+	put_le64(b, L.id);
+	put_le32(b + 8, parity_crc32(0, b, 8));
+	int r = io_pwrite(L.fd, b, sizeof(b), ID_AT);
+	if (r == 0 && fdatasync(L.fd) < 0)
+		r = -errno;
+	return r;
+}
+
+uint64_t cachelog_id(void)
+{
+	return L.id;
+}
+
 static uint64_t next_seq(void)
 {
 	pthread_mutex_lock(&L.lock);
@@ -227,7 +254,8 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *
 		L.gstride = want_stride;
 		guards(&gst);
 		guard_use(&gst);
-		return write_hdr_locked(0, 1);
+		int r = write_hdr_locked(0, 1);
+		return r < 0 ? r : read_or_make_id();
 	}
 	if (io_pread(L.fd, b, sizeof(b), 0) != sizeof(b) || memcmp(b, LOG_MAGIC, 8) ||
 	    get_le32(b + 60) != parity_crc32(0, b, 60) || get_le32(b + 8) != LOG_VERSION) {
@@ -257,6 +285,8 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *
 		return -EINVAL;
 	}
 	int r = scan();
+	if (r == 0)
+		r = read_or_make_id();
 	if (r < 0) {
 		snprintf(err, errlen, "cannot read the cache log '%s': %s", path, strerror(-r));
 		return r;
@@ -264,25 +294,32 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *
 	if (L.nrecs)
 		log_warn("array '%s': the cache log '%s' holds %zu record%s (%" PRIu64 " bytes) not known to be on the members: replaying them",
 			 a->sb.name, path, L.nrecs, L.nrecs == 1 ? "" : "s", L.replay_bytes);
-	/* the guard slots of the last run count from the tail on (an older
-	 * one was made before the log forgot the writes around it) */
+	/* the guard slots of the last run: writes into degraded stripes cut
+	 * short (a finished one's slot was cleared) */
 	guards(&gst);
-	bool same = L.nguards == GUARD_SLOTS && L.gstride == want_stride && (L.nrecs || want_ring == L.ring);
-	if (same)
+	bool slots_ok = L.nguards == GUARD_SLOTS && L.gstride == want_stride;
+	if (slots_ok)
 		guard_use(&gst);
-	int ng = guard_recover(&gst, L.tail_seq, same);
+	int ng = guard_recover(&gst, slots_ok);
 	if (ng > 0)
 		log_warn("array '%s': the cache log '%s' holds %d guarded chunk%s of writes into degraded stripes that were cut short: "
 			 "they are put back first", a->sb.name, path, ng, ng == 1 ? "" : "s");
-	if (!same) {
-		/* a new ring size or slot size takes effect once nothing is
-		 * needed from the old (the slots then move: after the ring) */
-		if (!L.nrecs)
+	/* A new ring size or slot size takes effect once nothing is needed
+	 * from the old: no record, no slot (the slots move with the ring). */
+	bool resize = !L.nrecs && ng == 0 && want_ring != L.ring;
+	if (!slots_ok && ng > 0) {
+		snprintf(err, errlen, "the cache log '%s' holds guard slots of another size than this array needs (%" PRIu64
+			 " bytes, not %" PRIu64 ")", path, L.gstride, want_stride);
+		return -EINVAL;
+	}
+	if (!slots_ok || resize) {
+		if (resize) {
 			L.ring = want_ring;
+			L.tail_v = L.head_v;
+			L.tail_seq = L.seq;
+		}
 		L.nguards = GUARD_SLOTS;
 		L.gstride = want_stride;
-		if (!L.nrecs)
-			L.tail_v = L.head_v, L.tail_seq = L.seq;
 		int r = write_hdr_locked(L.tail_v, L.tail_seq);
 		if (r < 0)
 			return r;

@@ -32,6 +32,8 @@ bool cachelog_replay_pending(void);
 bool cachelog_had_guards(void);
 /* The log of the last run was found (not made new at this mount). */
 bool cachelog_was_there(void);
+/* Which log this is (made with it, kept in its header). */
+uint64_t cachelog_id(void);
 uint64_t cachelog_replay_bytes(void);
 int cachelog_replay_file(struct rfile *rf);
 /* Records of file fid waiting to be replayed? */

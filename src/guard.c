@@ -8,9 +8,11 @@
  *   124 u32 crc32 of bytes 0..123 and of the pieces' bytes
  *   128 the pieces' bytes, one after the other
  *
- * A run takes at most half the slots at once, so the slots a crashed run
- * left (reserved until their file is put back) never leave the replay
- * without a free one.
+ * A slot is cleared as soon as its write is done, durably (bbu=file: the
+ * clear is fdatasynced), so a slot found at mount is a write that was cut
+ * short.  A run takes at most half the slots at once, so the slots a
+ * crashed run left (reserved until their file is put back) never leave
+ * the replay without a free one.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -36,6 +38,9 @@ struct old_guard {
 	struct guard_piece p[GUARD_PIECES];
 	uint8_t *bytes;
 };
+
+/* Putting a guarded chunk back takes no new guard (guard_replay_file()) */
+static __thread bool suspended;
 
 static struct {
 	pthread_mutex_t lock;
@@ -81,7 +86,7 @@ void guard_use(const struct guard_store *st)
 
 bool guard_on(void)
 {
-	return __atomic_load_n(&G.on, __ATOMIC_ACQUIRE);
+	return !suspended && __atomic_load_n(&G.on, __ATOMIC_ACQUIRE);
 }
 
 bool guard_durable(void)
@@ -109,13 +114,19 @@ static int slot_write(int i, const uint8_t *b, size_t len)
 	return r;
 }
 
+/* Free slot i for good: a later mount must not put an old chunk back
+ * over bytes written since (a power loss too: the clear is synced). */
 static void slot_clear(int i)
 {
 	static const uint8_t zero[4];
-	if (G.st.fd < 0)
+	if (G.st.fd < 0) {
 		__atomic_store_n((uint32_t *)(G.st.mem + (uint64_t)i * G.st.stride), 0, __ATOMIC_RELEASE);
-	else	/* (not synced: the sequence number rules out an old slot) */
-		(void)!pwrite(G.st.fd, zero, sizeof(zero), G.st.base + (uint64_t)i * G.st.stride);
+		return;
+	}
+	if (pwrite(G.st.fd, zero, sizeof(zero), G.st.base + (uint64_t)i * G.st.stride) != sizeof(zero) ||
+	    (G.st.durable && fdatasync(G.st.fd) < 0))
+		log_err("guard: cannot clear guard slot %d: %s (a later mount may put its old chunk back)", i,
+			strerror(errno));
 }
 
 /* Read slot i of st into b (st->stride bytes). */
@@ -209,7 +220,7 @@ static int cmp_old(const void *x, const void *y)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-int guard_recover(const struct guard_store *st, uint64_t min_seq, bool current)
+int guard_recover(const struct guard_store *st, bool current)
 {
 	if (!st || !st->nslots || st->stride < GUARD_HDR)
 		return 0;
@@ -223,7 +234,7 @@ int guard_recover(const struct guard_store *st, uint64_t min_seq, bool current)
 			continue;
 		uint32_t n = get_le32(b + 4);
 		uint64_t seq = get_le64(b + 8), total = 0;
-		if (n == 0 || n > GUARD_PIECES || seq <= min_seq)
+		if (n == 0 || n > GUARD_PIECES)
 			continue;
 		for (uint32_t k = 0; k < n; k++)
 			total += get_le32(b + PIECE_AT(k) + 8);
@@ -291,7 +302,12 @@ int guard_replay_file(struct rfile *rf)
 				continue;
 			if (len > rf->size - off)
 				len = rf->size - off;
+			/* (no new guard: this slot stays until the bytes are
+			 * durable; a second absent chunk of the group read
+			 * from the cut parity now is put back next) */
+			suspended = true;
 			ssize_t r = stripe_write_locked(rf, o->p[k].data, len, off);
+			suspended = false;
 			ret = r < 0 ? (int)r : 0;
 			put++;
 		}
@@ -325,6 +341,10 @@ int guard_replay_file(struct rfile *rf)
 void guard_replay_done(void)
 {
 	pthread_mutex_lock(&G.lock);
+	/* the slots of files not put back (removed since, or discarded) */
+	for (uint32_t i = 0; G.on && i < G.st.nslots; i++)
+		if (G.reserved >> i & 1)
+			slot_clear((int)i);
 	for (int i = 0; i < G.nold; i++)
 		free(G.old[i].bytes);
 	free(G.old);

@@ -39,7 +39,8 @@ struct guard_store {
 	uint32_t nslots;
 	uint64_t stride;		/* bytes per slot */
 	bool durable;			/* fdatasync slots; sync shards before a slot is freed */
-	uint64_t (*seq)(void);		/* bbu=file: the log's next sequence number */
+	uint64_t (*seq)(void);		/* bbu=file: the log's next sequence number
+					 * (orders a file's slots) */
 };
 
 /* Bytes per slot for the array's layout: the absent chunks of a stripe,
@@ -67,12 +68,12 @@ int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n);
 void guard_release(int slot);
 
 /*
- * At mount: take the slots a previous run left in st (bbu=file: only
- * those whose sequence number is above min_seq).  `current`: st is the
- * store in use (guard_use() before), whose slots stay reserved until their
+ * At mount: take the slots a previous run left in st (each a write cut
+ * short: a finished one's slot was cleared).  `current`: st is the store
+ * in use (guard_use() before), whose slots stay reserved until their
  * file's chunks are put back.  Returns the number taken.
  */
-int guard_recover(const struct guard_store *st, uint64_t min_seq, bool current);
+int guard_recover(const struct guard_store *st, bool current);
 
 /* Does the previous run's guard hold chunks of file fid? */
 bool guard_holds(uint64_t fid);
