@@ -945,7 +945,7 @@ int array_note_cache_log(struct array *a, uint64_t log_id)
 	return ret;
 }
 
-bool array_cache_log_is(struct array *a, uint64_t log_id)
+int array_cache_log_check(struct array *a, uint64_t log_id)
 {
 	int seen = 0;
 	for (uint32_t j = 0; j < a->width; j++) {
@@ -958,7 +958,7 @@ bool array_cache_log_is(struct array *a, uint64_t log_id)
 		ssize_t n = io_pread(fd, b, sizeof(b), 0);
 		close(fd);
 		if (n != sizeof(b) || get_le32(b + 8) != parity_crc32(0, b, 8) || get_le64(b) != log_id)
-			return false;
+			return -1;
 		seen++;
 	}
 	return seen > 0;
@@ -1561,10 +1561,9 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 	/* Files only the cache changed are consistent after its replay when
 	 * the last run's cache survived with its guard slots (guard.h): it
 	 * holds every acknowledged write, and the chunks of absent members
-	 * a cut write could have changed.  The others' parity is in doubt. */
-	/* Only for members that were already out of service in the last
-	 * run (recorded so): one that was in service and is missing now had
-	 * its stripes' writes unguarded, and the cut ones are torn. */
+	 * a cut write could have changed - of members already out of service
+	 * in the last run (recorded so): one in service then and missing now
+	 * had its stripes' writes unguarded.  The others' parity is in doubt. */
 	bool guarded = cache_guarded_last_run();
 	for (uint32_t j = 0; j < a->width; j++)
 		if (!member_writable(a, j) && !(a->out_before >> j & 1))

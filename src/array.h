@@ -315,11 +315,12 @@ int array_mark_dirty(struct array *a, uint64_t id, const int *fds, const char *p
 #define CACHED_SUFFIX ".c"
 int array_mark_cached(struct array *a, uint64_t id, const int *fds, const char *path);
 /* The cache marks rely on the cache log with this id (cachelog_id()):
- * written on every member in service before the run's first cache mark;
- * at mount, a log whose id every member with the note agrees on is the
- * one the marks were made for (else their files need a parity resync). */
+ * noted on every member in service before the run's first cache mark.
+ * At mount: 1 when every member in service with a note has this id (the
+ * marks were made for this log), 0 when none has a note, -1 when one has
+ * another (this log is not the one the array last wrote through). */
 int array_note_cache_log(struct array *a, uint64_t log_id);
-bool array_cache_log_is(struct array *a, uint64_t log_id);
+int array_cache_log_check(struct array *a, uint64_t log_id);
 /* The dirty-log mark (cached: the cache log's) of shard fd on member j
  * alone.  0 or -errno. */
 int array_mark_member(struct array *a, uint64_t id, uint32_t j, int fd, bool cached);

@@ -1094,6 +1094,29 @@ static int drop_range_locked(struct rfile *rf, uint64_t off, uint64_t end, bool 
 	return ret;
 }
 
+/*
+ * A change made straight to the members under rf->rw (held exclusively):
+ * when `done` and the file log holds records that a replay would put over
+ * it, it gets its own record after them - a write of buf[0..len) at off,
+ * or (buf NULL) a truncate to off - in order with the file's write-back
+ * writes (write_back()): its turn taken before rf->rw goes, so no later
+ * write records first; written after, since a full log waits for lines of
+ * this file to be written out, which needs rf->rw.  Unlocks rf->rw.
+ */
+static int record_and_unlock(struct rfile *rf, bool done, uint64_t off, const void *buf, size_t len)
+{
+	bool logged = done && cache_opts.bbu == BBU_FILE && cachelog_live();
+	if (logged)
+		pthread_mutex_lock(&rf->log_order);
+	pthread_rwlock_unlock(&rf->rw);
+	if (!logged)
+		return 0;
+	uint64_t end = 0;
+	int r = buf ? cachelog_put_write(rf->id, off, buf, len, &end) : cachelog_put_truncate(rf->id, off, &end);
+	pthread_mutex_unlock(&rf->log_order);
+	return r < 0 ? r : cachelog_commit(end);
+}
+
 static ssize_t write_through(struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
 {
 	if (cache_opts.bbu == BBU_FILE && cachelog_live()) {
@@ -1116,22 +1139,10 @@ static ssize_t write_through(struct rfile *rf, const uint8_t *buf, size_t len, u
 	/* A write-back write that came between the emptying above and here
 	 * (a small one that still had room while this one had not) left its
 	 * record in the log, and a replay would put those older bytes over
-	 * these: this write gets a record after it, its turn taken before
-	 * rf->rw goes (as a truncate's: a full log waits for this file's
-	 * lines, which needs rf->rw). */
-	uint64_t rec_end = 0;
-	bool logged = r >= 0 && cache_opts.bbu == BBU_FILE && cachelog_live();
-	if (logged)
-		pthread_mutex_lock(&rf->log_order);
-	pthread_rwlock_unlock(&rf->rw);
-	if (logged) {
-		int e = cachelog_put_write(rf->id, off, buf, len, &rec_end);
-		pthread_mutex_unlock(&rf->log_order);
-		if (e == 0)
-			e = cachelog_commit(rec_end);
-		if (e < 0)
-			r = e;
-	}
+	 * these: this write gets a record after it. */
+	int e = record_and_unlock(rf, r >= 0, off, buf, len);
+	if (e < 0)
+		r = e;
 	if (release)
 		rfile_release(rf);
 	return r;
@@ -1409,21 +1420,9 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 	}
 	pthread_mutex_unlock(&C.lock);
 	int r = stripe_truncate_locked(rf, size);
-	/* The record in order with the file's writes (write_back()): its
-	 * turn taken before rf->rw goes, so no later write records first;
-	 * written after, since a full log waits for lines of this file to be
-	 * written out, which needs rf->rw. */
-	uint64_t end = 0;
-	bool logged = r == 0 && cache_opts.bbu == BBU_FILE && cachelog_live();
-	if (logged)
-		pthread_mutex_lock(&rf->log_order);
-	pthread_rwlock_unlock(&rf->rw);
-	if (logged) {
-		r = cachelog_put_truncate(rf->id, size, &end);
-		pthread_mutex_unlock(&rf->log_order);
-	}
-	if (logged && r == 0)
-		r = cachelog_commit(end);
+	int e = record_and_unlock(rf, r == 0, size, NULL, 0);
+	if (r == 0)
+		r = e;
 	if (release)
 		rfile_release(rf);
 	return r;
@@ -1620,12 +1619,16 @@ int cache_open(struct array *a, char *err, size_t errlen)
 		/* the log the members' cache marks were made for, or another
 		 * (a new one, one given by mistake): then the marks promise
 		 * nothing */
-		bool theirs = cachelog_was_there() && array_cache_log_is(a, cachelog_id());
-		C.last_guarded |= theirs && cachelog_had_guards();
-		C.last_found |= theirs;
-		if (cachelog_was_there() && !theirs && cachelog_replay_pending())
-			log_warn("array '%s': the cache log '%s' is not the one the members' files were last cached through: its records are replayed, but files only that cache changed get a parity resync",
-				 a->sb.name, cache_opts.bbu_path);
+		int who = cachelog_was_there() ? array_cache_log_check(a, cachelog_id()) : 0;
+		if (who < 0 && cachelog_replay_pending()) {
+			/* its records may be older than what the members hold */
+			snprintf(err, errlen, "the cache log '%s' holds writes, but it is not the log this array last wrote through: "
+				 "mount with that log (-o bbu=file:PATH), or, to drop these writes, move this log away",
+				 cache_opts.bbu_path);
+			return -EINVAL;
+		}
+		C.last_guarded |= who > 0 && cachelog_had_guards();
+		C.last_found |= who > 0;
 	}
 	return 0;
 }
@@ -1808,15 +1811,13 @@ int cache_start(void)
 	memcpy(h.uuid, a->sb.uuid, 16);
 	h.crc = parity_crc32(0, &h, offsetof(struct arena_hdr, crc));
 	void *p = MAP_FAILED;
-	bool shm = false;
 	if (cache_opts.bbu == BBU_SHM) {
 		int fd = open(C.shm_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0 && ftruncate(fd, total) == 0)
 			p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (fd >= 0)
 			close(fd);
-		shm = p != MAP_FAILED;
-		C.shm_up = shm;
+		C.shm_up = p != MAP_FAILED;
 		if (p == MAP_FAILED) {
 			log_err("cannot set up the cache in '%s': %s; battery marked failed (write-through)",
 				C.shm_path, strerror(errno));
@@ -1858,7 +1859,7 @@ int cache_start(void)
 	C.rate_t0 = now_ns();
 	/* the header last: a valid header means valid line headers */
 	memcpy(C.arena, &h, sizeof(h));
-	if (shm) {
+	if (C.shm_up) {
 		struct guard_store gst;
 		arena_guards(C.arena, &gst);
 		guard_use(&gst);

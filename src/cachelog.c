@@ -211,14 +211,6 @@ uint64_t cachelog_id(void)
 	return L.id;
 }
 
-static uint64_t next_seq(void)
-{
-	pthread_mutex_lock(&L.lock);
-	uint64_t s = L.seq;
-	pthread_mutex_unlock(&L.lock);
-	return s;
-}
-
 /* The guard slots after the ring. */
 static void guards(struct guard_store *st)
 {
@@ -228,7 +220,6 @@ static void guards(struct guard_store *st)
 	st->nslots = L.nguards;
 	st->stride = L.gstride;
 	st->durable = true;
-	st->seq = next_seq;
 }
 
 int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *err, size_t errlen)

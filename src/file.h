@@ -249,6 +249,10 @@ int stripe_names(struct rfile *rf, struct stat *st);
 /* This thread writes data that the cache log holds (destage in
  * bbu=file): a file marked by stripe_mark_cached needs no other mark. */
 void stripe_log_covered(bool on);
+/* fdatasync rf's shards on every member that takes writes (failures fail
+ * the member): member_sync=always after a write, and before a guard slot
+ * is freed (guard.h).  Nothing with member_sync=never. */
+int stripe_sync_shards(struct rfile *rf);
 
 /* Put the file in the dirty log before its first change (idempotent,
  * any lock state). */

@@ -3,7 +3,7 @@
  *
  * Slot (docs/format.md "Guard slots"), little-endian:
  *   0   u32 magic "RGD1" (0: free)     4   u32 number of pieces
- *   8   u64 sequence number           16   u64 file id
+ *   8   u64 reserved (0)              16   u64 file id
  *   24  pieces: u64 file offset, u32 length (GUARD_PIECES of them)
  *   124 u32 crc32 of bytes 0..123 and of the pieces' bytes
  *   128 the pieces' bytes, one after the other
@@ -25,14 +25,13 @@
 #include "file.h"
 #include "guard.h"
 #include "layout.h"
-#include "member.h"
 #include "util.h"
 
 #define GUARD_MAGIC 0x31444752u	/* "RGD1" */
 #define PIECE_AT(i) (24 + 12 * (i))
 
 struct old_guard {
-	uint64_t seq, fid;
+	uint64_t fid;
 	int slot;			/* reserved in the store in use, or -1 */
 	int n;
 	struct guard_piece p[GUARD_PIECES];
@@ -168,7 +167,6 @@ int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n)
 	}
 	G.used |= 1u << slot;
 	G.busy++;
-	uint64_t seq = G.st.seq ? G.st.seq() : 1;
 	pthread_mutex_unlock(&G.lock);
 
 	size_t len = GUARD_HDR + total;
@@ -179,7 +177,6 @@ int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n)
 	}
 	put_le32(b, GUARD_MAGIC);
 	put_le32(b + 4, (uint32_t)n);
-	put_le64(b + 8, seq);
 	put_le64(b + 16, rf->id);
 	uint8_t *at = b + GUARD_HDR;
 	for (int i = 0; i < n; i++) {
@@ -202,9 +199,9 @@ int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n)
 
 void guard_release(int slot)
 {
+	slot_clear(slot);	/* (ours until the bit goes: no lock over the sync) */
 	pthread_mutex_lock(&G.lock);
 	if (G.used >> slot & 1) {
-		slot_clear(slot);
 		G.used &= ~(1u << slot);
 		G.busy--;
 		pthread_cond_broadcast(&G.freed);
@@ -213,12 +210,6 @@ void guard_release(int slot)
 }
 
 /* -------------------------------------------------------------- recovery */
-
-static int cmp_old(const void *x, const void *y)
-{
-	const struct old_guard *a = x, *b = y;
-	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
 
 int guard_recover(const struct guard_store *st, bool current)
 {
@@ -233,7 +224,7 @@ int guard_recover(const struct guard_store *st, bool current)
 		if (!slot_read(st, (int)i, b) || get_le32(b) != GUARD_MAGIC)
 			continue;
 		uint32_t n = get_le32(b + 4);
-		uint64_t seq = get_le64(b + 8), total = 0;
+		uint64_t total = 0;
 		if (n == 0 || n > GUARD_PIECES)
 			continue;
 		for (uint32_t k = 0; k < n; k++)
@@ -253,7 +244,6 @@ int guard_recover(const struct guard_store *st, bool current)
 		if (!o->bytes)
 			break;
 		memcpy(o->bytes, b + GUARD_HDR, total);
-		o->seq = seq;
 		o->fid = get_le64(b + 16);
 		o->n = (int)n;
 		o->slot = -1;
@@ -274,7 +264,6 @@ int guard_recover(const struct guard_store *st, bool current)
 		taken++;
 	}
 	free(b);
-	qsort(G.old, G.nold, sizeof(*G.old), cmp_old);
 	return taken;
 }
 
@@ -324,9 +313,8 @@ int guard_replay_file(struct rfile *rf)
 	if (slots) {
 		/* the slots may be taken again once what they restored is
 		 * durable (a power loss must find one or the other) */
-		for (uint32_t j = 0; guard_durable() && j < rf->a->width; j++)
-			if (rf->fd[j] >= 0 && member_writable(rf->a, j))
-				member_fsync(rf->a, j, rf->fd[j], true);
+		if (guard_durable())
+			stripe_sync_shards(rf);
 		pthread_mutex_lock(&G.lock);
 		for (uint32_t i = 0; i < GUARD_SLOTS; i++)
 			if (slots >> i & 1)

@@ -39,8 +39,6 @@ struct guard_store {
 	uint32_t nslots;
 	uint64_t stride;		/* bytes per slot */
 	bool durable;			/* fdatasync slots; sync shards before a slot is freed */
-	uint64_t (*seq)(void);		/* bbu=file: the log's next sequence number
-					 * (orders a file's slots) */
 };
 
 /* Bytes per slot for the array's layout: the absent chunks of a stripe,
@@ -79,7 +77,9 @@ int guard_recover(const struct guard_store *st, bool current);
 bool guard_holds(uint64_t fid);
 
 /* Put back the previous run's guarded chunks of rf (rf->rw held or
- * private), oldest first.  0 or -errno. */
+ * private).  Two slots never cover the same bytes (their writes were cut
+ * short at the same moment, and one file's stripe is written by one
+ * writer at a time), so their order does not matter.  0 or -errno. */
 int guard_replay_file(struct rfile *rf);
 
 /* The replay is over (or discarded): forget what guard_recover() took. */

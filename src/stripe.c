@@ -271,8 +271,6 @@ static int group_alive(const struct rfile *rf, uint64_t s, uint32_t g)
  * battery those bytes are kept aside first (guard.h).
  */
 
-static int sync_members(struct rfile *rf);
-
 /* Keep aside the absent data slots `absent` of group g in stripe s over
  * in-chunk columns [lo, lo+len), as blk[j] holds them, up to file offset
  * `limit`.  *slot: the guard slot, or -1 when nothing needed one. */
@@ -306,8 +304,8 @@ static void guard_done(struct rfile *rf, int slot)
 {
 	if (slot < 0)
 		return;
-	if (guard_durable() && stripe_member_sync != MSYNC_NEVER)
-		sync_members(rf);
+	if (guard_durable())
+		stripe_sync_shards(rf);
 	guard_release(slot);
 }
 
@@ -719,10 +717,10 @@ int stripe_mark_cached(struct rfile *rf)
 
 enum member_sync stripe_member_sync = MSYNC_FLUSH;
 
-/* member_sync=always: what was just written is made durable on the
- * members before the write is acknowledged (a disk write cache off). */
-static int sync_members(struct rfile *rf)
+int stripe_sync_shards(struct rfile *rf)
 {
+	if (stripe_member_sync == MSYNC_NEVER)
+		return 0;
 	for (uint32_t j = 0; j < rf->a->width; j++) {
 		if (!writable(rf, j))
 			continue;
@@ -815,7 +813,7 @@ ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint6
 		rf->meta_stale = true;
 	}
 	if (ret == 0 && stripe_member_sync == MSYNC_ALWAYS)
-		ret = sync_members(rf);
+		ret = stripe_sync_shards(rf);
 	return ret < 0 ? ret : (ssize_t)len;
 }
 
@@ -1098,7 +1096,7 @@ int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const
 	for (uint32_t g = 0; g < l->groups && ret == 0; g++)
 		ret = destage_group(rf, s, g, &c);
 	if (ret == 0 && stripe_member_sync == MSYNC_ALWAYS)
-		ret = sync_members(rf);
+		ret = stripe_sync_shards(rf);
 	return ret;
 }
 
@@ -1116,7 +1114,7 @@ int stripe_write_stripes_locked(struct rfile *rf, uint64_t s0, uint32_t ns, cons
 	if (ret == 0 && l->red == RED_PARITY && ns > 0 && ns <= BATCH_STRIPES) {
 		ret = write_full_stripes(rf, s0, ns, sd);
 		if (ret == 0 && stripe_member_sync == MSYNC_ALWAYS)
-			ret = sync_members(rf);
+			ret = stripe_sync_shards(rf);
 		return ret;
 	}
 	for (uint32_t i = 0; i < ns && ret == 0; i++) {

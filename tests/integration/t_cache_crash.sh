@@ -121,19 +121,26 @@ log_array() {
 	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
 }
 
+# overwritten_files NAME WHAT N: log_array NAME WHAT with a 64 MiB cache
+# that keeps lines dirty, twelve files written and the array mounted again,
+# then N overwrites of them (reference in $C/ref), dirty in the cache
+overwritten_files() {
+	log_array "$1" "$2" cache_size=64M,cache_age=600000
+	mkdir "$C/ref"
+	twelve_files "$C/ref" "$mnt" || fail "$what: write failed"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	overwrite_files "$C/ref" "$mnt" "$3"
+	[ "$(json_cache "$mnt" dirty_bytes)" -gt 0 ] || fail "$what: nothing dirty before the kill"
+}
+
 # ------------------------------------------------- write hole, bbu=file
 # Files that exist and are overwritten in place through the file log: a
 # kill -9 in the middle of their destage leaves stripes whose parity does
 # not match; replaying the log must make them consistent without a parity
 # resync (the daemon says how many it so repaired), the data must be the
 # acknowledged one and the offline check clean.
-log_array wh "write hole" cache_size=64M,cache_age=600000
-mkdir "$C/ref"
-twelve_files "$C/ref" "$mnt" || fail "$what: write failed"
-rfs_unmount "$mnt" || fail "$what: unmount failed"
-rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
-overwrite_files "$C/ref" "$mnt" 60
-[ "$(json_cache "$mnt" dirty_bytes)" -gt 0 ] || fail "$what: nothing dirty before the kill"
+overwritten_files wh "write hole" 60
 "$RAIDFS" status --json "$mnt" >"$C/before.json"
 # a slow member makes the destage take seconds: kill in the middle of it,
 # so some stripes have new data on some members and old on others
@@ -159,6 +166,27 @@ grep -q "changed only through the cache: its replay made them consistent, no par
 rfs_unmount "$mnt" || fail "$what: unmount failed"
 expect_rc 0 "$RAIDFS" check "$members"
 log "ok: $what: overwrites replayed from the file log, consistent without a parity resync, check clean"
+
+# ------------------------------------------------- no log, or the wrong one
+# kill -9 with writes in the log, then a mount with another (new) log: the
+# files only the lost cache changed get their parity resync, and the
+# daemon says the cache was not found.  Once this run wrote through the
+# new log, the old one - still holding records, older than the members
+# now - is refused, saying what to do.
+overwritten_files wl "wrong log" 30
+rfs_kill "$mnt" || fail "$what: kill failed"
+other="write_policy=writeback,bbu=file:$C/other.log,cache_size=64M,cache_age=600000"
+rfs_mount "$members" "$mnt" -o "$other" || fail "$what: mount with another log failed"
+grep -q "the cache of the last run was not found (its log is new): [0-9]* files\? it alone changed got a parity resync" "$T/daemon.log" ||
+	fail "$what: the files of the lost log were not resynced (or not said): $(grep -i "resync" "$T/daemon.log" | tail -2)"
+echo "after" >"$mnt/after" || fail "$what: write failed"
+rfs_unmount "$mnt" || fail "$what: unmount failed"
+expect_rc 0 "$RAIDFS" check "$members"
+expect_rc 1 "$RAIDFS" mount -o "log=$T/daemon.log" -o "$opts" "$members" "$mnt"
+grep -q "holds writes, but it is not the log this array last wrote through: mount with that log" "$ERR" ||
+	fail "$what: the old log was not refused: $(cat "$ERR")"
+is_mounted "$mnt" && fail "$what: mounted with the old log"
+log "ok: $what: a lost log's files resynced and said so; an older log with records refused"
 
 # ----------------------------------------------- order of the file log
 # Two threads write the same 4 KiB at the same moment through two hard
