@@ -26,14 +26,8 @@
 #include "guard.h"
 
 static int failures;
-static uint64_t next_seq = 10;
 
 #define CHECK(cond, what) do { if (!(cond)) { fprintf(stderr, "FAIL: %s (line %d)\n", what, __LINE__); failures++; } } while (0)
-
-static uint64_t seq_fn(void)
-{
-	return next_seq;
-}
 
 static struct rfile *file_with_id(uint64_t id)
 {
@@ -78,8 +72,7 @@ int main(void)
 		a[i] = (uint8_t)(i * 7 + 1);
 	memset(b, 0xab, sizeof(b));
 	struct rfile *f1 = file_with_id(0x1111), *f2 = file_with_id(0x2222);
-	struct guard_store fs = { .fd = fd, .base = 8192, .nslots = GUARD_SLOTS, .stride = 16384, .durable = true,
-				  .seq = seq_fn };
+	struct guard_store fs = { .fd = fd, .base = 8192, .nslots = GUARD_SLOTS, .stride = 16384, .durable = true };
 
 	/* a held slot is found, with its pieces */
 	guard_use(&fs);
@@ -112,7 +105,6 @@ int main(void)
 	/* ... a crash: the next mount */
 	guard_use(&fs);
 	CHECK(guard_recover(&fs, true) == 1, "the crashed run's slot is found");
-	next_seq = 11;
 	for (int i = 0; i < 2 * GUARD_SLOTS; i++) {
 		int t[GUARD_SLOTS / 2];
 		for (int k = 0; k < GUARD_SLOTS / 2; k++) {
@@ -150,7 +142,7 @@ int main(void)
 	for (int k = 1; k < GUARD_SLOTS / 2; k++)
 		guard_release(t[k]);
 
-	/* memory store (bbu=shm): sequence numbers are not used */
+	/* memory store (bbu=shm) */
 	size_t ms = (size_t)GUARD_SLOTS * 16384;
 	uint8_t *mem = calloc(1, ms);
 	struct guard_store mst = { .fd = -1, .mem = mem, .nslots = GUARD_SLOTS, .stride = 16384 };
