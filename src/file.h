@@ -221,6 +221,10 @@ long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from);
  * check that the array is writable. */
 ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off);
 ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint64_t off);
+/* The parity of the group holding file offset `off`, made again from its
+ * data (absent slots reconstructed), bytes past the file's end as zeros:
+ * guard.c's put-back, after a write cut short (rf->rw held or private). */
+int stripe_regen_at(struct rfile *rf, uint64_t off);
 int stripe_truncate_locked(struct rfile *rf, uint64_t size);
 /* Whole stripes [s0, s0+ns) (ns <= 16): sd[i] holds stripe s0+i's data
  * bytes.  Parity comes from the buffers, nothing is read. */

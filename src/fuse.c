@@ -555,7 +555,6 @@ static void hide_remember(const char *from, const char *to)
 }
 
 static int fs_link(const char *from, const char *to);
-static int fs_unlink(const char *path);
 
 /*
  * libfuse 3.14 (Debian 12's) removes a file's hidden name at its last
@@ -588,6 +587,28 @@ static void hidden_note(const char *path, uint64_t ino)
 	pthread_mutex_unlock(&hidden_lock);
 }
 
+/*
+ * Remove a hidden name libfuse left behind.  Unlike a user's unlink, the
+ * kernel does not keep lookups of the name away meanwhile, so the name
+ * goes from the other members first: a lookup in between finds it on the
+ * primary (as if it came before the removal), never gone from the primary
+ * alone - which primary_disagrees() would take for a failing primary.
+ */
+static int remove_hidden(const char *path)
+{
+	int r = note_write();
+	if (r < 0)
+		return r;
+	int slot = nsintent_begin(A, NSI_UNLINK, rel(path), NULL, 0);
+	(void)PRIMARY;	/* (cur_primary for FOR_OTHERS) */
+	FOR_OTHERS(j)
+		if (unlinkat(A->m[j].dirfd, rel(path), 0) < 0 && errno != ENOENT)
+			note_member_error(j, "unlink", path, NULL, errno);
+	r = ON_PRIMARY(unlinkat(PRIMARY, rel(path), 0));
+	nsintent_end(A, slot);
+	return r;
+}
+
 static void sweep_hidden(struct array *a)
 {
 	/* (no wait behind a rebuild or a long operation: next second) */
@@ -607,7 +628,7 @@ static void sweep_hidden(struct array *a)
 			/* (a file released right now: libfuse removes the name
 			 * itself, or finds it gone) */
 			keep = rfile_in_use(mine[i].ino, epoch, 0);
-			if (!keep && fs_unlink(mine[i].path) == 0)
+			if (!keep && remove_hidden(mine[i].path) == 0)
 				log_info("removed '%s', a hidden name libfuse left behind", mine[i].path);
 		}
 		if (keep)

@@ -277,29 +277,48 @@ bool guard_holds(uint64_t fid)
 
 int guard_replay_file(struct rfile *rf)
 {
-	int ret = 0, put = 0;
+	int ret = 0, put = 0, regen = 0;
 	uint32_t slots = 0;
 	for (int i = 0; i < G.nold && ret == 0; i++) {
 		struct old_guard *o = &G.old[i];
 		if (o->fid != rf->id || !o->n)
 			continue;
+		/* (no new guard: this slot stays until the bytes are durable;
+		 * a second absent chunk of the group read from the cut parity
+		 * now is put back next) */
+		suspended = true;
 		for (int k = 0; k < o->n && ret == 0; k++) {
 			/* a write of the bytes as they were: the parity is made
 			 * again from the surviving chunks and these */
 			uint64_t off = o->p[k].off, len = o->p[k].len;
-			if (off >= rf->size)
+			if (off >= rf->size || len == 0)
 				continue;
 			if (len > rf->size - off)
 				len = rf->size - off;
-			/* (no new guard: this slot stays until the bytes are
-			 * durable; a second absent chunk of the group read
-			 * from the cut parity now is put back next) */
-			suspended = true;
 			ssize_t r = stripe_write_locked(rf, o->p[k].data, len, off);
-			suspended = false;
 			ret = r < 0 ? (int)r : 0;
 			put++;
 		}
+		/* The cut write changed the absent chunks past the file's end
+		 * too, which must stay zeros (a rebuild writes nothing there,
+		 * and the file may grow over them): each group's parity is
+		 * made again from its data, zeros past the end. */
+		uint64_t done[GUARD_PIECES];
+		int ndone = 0;
+		for (int k = 0; k < o->n && ret == 0; k++) {
+			uint64_t sb = layout_stripe_data_bytes(&rf->lay);
+			uint64_t key = o->p[k].off / sb * rf->lay.groups +
+				       o->p[k].off % sb / rf->lay.chunk % rf->lay.groups;
+			bool seen = false;
+			for (int i = 0; i < ndone && !seen; i++)
+				seen = done[i] == key;
+			if (seen)
+				continue;
+			done[ndone++] = key;
+			ret = stripe_regen_at(rf, o->p[k].off);
+			regen++;
+		}
+		suspended = false;
 		if (ret == 0 && o->slot >= 0)
 			slots |= 1u << o->slot;
 		if (ret == 0)
@@ -309,6 +328,10 @@ int guard_replay_file(struct rfile *rf)
 		log_warn("file %016" PRIx64 ": %d chunk%s of absent members put back as %s before a write into "
 			 "its degraded stripes was cut short%s",
 			 rf->id, put, put == 1 ? "" : "s", put == 1 ? "it was" : "they were", ret < 0 ? " (failed)" : "");
+	} else if (regen) {
+		log_warn("file %016" PRIx64 ": a write into its degraded stripes was cut short where the chunks of "
+			 "absent members lie past the file's end: parity made again over zeros there%s",
+			 rf->id, ret < 0 ? " (failed)" : "");
 	}
 	if (slots) {
 		/* the slots may be taken again once what they restored is

@@ -37,6 +37,9 @@ static int rb_waiting = -1;
  * (bits) wait their turn */
 static uint64_t rb_queued;
 static bool rb_promote;	/* the member being replaced in place failed */
+/* the running rebuild is past its work (its member in service or given
+ * up) and only tidies up: a start waits for it (wait_ending()) */
+static bool rb_ending;
 static struct array *RA;
 /* What the running rebuild is: onto a directory that holds nothing of
  * the member (or a replacement in place), a re-add of the member's own
@@ -1942,6 +1945,9 @@ static void *rebuild_thread(void *arg)
 		break;
 	}
 
+	pthread_mutex_lock(&rb_lock);
+	rb_ending = true;
+	pthread_mutex_unlock(&rb_lock);
 	char msg[512];
 	int failed = 0;	/* files left not rebuilt */
 	bool abandoned = __atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE);
@@ -2038,10 +2044,25 @@ static void *rebuild_thread(void *arg)
 	pthread_mutex_destroy(&w.lock);
 	pthread_mutex_lock(&rb_lock);
 	info.active = false;
+	rb_ending = false;
 	info.failed_files = failed;
 	snprintf(info.last_result, sizeof(info.last_result), "%s", msg);
+	pthread_cond_broadcast(&rb_cond);
 	pthread_mutex_unlock(&rb_lock);
 	return NULL;
+}
+
+/* (rb_lock held) A rebuild whose member is already back in service may
+ * still be running its last lines (the event program, the log): a start
+ * right after `status` showed the member online waits for it, rather
+ * than refusing with "already running". */
+static void wait_ending(void)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30;
+	while (info.active && rb_ending && pthread_cond_timedwait(&rb_cond, &rb_lock, &until) == 0)
+		;
 }
 
 static int start_on(struct array *a, int member, int fd, const char *path, enum rb_mode mode, char *err, size_t errlen);
@@ -2060,6 +2081,7 @@ static int can_rebuild(struct array *a, int member, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&rb_lock);
+	wait_ending();
 	bool busy = info.active;
 	pthread_mutex_unlock(&rb_lock);
 	if (busy) {
@@ -2124,6 +2146,7 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 	else
 		rfile_forget_member(slot);
 	pthread_mutex_lock(&rb_lock);
+	wait_ending();
 	if (info.active) {
 		/* another start got here first (the monitor and a command);
 		 * the caller may have recorded its member as rebuilding:

@@ -272,10 +272,12 @@ static int group_alive(const struct rfile *rf, uint64_t s, uint32_t g)
  */
 
 /* Keep aside the absent data slots `absent` of group g in stripe s over
- * in-chunk columns [lo, lo+len), as blk[j] holds them, up to file offset
- * `limit`.  *slot: the guard slot, or -1 when nothing needed one. */
+ * in-chunk columns [lo, lo+len), as blk[j] holds them - also bytes past
+ * the file's end: a cut write changes them too, and the put-back makes
+ * them zeros again (stripe_regen_at()).  *slot: the guard slot, or -1
+ * when nothing needed one. */
 static int guard_absent(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo, uint32_t len,
-			uint8_t *const *blk, uint64_t absent, uint64_t limit, int *slot)
+			uint8_t *const *blk, uint64_t absent, int *slot)
 {
 	const struct layout *l = &rf->lay;
 	struct guard_piece p[GUARD_PIECES];
@@ -284,11 +286,10 @@ static int guard_absent(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo, u
 	if (!absent || !guard_on())
 		return 0;
 	for (uint32_t j = 0; j < l->k && n < GUARD_PIECES; j++) {
-		uint64_t off = layout_unmap(l, s, layout_data_index(l, g, j), lo);
-		if (!(absent >> j & 1) || off >= limit)
+		if (!(absent >> j & 1))
 			continue;
-		p[n].off = off;
-		p[n].len = limit - off < len ? limit - off : len;
+		p[n].off = layout_unmap(l, s, layout_data_index(l, g, j), lo);
+		p[n].len = len;
 		p[n].data = blk[j];
 		n++;
 	}
@@ -467,7 +468,7 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 	ret = parity_encode(l->k, l->m, len, blk);
 	int gs = -1;
 	if (ret == 0)
-		ret = guard_absent(rf, s, g, w->lo, len, blk, absent, rf->size, &gs);
+		ret = guard_absent(rf, s, g, w->lo, len, blk, absent, &gs);
 	if (ret < 0)
 		return ret;
 	for (uint32_t j = 0; j < l->k && !ret; j++) {
@@ -727,6 +728,13 @@ int stripe_sync_shards(struct rfile *rf)
 		int r = member_fsync(rf->a, j, rf->fd[j], true);
 		if (r < 0)
 			array_member_io_error(rf->a, j, r, true);
+	}
+	/* the copy of a member being replaced in place takes the writes too
+	 * (a guard slot freed before it is durable would leave it behind) */
+	if (shadow_of(rf->a) >= 0 && rf->fd[SHADOW] >= 0 &&
+	    member_fsync(rf->a, SHADOW, rf->fd[SHADOW], true) < 0) {
+		log_err("fsync failed on the replacement '%s'", rf->a->m[SHADOW].path);
+		rebuild_abandon_replace();
 	}
 	return 0;
 }
@@ -1011,7 +1019,7 @@ rcw:
 	}
 write:;
 	int gs = -1;
-	ret = guard_absent(rf, s, g, lo, len, blk, absent, s * layout_stripe_data_bytes(l) + c->end, &gs);
+	ret = guard_absent(rf, s, g, lo, len, blk, absent, &gs);
 	for (uint32_t j = 0; j < k && ret == 0; j++) {
 		uint32_t mj = layout_slot_member(l, s, g, j);
 		if ((dirty_slots >> j & 1) && writable(rf, mj))
@@ -1246,7 +1254,10 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit)
 
 /* A truncate to `size` rewrites the parity of stripe s, then cuts the
  * data shards: between the two, an absent slot's bytes in s would read
- * otherwise.  Keep them aside (read, reconstructed) until both are done;
+ * otherwise - up to the old end: the truncate was not done, and the next
+ * mount may find the old size.  Keep them aside (read, reconstructed)
+ * until both are done; a slot wholly past the old end gets an empty
+ * piece, which has the put-back make its group's parity again too.
  * *kept holds the bytes for the guard (freed by the caller). */
 static int guard_cut(struct rfile *rf, uint64_t s, uint64_t size, int *slot, uint8_t **kept)
 {
@@ -1260,7 +1271,7 @@ static int guard_cut(struct rfile *rf, uint64_t s, uint64_t size, int *slot, uin
 	for (uint32_t g = 0; g < l->groups; g++) {
 		for (uint32_t j = 0; j < l->k; j++) {
 			uint64_t off = layout_unmap(l, s, layout_data_index(l, g, j), 0);
-			if (off >= size || rfile_usable_at(rf, layout_slot_member(l, s, g, j), s))
+			if (rfile_usable_at(rf, layout_slot_member(l, s, g, j), s))
 				continue;
 			if (n == GUARD_PIECES) {
 				log_warn("file %016" PRIx64 ": more absent members in stripe %" PRIu64 " than a guard slot "
@@ -1268,7 +1279,7 @@ static int guard_cut(struct rfile *rf, uint64_t s, uint64_t size, int *slot, uin
 				return 0;
 			}
 			p[n].off = off;
-			p[n].len = size - off < l->chunk ? size - off : l->chunk;
+			p[n].len = off >= rf->size ? 0 : rf->size - off < l->chunk ? rf->size - off : l->chunk;
 			n++;
 		}
 	}
@@ -1279,7 +1290,7 @@ static int guard_cut(struct rfile *rf, uint64_t s, uint64_t size, int *slot, uin
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		p[i].data = *kept + (size_t)i * l->chunk;
-		ssize_t r = stripe_read_locked(rf, (uint8_t *)p[i].data, p[i].len, p[i].off);
+		ssize_t r = p[i].len ? stripe_read_locked(rf, (uint8_t *)p[i].data, p[i].len, p[i].off) : 0;
 		if (r < 0)
 			return (int)r;
 	}
@@ -1310,6 +1321,19 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 		}
 	}
 	return 0;
+}
+
+int stripe_regen_at(struct rfile *rf, uint64_t off)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t s;
+	uint32_t d, o;
+	if (l->red != RED_PARITY)
+		return 0;
+	layout_map(l, off, &s, &d, &o);
+	int ret = regen_group(rf, s, d % l->groups, rf->size);
+	/* (its parity slots as long as the file's size makes them) */
+	return ret < 0 ? ret : trim_shards(rf, rf->size);
 }
 
 int stripe_truncate(struct rfile *rf, uint64_t size)
@@ -1387,8 +1411,11 @@ int stripe_fsync(struct rfile *rf, bool datasync)
 			array_member_io_error(rf->a, j, r, true);
 		}
 	}
-	if (shadow_of(rf->a) >= 0 && rf->fd[SHADOW] >= 0)
-		member_fsync(rf->a, SHADOW, rf->fd[SHADOW], datasync);
+	if (shadow_of(rf->a) >= 0 && rf->fd[SHADOW] >= 0 &&
+	    member_fsync(rf->a, SHADOW, rf->fd[SHADOW], datasync) < 0) {
+		log_err("fsync failed on the replacement '%s'", rf->a->m[SHADOW].path);
+		rebuild_abandon_replace();	/* (as a write error there) */
+	}
 	for (uint32_t g = 0; g < rf->lay.groups && ret == 0; g++) {
 		/* fsync succeeds while every group keeps what was written
 		 * durable: on enough members that are still there, counting

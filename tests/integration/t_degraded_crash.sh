@@ -17,8 +17,11 @@
 # the daemon must say it put chunks back (else the kill missed every
 # guarded write: the round is tried again, up to 3 times, and fails when
 # no round ever hits one - the test would prove nothing).  Then the failed
-# members are replaced and rebuilt, another member is failed, and every
-# byte must still be right (the parity matches the data).
+# members are replaced and rebuilt, another member is moved away, and
+# every byte must still be right (the parity matches the data).  First,
+# rounds that cut a destage at a chosen point: between the data and the
+# parity of a stripe whose absent chunk lies past the file's end
+# (eof_round).
 #
 # Environment: SEED.
 . "$(dirname "$0")/lib.sh"
@@ -30,26 +33,65 @@ json_cache() {
 	"$RAIDFS" status --json "$1" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["cache"][sys.argv[1]])' "$2"
 }
 
+# new_array NAME LEVEL WIDTH BBU: a new array (chunk 16K) under $T/NAME,
+# mounted with the write-back cache; sets the caller's C, mem, members,
+# mnt and opts
+new_array() {
+	C=$T/$1
+	rm -rf "$C"
+	mkdir -p "$C/ref"
+	mem=$(make_members "$3" "$1/d")
+	members=$(join_members $mem)
+	mnt=$C/mnt
+	case $4 in
+	file) opts="bbu=file:$C/cache.log" ;;
+	*) opts="bbu=shm" ;;
+	esac
+	opts="write_policy=writeback,$opts,cache_size=64M,cache_age=600000"
+	expect_rc 0 "$RAIDFS" create --level "$2" --chunk 16K $mem
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+}
+
+# crash_mount FLUSHPID ERE: kill -9 the daemon of $mnt (FLUSHPID: the
+# `cache flush` waiting on it) and mount again - without -o force: the
+# cache kept what the parity of its files cannot tell; sets the caller's
+# put to the number of daemon log lines matching ERE that the mount wrote
+crash_mount() {
+	local before
+	rfs_kill "$mnt" || fail "$what: kill failed"
+	wait "$1"
+	before=$(grep -c "$2" "$T/daemon.log")
+	rfs_mount "$members" "$mnt" -o "$opts" ||
+		{ tail -n 5 "$T/daemon.log" >&2; fail "$what: the mount after the kill failed (refused without -o force?)"; }
+	put=$(($(grep -c "$2" "$T/daemon.log") - before))
+}
+
+# away C GONE REPLACED...: member GONE's directory (C/dN) moved away, so
+# that the next mount goes on without it; `members` set to the members'
+# directories then (C/newJ for the replaced members J)
+away() {
+	local C=$1 gone=$2 j list=""
+	shift 2
+	mv "$C/d$((gone + 1))" "$C/away$gone"
+	for j in $(seq 0 $(($(echo "$members" | tr ':' '\n' | wc -l) - 1))); do
+		if [[ " $* " == *" $j "* ]]; then
+			list="$list:$C/new$j"
+		else
+			list="$list:$C/d$((j + 1))"
+		fi
+	done
+	members=${list#:}
+}
+
 # hole_round NAME LEVEL WIDTH BBU SLOW FAILED...: one try; 0 when chunks
 # were put back and every byte is right, 2 when the kill hit no guarded
 # write (data right), fails the test on wrong data
 hole_round() {
 	local name=$1 level=$2 width=$3 bbu=$4 slow=$5
 	shift 5
-	local C=$T/$name mem members mnt opts i f
-	rm -rf "$C"
-	mkdir -p "$C/ref"
-	mem=$(make_members "$width" "$name/d")
-	members=$(join_members $mem)
-	mnt=$C/mnt
-	case $bbu in
-	file) opts="bbu=file:$C/cache.log" ;;
-	*) opts="bbu=shm" ;;
-	esac
-	opts="write_policy=writeback,$opts,cache_size=64M,cache_age=600000"
+	local C mem members mnt opts i f
 	what="$level, members $* failed, bbu=$bbu"
-	expect_rc 0 "$RAIDFS" create --level "$level" --chunk 16K $mem
-	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	new_array "$name" "$level" "$width" "$bbu"
 	twelve_files "$C/ref" "$mnt" || fail "$what: write failed"
 	rfs_unmount "$mnt" || fail "$what: unmount failed"
 	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
@@ -73,13 +115,8 @@ hole_round() {
 	sleep "0.$((RANDOM % 5 + 1))"
 	local dirty
 	dirty=$(json_cache "$mnt" dirty_bytes)
-	rfs_kill "$mnt" || fail "$what: kill failed"
-	wait "$fpid"
-	local before
-	before=$(grep -c "chunks\? of absent members put back" "$T/daemon.log")
-	# no -o force: the cache kept what the parity of these files cannot tell
-	rfs_mount "$members" "$mnt" -o "$opts" ||
-		{ tail -n 5 "$T/daemon.log" >&2; fail "$what: the mount after the kill failed (refused without -o force?)"; }
+	local put
+	crash_mount "$fpid" "chunks\? of absent members put back"
 	local bad=0
 	for i in $(seq 1 12); do
 		if ! cmp -s "$C/ref/f$i" "$mnt/f$i"; then
@@ -88,8 +125,6 @@ hole_round() {
 		fi
 	done
 	[ "$bad" = 0 ] || fail "$what: $bad of 12 files differ from what was acknowledged after kill -9 during the destage"
-	local put
-	put=$(($(grep -c "chunks\? of absent members put back" "$T/daemon.log") - before))
 	# the failed members are replaced and rebuilt from these stripes: with
 	# another member failed, every file must still read as acknowledged
 	# (the parity the crash and the replay left matches the data)
@@ -99,7 +134,11 @@ hole_round() {
 		wait_member "$mnt" "$f" online "$C/new$f" ||
 			{ "$RAIDFS" status "$mnt" >&2; fail "$what: the rebuild onto $C/new$f did not end"; }
 	done
-	expect_rc 0 "$RAIDFS" fail "$mnt" 0
+	# read from the members (not from the cache or the page cache) with
+	# member 0 gone
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	away "$C" 0 "$@"
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
 	for i in $(seq 1 12); do
 		cmp -s "$C/ref/f$i" "$mnt/f$i" || fail "$what: f$i differs after the rebuild, with member 0 failed"
 	done
@@ -109,11 +148,89 @@ hole_round() {
 	return 2
 }
 
-# raid6 with two members failed: open (session 16: one run in several
-# read wrong after the rebuild with member 0 failed, see plan-failures.md
-# "Open at the end of the sixteenth session"); RAID6=1 runs it
-cfgs=("h5f raid5 4 file 2 1" "h5s raid5 4 shm 2 1")
-[ "${RAID6:-0}" = 1 ] && cfgs+=("h6f raid6 6 file 3 1 2")
+# eof_round NAME LEVEL WIDTH BBU: the absent chunks past the file's end.
+# A file of one short stripe (chunk 16K, three data slots): slot 0 full,
+# slot 1 holding 5000 bytes, slot 2 wholly past the end.  Slot 2's member
+# is failed (raid6: slot 1's too).  An overwrite of slot 0 is destaged
+# with the parity members slow, and the daemon is killed once slot 0
+# holds the new bytes, before any parity write - every time.  The cut
+# write changed the absent chunk past the end (in the parity only), which
+# must read as zeros: a rebuild writes nothing there.  So after the
+# mount, the rebuild onto new members and slot 0's member failed, the
+# file must still read as acknowledged.  (Before the put-back made the
+# parity again, it read the cut write's change there.)
+eof_round() {
+	local name=$1 level=$2 width=$3 bbu=$4
+	local C mem members mnt opts j d0="" d1="" e="" parity="" failed
+	what="$level past the end, bbu=$bbu"
+	new_array "$name" "$level" "$width" "$bbu"
+	head -c 21384 /dev/urandom >"$C/ref/g"
+	head -c 16384 "$C/ref/g" >"$C/slot0"
+	tail -c 5000 "$C/ref/g" >"$C/slot1"
+	cp "$C/ref/g" "$mnt/g" || fail "$what: write failed"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	# which member holds which slot, from the shards
+	for j in $(seq 0 $((width - 1))); do
+		if [ ! -s "$C/d$((j + 1))/g" ]; then
+			e=$j
+		elif cmp -s "$C/slot0" "$C/d$((j + 1))/g"; then
+			d0=$j
+		elif cmp -s "$C/slot1" "$C/d$((j + 1))/g"; then
+			d1=$j
+		else
+			parity="$parity $j"
+		fi
+	done
+	[ -n "$d0" ] && [ -n "$d1" ] && [ -n "$e" ] || fail "$what: slots not found: '$d0' '$d1' '$e'"
+	failed=$e
+	[ "$level" = raid6 ] && failed="$d1 $e"
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	for j in $failed; do
+		expect_rc 0 "$RAIDFS" fail "$mnt" "$j"
+	done
+	head -c 8000 /dev/urandom >"$C/new"
+	dd if="$C/new" of="$C/ref/g" conv=notrunc 2>/dev/null
+	dd if="$C/new" of="$mnt/g" conv=notrunc 2>/dev/null || fail "$what: overwrite failed"
+	cmp -s "$C/ref/g" "$mnt/g" || fail "$what: g differs before the crash"
+	[ "$(json_cache "$mnt" dirty_bytes)" -gt 0 ] || fail "$what: nothing dirty before the kill"
+	for j in $parity; do
+		expect_rc 0 "$RAIDFS" inject "$mnt" "$j" latency 5000 write
+	done
+	"$RAIDFS" cache "$mnt" flush >/dev/null 2>&1 &
+	local fpid=$! ok=0
+	for _ in $(seq 1 100); do
+		cmp -s -n 8000 "$C/new" "$C/d$((d0 + 1))/g" && { ok=1; break; }
+		sleep 0.1
+	done
+	[ "$ok" = 1 ] || fail "$what: the destage never wrote slot 0's member"
+	sleep 0.3
+	local put
+	crash_mount "$fpid" "put back as\|parity made again over zeros"
+	[ "$put" -gt 0 ] || fail "$what: the mount did not say it put the guarded write back"
+	cmp -s "$C/ref/g" "$mnt/g" || fail "$what: g differs after kill -9 during the destage"
+	for j in $failed; do
+		mkdir -p "$C/new$j"
+		expect_rc 0 "$RAIDFS" replace "$mnt" "$j" "$C/new$j"
+		wait_member "$mnt" "$j" online "$C/new$j" ||
+			{ "$RAIDFS" status "$mnt" >&2; fail "$what: the rebuild onto $C/new$j did not end"; }
+	done
+	# read from the members (not from the cache or the page cache) with
+	# slot 0's member gone
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	away "$C" "$d0" $failed
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	cmp -s "$C/ref/g" "$mnt/g" ||
+		fail "$what: g differs after the rebuild, with slot 0's member failed: $(cmp -l "$C/ref/g" "$mnt/g" 2>/dev/null | wc -l) bytes (the absent chunk past the end is not zeros)"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	log "ok: $what: the absent chunk past the end reads as zeros after a destage cut by kill -9"
+}
+
+for cfg in "e5f raid5 4 file" "e5s raid5 4 shm" "e6f raid6 5 file"; do
+	read -r name level width bbu <<<"$cfg"
+	eof_round "$name" "$level" "$width" "$bbu"
+done
+
+cfgs=("h5f raid5 4 file 2 1" "h5s raid5 4 shm 2 1" "h6f raid6 6 file 3 1 2")
 for cfg in "${cfgs[@]}"; do
 	read -r name level width bbu slow failed <<<"$cfg"
 	ok=0
