@@ -66,8 +66,9 @@ static unsigned long hide_misses;
  * set for directories (both are at least 8-byte aligned). */
 #define FH_DIRECT 2
 struct dirh {
-	DIR *d;
+	DIR *d;			/* on the primary of opendir() */
 	bool root;
+	char *path;		/* as opendir() saw it (fs_fsyncdir()) */
 };
 
 static struct rfile *RF(const struct fuse_file_info *fi)
@@ -999,8 +1000,10 @@ static int fs_opendir(const char *path, struct fuse_file_info *fi)
 	if (fd < 0)
 		return fd;
 	struct dirh *h = malloc(sizeof(*h));
-	if (!h || !(h->d = fdopendir(fd))) {
-		int e = h ? errno : ENOMEM;
+	if (!h || !(h->path = strdup(path)) || !(h->d = fdopendir(fd))) {
+		int e = h && h->path ? errno : ENOMEM;
+		if (h)
+			free(h->path);
 		free(h);
 		close(fd);
 		return -e;
@@ -1015,9 +1018,59 @@ static int fs_releasedir(const char *path, struct fuse_file_info *fi)
 	struct dirh *h = DH(fi);
 	if (h) {
 		closedir(h->d);
+		free(h->path);
 		free(h);
 	}
 	return 0;
+}
+
+/*
+ * fsync() of a directory: its entries made durable on every member in
+ * service (write a file, fsync it, rename it, fsync the directory - the
+ * way programs make a rename survive a power loss).  A member that cannot
+ * sync is failed, as for a file's fsync.  (Without this the kernel took
+ * the missing operation for a success and synced nothing.)  The kernel
+ * gives no path here (nullpath_ok): the name opendir() saw is used while
+ * the primary still has this directory under it; renamed since, each
+ * member's whole filesystem is synced instead.
+ */
+static int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	struct dirh *h = DH(fi);
+	if (stripe_member_sync == MSYNC_NEVER)
+		return 0;
+	if (!path && h) {
+		struct stat mine, now;
+		path = h->path;
+		if (fstat(dirfd(h->d), &mine) < 0 || fstatat(PRIMARY, rel(path), &now, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    mine.st_ino != now.st_ino || mine.st_dev != now.st_dev)
+			path = NULL;
+	}
+	int ret = 0, synced = 0;
+	(void)PRIMARY;	/* (cur_primary) */
+	for (uint32_t j = 0; j <= SHADOW; j = next_slot(j)) {
+		if (!member_writable(A, j))
+			continue;
+		int fd = path ? openat(A->m[j].dirfd, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+		int r = path && fd < 0 ? -errno : path ? member_fsync(A, j, fd, datasync) : member_syncfs(A, j);
+		if (fd >= 0)
+			close(fd);
+		if (r == 0) {
+			synced++;
+		} else if (fd >= 0 || !path) {
+			log_err("fsync of directory '%s' failed on %s '%s': %s", path,
+				j == SHADOW ? "the replacement" : "a member", A->m[j].path, strerror(-r));
+			if (j == SHADOW)
+				rebuild_abandon_replace();
+			else
+				array_member_io_error(A, j, r, true);
+		} else if ((int)j == cur_primary) {
+			ret = r;	/* (ENOENT: gone meanwhile) */
+		}
+	}
+	if (ret == 0 && !synced)
+		ret = -EIO;
+	return ret < 0 ? ret : array_writable(A) ? 0 : -EIO;
 }
 
 static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
@@ -1300,6 +1353,7 @@ static const struct fuse_operations ops = {
 	.opendir = fs_opendir,
 	.readdir = fs_readdir,
 	.releasedir = fs_releasedir,
+	.fsyncdir = fs_fsyncdir,
 	.create = ns_create,
 	.utimens = ns_utimens,
 };

@@ -13,6 +13,9 @@
 # fails here, one that resolves relative to a member directory descriptor
 # does not.
 #
+# Last, fsync of a directory must sync it on every member (a member that
+# cannot is failed).
+#
 # Needs root (uid checks, allow_other) and /dev/fuse; otherwise skips.
 . "$(dirname "$0")/lib.sh"
 
@@ -187,6 +190,41 @@ EOF
 	fi
 fi
 log "long paths: done in $((SECONDS - t0))s"
+
+# fsync of a directory (write, fsync, rename, fsync the directory: how
+# programs make a rename durable) must reach every member: with member 1
+# refusing to sync, the fsync succeeds on the others and member 1 is
+# failed, as for a file's fsync; the same for member 2 with the directory
+# renamed while it was open (raid6).  (Before raidfs had fsyncdir, the kernel
+# took it for a success and no member synced anything.)
+members=$(make_members 4 sync-m)
+mnt=$T/mnt-sync
+"$RAIDFS" create --level raid6 --name sync $members >/dev/null 2>&1 || bad "fsyncdir: create failed"
+if rfs_mount "$(join_members $members)" "$mnt"; then
+	mkdir "$mnt/d" && echo data >"$mnt/d/tmp" && mv "$mnt/d/tmp" "$mnt/d/f" || bad "fsyncdir: setup failed"
+	"$PY" -c 'import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY|os.O_DIRECTORY); os.fsync(fd)' "$mnt/d" ||
+		bad "fsyncdir: fsync of a directory failed on a healthy array"
+	"$RAIDFS" status --json "$mnt" | grep -q '"index": 1, [^}]*"state": "online"' ||
+		bad "fsyncdir: member 1 not online before the injection"
+	"$RAIDFS" inject "$mnt" 1 fsync-error EIO >/dev/null || bad "fsyncdir: inject failed"
+	"$PY" -c 'import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY|os.O_DIRECTORY); os.fsync(fd)' "$mnt/d" ||
+		bad "fsyncdir: fsync of a directory failed with one member refusing to sync"
+	"$RAIDFS" status --json "$mnt" | grep -q '"index": 1, [^}]*"state": "faulty"' ||
+		bad "fsyncdir: member 1 could not sync the directory and was not failed (was it asked at all?)"
+	# a directory renamed while open: its old name is no use, the members'
+	# filesystems are synced whole (member 2 refuses: failed too)
+	"$RAIDFS" inject "$mnt" 2 fsync-error EIO >/dev/null || bad "fsyncdir: inject failed"
+	"$PY" -c 'import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY|os.O_DIRECTORY); os.rename(sys.argv[1], sys.argv[2]); os.fsync(fd)' "$mnt/d" "$mnt/e" ||
+		bad "fsyncdir: fsync of a directory renamed while open failed"
+	"$RAIDFS" status --json "$mnt" | grep -q '"index": 2, [^}]*"state": "faulty"' ||
+		bad "fsyncdir: member 2 could not sync and was not failed (directory renamed while open)"
+	mv "$mnt/e" "$mnt/d" || bad "fsyncdir: rename back failed"
+	[ "$(cat "$mnt/d/f")" = data ] || bad "fsyncdir: the renamed file reads wrong"
+	rfs_unmount "$mnt" || bad "fsyncdir: unmount failed"
+else
+	bad "fsyncdir: mount failed"
+fi
+log "fsyncdir: done"
 
 if [ "$FAILS" -ne 0 ]; then
 	fail "$FAILS problem(s), see above"
