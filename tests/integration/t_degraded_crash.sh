@@ -19,9 +19,9 @@
 # no round ever hits one - the test would prove nothing).  Then the failed
 # members are replaced and rebuilt, another member is moved away, and
 # every byte must still be right (the parity matches the data).  First,
-# rounds that cut a destage at a chosen point: between the data and the
+# rounds that cut at a chosen point: a destage between the data and the
 # parity of a stripe whose absent chunk lies past the file's end
-# (eof_round).
+# (eof_round), and a truncate between its P and Q (cut_round).
 #
 # Environment: SEED.
 . "$(dirname "$0")/lib.sh"
@@ -83,6 +83,24 @@ away() {
 	members=${list#:}
 }
 
+# replace_and_lose GONE FAILED...: the FAILED members rebuilt onto new
+# directories (C/newJ), then the array mounted again without member GONE:
+# reads come from the members, not from the cache or the page cache (and
+# a member failed with `raidfs fail` would come back at the mount)
+replace_and_lose() {
+	local gone=$1 j
+	shift
+	for j in "$@"; do
+		mkdir -p "$C/new$j"
+		expect_rc 0 "$RAIDFS" replace "$mnt" "$j" "$C/new$j"
+		wait_member "$mnt" "$j" online "$C/new$j" ||
+			{ "$RAIDFS" status "$mnt" >&2; fail "$what: the rebuild onto $C/new$j did not end"; }
+	done
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	away "$C" "$gone" "$@"
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+}
+
 # hole_round NAME LEVEL WIDTH BBU SLOW FAILED...: one try; 0 when chunks
 # were put back and every byte is right, 2 when the kill hit no guarded
 # write (data right), fails the test on wrong data
@@ -128,17 +146,7 @@ hole_round() {
 	# the failed members are replaced and rebuilt from these stripes: with
 	# another member failed, every file must still read as acknowledged
 	# (the parity the crash and the replay left matches the data)
-	for f in "$@"; do
-		mkdir -p "$C/new$f"
-		expect_rc 0 "$RAIDFS" replace "$mnt" "$f" "$C/new$f"
-		wait_member "$mnt" "$f" online "$C/new$f" ||
-			{ "$RAIDFS" status "$mnt" >&2; fail "$what: the rebuild onto $C/new$f did not end"; }
-	done
-	# read from the members (not from the cache or the page cache) with
-	# member 0 gone
-	rfs_unmount "$mnt" || fail "$what: unmount failed"
-	away "$C" 0 "$@"
-	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	replace_and_lose 0 "$@"
 	for i in $(seq 1 12); do
 		cmp -s "$C/ref/f$i" "$mnt/f$i" || fail "$what: f$i differs after the rebuild, with member 0 failed"
 	done
@@ -146,6 +154,31 @@ hole_round() {
 	log "$what: killed with $dirty dirty bytes; chunks put back in $put file(s); every byte as acknowledged, also rebuilt"
 	[ "$put" -gt 0 ] && return 0
 	return 2
+}
+
+# short_stripe_file: g, one short stripe over three data slots of 16K:
+# slot 0 full, slot 1 holding 5000 bytes, slot 2 wholly past the end;
+# written, the array unmounted, and which member holds which slot found
+# from the shards: sets the caller's d0, d1, e (slot 2) and parity
+short_stripe_file() {
+	local j
+	head -c 21384 /dev/urandom >"$C/ref/g"
+	head -c 16384 "$C/ref/g" >"$C/slot0"
+	tail -c 5000 "$C/ref/g" >"$C/slot1"
+	cp "$C/ref/g" "$mnt/g" || fail "$what: write failed"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	for j in $(seq 0 $((width - 1))); do
+		if [ ! -s "$C/d$((j + 1))/g" ]; then
+			e=$j
+		elif cmp -s "$C/slot0" "$C/d$((j + 1))/g"; then
+			d0=$j
+		elif cmp -s "$C/slot1" "$C/d$((j + 1))/g"; then
+			d1=$j
+		else
+			parity="$parity $j"
+		fi
+	done
+	[ -n "$d0" ] && [ -n "$d1" ] && [ -n "$e" ] || fail "$what: slots not found: '$d0' '$d1' '$e'"
 }
 
 # eof_round NAME LEVEL WIDTH BBU: the absent chunks past the file's end.
@@ -164,24 +197,7 @@ eof_round() {
 	local C mem members mnt opts j d0="" d1="" e="" parity="" failed
 	what="$level past the end, bbu=$bbu"
 	new_array "$name" "$level" "$width" "$bbu"
-	head -c 21384 /dev/urandom >"$C/ref/g"
-	head -c 16384 "$C/ref/g" >"$C/slot0"
-	tail -c 5000 "$C/ref/g" >"$C/slot1"
-	cp "$C/ref/g" "$mnt/g" || fail "$what: write failed"
-	rfs_unmount "$mnt" || fail "$what: unmount failed"
-	# which member holds which slot, from the shards
-	for j in $(seq 0 $((width - 1))); do
-		if [ ! -s "$C/d$((j + 1))/g" ]; then
-			e=$j
-		elif cmp -s "$C/slot0" "$C/d$((j + 1))/g"; then
-			d0=$j
-		elif cmp -s "$C/slot1" "$C/d$((j + 1))/g"; then
-			d1=$j
-		else
-			parity="$parity $j"
-		fi
-	done
-	[ -n "$d0" ] && [ -n "$d1" ] && [ -n "$e" ] || fail "$what: slots not found: '$d0' '$d1' '$e'"
+	short_stripe_file
 	failed=$e
 	[ "$level" = raid6 ] && failed="$d1 $e"
 	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
@@ -208,27 +224,70 @@ eof_round() {
 	crash_mount "$fpid" "put back as\|parity made again over zeros"
 	[ "$put" -gt 0 ] || fail "$what: the mount did not say it put the guarded write back"
 	cmp -s "$C/ref/g" "$mnt/g" || fail "$what: g differs after kill -9 during the destage"
-	for j in $failed; do
-		mkdir -p "$C/new$j"
-		expect_rc 0 "$RAIDFS" replace "$mnt" "$j" "$C/new$j"
-		wait_member "$mnt" "$j" online "$C/new$j" ||
-			{ "$RAIDFS" status "$mnt" >&2; fail "$what: the rebuild onto $C/new$j did not end"; }
-	done
-	# read from the members (not from the cache or the page cache) with
-	# slot 0's member gone
-	rfs_unmount "$mnt" || fail "$what: unmount failed"
-	away "$C" "$d0" $failed
-	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	replace_and_lose "$d0" $failed
 	cmp -s "$C/ref/g" "$mnt/g" ||
 		fail "$what: g differs after the rebuild, with slot 0's member failed: $(cmp -l "$C/ref/g" "$mnt/g" 2>/dev/null | wc -l) bytes (the absent chunk past the end is not zeros)"
 	rfs_unmount "$mnt" || fail "$what: unmount failed"
 	log "ok: $what: the absent chunk past the end reads as zeros after a destage cut by kill -9"
 }
 
+# cut_round NAME BBU: a truncate cut short in a degraded raid6 stripe.  The
+# same file as eof_round, slots 1 and 2 on failed members; a truncate to
+# 3000 bytes makes the stripe's parity again (P, then Q; both members
+# slow) before it cuts the shards, and the daemon is killed once P holds
+# the new parity - Q still the old: slot 1 (bytes 16384-21383, which the
+# file still has at the next mount, as its shards were not cut yet) then
+# reads as other bytes, unless the guard kept it up to the old end.  The
+# file must read as before the truncate or as after it, and still so
+# after the rebuild with slot 0's member gone.
+cut_round() {
+	local name=$1 bbu=$2 level=raid6 width=5
+	local C mem members mnt opts j d0="" d1="" e="" parity="" failed
+	what="$level truncate cut short, bbu=$bbu"
+	new_array "$name" "$level" "$width" "$bbu"
+	short_stripe_file
+	head -c 3000 "$C/ref/g" >"$C/cut"
+	failed="$d1 $e"
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	for j in $failed; do
+		expect_rc 0 "$RAIDFS" fail "$mnt" "$j"
+	done
+	for j in $parity; do
+		expect_rc 0 "$RAIDFS" inject "$mnt" "$j" latency 3000 write
+	done
+	truncate -s 3000 "$mnt/g" 2>/dev/null &
+	local tpid=$! ok=0 p
+	for _ in $(seq 1 100); do
+		for p in $parity; do
+			cmp -s -n 13384 -i 3000:0 "$C/d$((p + 1))/g" /dev/zero && ok=1
+		done
+		[ "$ok" = 1 ] && break
+		sleep 0.1
+	done
+	[ "$ok" = 1 ] || fail "$what: the truncate never wrote the first parity"
+	# (-o force: a truncate is not in the cache's log, its file has the
+	# plain dirty mark; the guard's chunks go back before the resync)
+	local put keep=$opts
+	opts="$opts,force"
+	crash_mount "$tpid" "put back as\|parity made again over zeros"
+	opts=$keep
+	[ "$put" -gt 0 ] || fail "$what: the mount did not say it put the guarded chunks back"
+	local want=$C/ref/g
+	cmp -s "$C/cut" "$mnt/g" && want=$C/cut
+	cmp -s "$want" "$mnt/g" ||
+		fail "$what: g is neither as before the truncate nor as after it: $(cmp -l "$C/ref/g" "$mnt/g" 2>/dev/null | wc -l) bytes differ from before"
+	replace_and_lose "$d0" $failed
+	cmp -s "$want" "$mnt/g" || fail "$what: g differs after the rebuild, with slot 0's member gone"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	log "ok: $what: g reads as $([ "$want" = "$C/cut" ] && echo after || echo before) the truncate, also rebuilt"
+}
+
 for cfg in "e5f raid5 4 file" "e5s raid5 4 shm" "e6f raid6 5 file"; do
 	read -r name level width bbu <<<"$cfg"
 	eof_round "$name" "$level" "$width" "$bbu"
 done
+cut_round c6f file
+cut_round c6s shm
 
 cfgs=("h5f raid5 4 file 2 1" "h5s raid5 4 shm 2 1" "h6f raid6 6 file 3 1 2")
 for cfg in "${cfgs[@]}"; do
