@@ -639,6 +639,32 @@ static void rate_note_locked(uint64_t bytes)
  */
 static bool ready_locked(const struct line *ln, uint64_t t, bool pressure);
 
+/*
+ * The file grew, and a member is missing: the mount after a crash finds
+ * its size in the shards' lengths and, for what the missing member may
+ * hold, in the recorded size - a tail that only the missing member's
+ * chunk holds (its bytes in the parity) is in neither.  So the size is
+ * recorded before the lines that grew it go clean (their log records
+ * with them).  (Destage threads hold rf->rw shared: one at a time here.)
+ */
+static int record_size(struct rfile *rf)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	int ret = 0;
+	if (!__atomic_load_n(&rf->meta_stale, __ATOMIC_ACQUIRE) || array_absent_count(rf->a) == 0)
+		return 0;
+	pthread_mutex_lock(&lock);
+	if (rf->meta_stale) {
+		uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+		ret = rfile_write_meta(rf, 0);
+		/* (a write that grew the file meanwhile keeps it stale) */
+		if (__atomic_load_n(&rf->size, __ATOMIC_ACQUIRE) != size)
+			__atomic_store_n(&rf->meta_stale, true, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
 static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int max, bool *release)
 {
 	struct line *v[DESTAGE_BATCH];
@@ -665,6 +691,8 @@ static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int m
 	stripe_log_covered(kept());
 	ret = destage_lines(rf, v, n);
 	stripe_log_covered(false);
+	if (ret == 0)
+		ret = record_size(rf);
 	pthread_mutex_lock(&C.lock);
 	uint64_t bytes = 0;
 	for (int i = 0; i < n; i++) {

@@ -3,7 +3,7 @@
  *
  * Slot (docs/format.md "Guard slots"), little-endian:
  *   0   u32 magic "RGD1" (0: free)     4   u32 number of pieces
- *   8   u64 reserved (0)              16   u64 file id
+ *   8   u64 file size either way      16   u64 file id
  *   24  pieces: u64 file offset, u32 length (GUARD_PIECES of them)
  *   124 u32 crc32 of bytes 0..123 and of the pieces' bytes
  *   128 the pieces' bytes, one after the other
@@ -32,6 +32,7 @@
 
 struct old_guard {
 	uint64_t fid;
+	uint64_t size;			/* the file's size whether the write was done or not */
 	int slot;			/* reserved in the store in use, or -1 */
 	int n;
 	struct guard_piece p[GUARD_PIECES];
@@ -141,7 +142,7 @@ static bool slot_read(const struct guard_store *st, int i, uint8_t *b)
 
 /* ----------------------------------------------------------------- hold */
 
-int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n)
+int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n, uint64_t size)
 {
 	uint64_t total = 0;
 	for (int i = 0; i < n; i++)
@@ -177,6 +178,7 @@ int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n)
 	}
 	put_le32(b, GUARD_MAGIC);
 	put_le32(b + 4, (uint32_t)n);
+	put_le64(b + 8, size);
 	put_le64(b + 16, rf->id);
 	uint8_t *at = b + GUARD_HDR;
 	for (int i = 0; i < n; i++) {
@@ -245,6 +247,7 @@ int guard_recover(const struct guard_store *st, bool current)
 			break;
 		memcpy(o->bytes, b + GUARD_HDR, total);
 		o->fid = get_le64(b + 16);
+		o->size = get_le64(b + 8);
 		o->n = (int)n;
 		o->slot = -1;
 		const uint8_t *at = o->bytes;
@@ -283,6 +286,15 @@ int guard_replay_file(struct rfile *rf)
 		struct old_guard *o = &G.old[i];
 		if (o->fid != rf->id || !o->n)
 			continue;
+		/* The file reaches at least as far as it did when the write
+		 * began (the size found from the shards and the recorded one
+		 * can be short of it: a tail only the absent member and the
+		 * parity hold is in neither), and below that every byte is
+		 * the file's. */
+		if (o->size > rf->size) {
+			__atomic_store_n(&rf->size, o->size, __ATOMIC_RELEASE);
+			rf->meta_stale = true;
+		}
 		/* (no new guard: this slot stays until the bytes are durable;
 		 * a second absent chunk of the group read from the cut parity
 		 * now is put back next) */

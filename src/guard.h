@@ -58,8 +58,10 @@ struct guard_piece {
 };
 
 /* Put pieces p[0..n) of file rf in a free slot (waiting for one), durably
- * when the store is.  Returns the slot, or -errno (logged). */
-int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n);
+ * when the store is, with `size`: the file's size whether the write is
+ * done or not (a write: the size before it; a truncate: the new size).
+ * Returns the slot, or -errno (logged). */
+int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n, uint64_t size);
 
 /* The write the slot guarded is done (and, durable store, its shards
  * synced): free it. */

@@ -295,7 +295,9 @@ static int guard_absent(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo, u
 	}
 	if (n == 0)
 		return 0;
-	*slot = guard_hold(rf, p, n);
+	/* (rf->size: with the cache, the size of every write it took,
+	 * destaged or in its log, this one's too) */
+	*slot = guard_hold(rf, p, n, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE));
 	return *slot < 0 ? *slot : 0;
 }
 
@@ -1294,7 +1296,7 @@ static int guard_cut(struct rfile *rf, uint64_t s, uint64_t size, int *slot, uin
 		if (r < 0)
 			return (int)r;
 	}
-	*slot = guard_hold(rf, p, n);
+	*slot = guard_hold(rf, p, n, size);
 	return *slot < 0 ? *slot : 0;
 }
 
@@ -1375,6 +1377,17 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 		 * parity must stop covering them */
 		for (uint32_t g = 0; g < l->groups && ret == 0; g++)
 			ret = regen_group(rf, s, g, size);
+	}
+	if (ret == 0 && regen && array_absent_count(rf->a) > 0) {
+		/* The new size recorded before any shard is cut: a mount after
+		 * a crash takes the recorded size when a member is missing
+		 * (array_size_reached()), and cut shards under the old size
+		 * would read as zeros beside the absent chunks' old bytes. */
+		uint64_t was = rf->size;
+		__atomic_store_n(&rf->size, size, __ATOMIC_RELEASE);
+		ret = rfile_write_meta(rf, 0);
+		if (ret < 0)
+			__atomic_store_n(&rf->size, was, __ATOMIC_RELEASE);
 	}
 	if (ret == 0)
 		ret = trim_shards(rf, size);

@@ -21,7 +21,8 @@
 # every byte must still be right (the parity matches the data).  First,
 # rounds that cut at a chosen point: a destage between the data and the
 # parity of a stripe whose absent chunk lies past the file's end
-# (eof_round), and a truncate between its P and Q (cut_round).
+# (eof_round), a truncate between its P and Q (cut_round), and writes
+# whose tail only the absent member holds (tail_round).
 #
 # Environment: SEED.
 . "$(dirname "$0")/lib.sh"
@@ -53,13 +54,13 @@ new_array() {
 }
 
 # crash_mount FLUSHPID ERE: kill -9 the daemon of $mnt (FLUSHPID: the
-# `cache flush` waiting on it) and mount again - without -o force: the
+# `cache flush` waiting on it, or "") and mount again - without -o force: the
 # cache kept what the parity of its files cannot tell; sets the caller's
 # put to the number of daemon log lines matching ERE that the mount wrote
 crash_mount() {
 	local before
 	rfs_kill "$mnt" || fail "$what: kill failed"
-	wait "$1"
+	[ -z "$1" ] || wait "$1"
 	before=$(grep -c "$2" "$T/daemon.log")
 	rfs_mount "$members" "$mnt" -o "$opts" ||
 		{ tail -n 5 "$T/daemon.log" >&2; fail "$what: the mount after the kill failed (refused without -o force?)"; }
@@ -231,19 +232,23 @@ eof_round() {
 	log "ok: $what: the absent chunk past the end reads as zeros after a destage cut by kill -9"
 }
 
-# cut_round NAME BBU: a truncate cut short in a degraded raid6 stripe.  The
-# same file as eof_round, slots 1 and 2 on failed members; a truncate to
-# 3000 bytes makes the stripe's parity again (P, then Q; both members
-# slow) before it cuts the shards, and the daemon is killed once P holds
-# the new parity - Q still the old: slot 1 (bytes 16384-21383, which the
-# file still has at the next mount, as its shards were not cut yet) then
-# reads as other bytes, unless the guard kept it up to the old end.  The
-# file must read as before the truncate or as after it, and still so
-# after the rebuild with slot 0's member gone.
+# cut_round NAME BBU WHERE: a truncate cut short in a degraded raid6
+# stripe.  The same file as eof_round, slots 1 and 2 on failed members; a
+# truncate to 3000 bytes makes the stripe's parity again (P, then Q),
+# cuts the shards, syncs them and records the size.  WHERE "pq": both
+# parity members slow, the daemon is killed once P holds the new parity -
+# Q still the old: slot 1 (bytes 16384-21383, which the file still has
+# at the next mount, as its shards were not cut yet) then reads as other
+# bytes, unless the guard kept it up to the old end.  WHERE "cut": slot
+# 0's member slow to sync, killed once its shard is cut - before the new
+# size used to be recorded: the mount took the old size, slot 0's bytes
+# past 3000 read as zeros, slot 1's as before.  The file must read as
+# before the truncate or as after it, and still so after the rebuild with
+# slot 0's member gone.
 cut_round() {
-	local name=$1 bbu=$2 level=raid6 width=5
+	local name=$1 bbu=$2 where=$3 level=raid6 width=5
 	local C mem members mnt opts j d0="" d1="" e="" parity="" failed
-	what="$level truncate cut short, bbu=$bbu"
+	what="$level truncate cut short ($where), bbu=$bbu"
 	new_array "$name" "$level" "$width" "$bbu"
 	short_stripe_file
 	head -c 3000 "$C/ref/g" >"$C/cut"
@@ -252,19 +257,28 @@ cut_round() {
 	for j in $failed; do
 		expect_rc 0 "$RAIDFS" fail "$mnt" "$j"
 	done
-	for j in $parity; do
-		expect_rc 0 "$RAIDFS" inject "$mnt" "$j" latency 3000 write
-	done
+	if [ "$where" = pq ]; then
+		for j in $parity; do
+			expect_rc 0 "$RAIDFS" inject "$mnt" "$j" latency 3000 write
+		done
+	else
+		expect_rc 0 "$RAIDFS" inject "$mnt" "$d0" latency 3000 fsync
+	fi
 	truncate -s 3000 "$mnt/g" 2>/dev/null &
 	local tpid=$! ok=0 p
 	for _ in $(seq 1 100); do
-		for p in $parity; do
-			cmp -s -n 13384 -i 3000:0 "$C/d$((p + 1))/g" /dev/zero && ok=1
-		done
+		if [ "$where" = pq ]; then
+			for p in $parity; do
+				cmp -s -n 13384 -i 3000:0 "$C/d$((p + 1))/g" /dev/zero && ok=1
+			done
+		else
+			[ "$(stat -c %s "$C/d$((d0 + 1))/g")" = 3000 ] && ok=1
+		fi
 		[ "$ok" = 1 ] && break
 		sleep 0.1
 	done
-	[ "$ok" = 1 ] || fail "$what: the truncate never wrote the first parity"
+	[ "$ok" = 1 ] || fail "$what: the truncate never got that far"
+	sleep 0.2
 	# (-o force: a truncate is not in the cache's log, its file has the
 	# plain dirty mark; the guard's chunks go back before the resync)
 	local put keep=$opts
@@ -282,12 +296,69 @@ cut_round() {
 	log "ok: $what: g reads as $([ "$want" = "$C/cut" ] && echo after || echo before) the truncate, also rebuilt"
 }
 
+# tail_round NAME BBU: a tail only the absent member holds.  raid5 over
+# 4 members: g has 16385 bytes (slot 0 full, 1 byte in slot 1); slot 1's
+# member is failed; with g held open (the size is recorded at the last
+# close), 5119 bytes are appended - into slot 1, so only into the parity
+# - and destaged; kill -9.  No shard's length shows that tail: g must
+# come back whole all the same (the destage records the size before the
+# cache lets the bytes go).  Then, g open again, 15360 bytes more (slot 1
+# and slot 2) destaged with slot 2's member slow, and kill -9 in the
+# middle: the put-back must keep the tail too.
+tail_round() {
+	local name=$1 bbu=$2 level=raid5 width=4
+	local C mem members mnt opts j d1="" e="" what="$level tail on the absent member, bbu=$bbu"
+	new_array "$name" "$level" "$width" "$bbu"
+	head -c 16385 /dev/urandom >"$C/ref/g"
+	cp "$C/ref/g" "$mnt/g" || fail "$what: write failed"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	for j in $(seq 0 $((width - 1))); do
+		case $(stat -c %s "$C/d$((j + 1))/g") in
+		0) e=$j ;;
+		1) d1=$j ;;
+		esac
+	done
+	[ -n "$d1" ] && [ -n "$e" ] || fail "$what: slots not found"
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	expect_rc 0 "$RAIDFS" fail "$mnt" "$d1"
+	exec 8<"$mnt/g"
+	head -c 5119 /dev/urandom >"$C/tail"
+	dd if="$C/tail" of="$C/ref/g" bs=1 seek=16385 conv=notrunc 2>/dev/null
+	dd if="$C/tail" of="$mnt/g" bs=5119 seek=16385 oflag=seek_bytes conv=notrunc 2>/dev/null ||
+		fail "$what: append failed"
+	expect_rc 0 "$RAIDFS" cache "$mnt" flush
+	local put
+	crash_mount "" "put back as"
+	exec 8<&-
+	cmp -s "$C/ref/g" "$mnt/g" ||
+		fail "$what: g is $(stat -c %s "$mnt/g") bytes after kill -9, $(stat -c %s "$C/ref/g") were written and destaged"
+	exec 8<"$mnt/g"
+	head -c 15360 /dev/urandom >"$C/more"
+	dd if="$C/more" of="$C/ref/g" bs=1 seek=21504 conv=notrunc 2>/dev/null
+	dd if="$C/more" of="$mnt/g" bs=15360 seek=21504 oflag=seek_bytes conv=notrunc 2>/dev/null ||
+		fail "$what: append failed"
+	expect_rc 0 "$RAIDFS" inject "$mnt" "$e" latency 3000 write
+	"$RAIDFS" cache "$mnt" flush >/dev/null 2>&1 &
+	local fpid=$!
+	sleep 1
+	crash_mount "$fpid" "put back as"
+	exec 8<&-
+	[ "$put" -gt 0 ] || fail "$what: the mount did not say it put the guarded write back"
+	cmp -s "$C/ref/g" "$mnt/g" ||
+		fail "$what: g differs after kill -9 during a destage: $(cmp -l "$C/ref/g" "$mnt/g" 2>/dev/null | wc -l) bytes, $(stat -c %s "$mnt/g") long"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	log "ok: $what: the tail survived kill -9, also with a guarded write cut short after it"
+}
+
 for cfg in "e5f raid5 4 file" "e5s raid5 4 shm" "e6f raid6 5 file"; do
 	read -r name level width bbu <<<"$cfg"
 	eof_round "$name" "$level" "$width" "$bbu"
 done
-cut_round c6f file
-cut_round c6s shm
+cut_round c6f file pq
+cut_round c6s shm pq
+cut_round c7f file cut
+tail_round t5f file
+tail_round t5s shm
 
 cfgs=("h5f raid5 4 file 2 1" "h5s raid5 4 shm 2 1" "h6f raid6 6 file 3 1 2")
 for cfg in "${cfgs[@]}"; do

@@ -53,7 +53,7 @@ struct holder {
 static void *hold_thread(void *arg)
 {
 	struct holder *h = arg;
-	h->slot = guard_hold(h->rf, &h->p, 1);
+	h->slot = guard_hold(h->rf, &h->p, 1, 0);
 	h->done = true;
 	return NULL;
 }
@@ -77,7 +77,7 @@ int main(void)
 	/* a held slot is found, with its pieces */
 	guard_use(&fs);
 	struct guard_piece p[2] = { { 65536, sizeof(a), a }, { 3 * 65536 + 100, sizeof(b), b } };
-	int s = guard_hold(f1, p, 2);
+	int s = guard_hold(f1, p, 2, 123456789);
 	CHECK(s >= 0, "hold");
 	CHECK(recover(&fs) == 1 && guard_holds(0x1111) && !guard_holds(0x2222), "a held slot is found");
 	/* (its bytes: read back through the store) */
@@ -86,6 +86,9 @@ int main(void)
 	      "read slot");
 	CHECK(!memcmp(slot + GUARD_HDR, a, sizeof(a)) && !memcmp(slot + GUARD_HDR + sizeof(a), b, sizeof(b)),
 	      "the slot holds the pieces' bytes");
+	uint64_t held_size;
+	memcpy(&held_size, slot + 8, 8);
+	CHECK(held_size == 123456789, "the slot holds the file's size (at 8)");
 	/* torn: one byte of its data changed */
 	uint8_t x = slot[GUARD_HDR + 17] ^ 1;
 	CHECK(pwrite(fd, &x, 1, 8192 + (uint64_t)s * 16384 + GUARD_HDR + 17) == 1, "write");
@@ -100,7 +103,7 @@ int main(void)
 	/* reservation: the last run's slot survives this run's holds */
 	guard_replay_done();
 	guard_use(&fs);
-	s = guard_hold(f2, p, 1);
+	s = guard_hold(f2, p, 1, 0);
 	CHECK(s >= 0, "hold");
 	/* ... a crash: the next mount */
 	guard_use(&fs);
@@ -108,7 +111,7 @@ int main(void)
 	for (int i = 0; i < 2 * GUARD_SLOTS; i++) {
 		int t[GUARD_SLOTS / 2];
 		for (int k = 0; k < GUARD_SLOTS / 2; k++) {
-			t[k] = guard_hold(f1, &p[1], 1);
+			t[k] = guard_hold(f1, &p[1], 1, 0);
 			CHECK(t[k] >= 0 && t[k] != s, "a new hold takes a free slot, not the reserved one");
 		}
 		for (int k = 0; k < GUARD_SLOTS / 2; k++)
@@ -127,7 +130,7 @@ int main(void)
 	guard_use(&fs);
 	int t[GUARD_SLOTS / 2];
 	for (int k = 0; k < GUARD_SLOTS / 2; k++)
-		t[k] = guard_hold(f1, &p[1], 1);
+		t[k] = guard_hold(f1, &p[1], 1, 0);
 	struct holder h = { .rf = f2, .p = p[1], .slot = -1 };
 	pthread_t th;
 	pthread_create(&th, NULL, hold_thread, &h);
@@ -147,7 +150,7 @@ int main(void)
 	uint8_t *mem = calloc(1, ms);
 	struct guard_store mst = { .fd = -1, .mem = mem, .nslots = GUARD_SLOTS, .stride = 16384 };
 	guard_use(&mst);
-	s = guard_hold(f2, p, 2);
+	s = guard_hold(f2, p, 2, 0);
 	CHECK(s >= 0, "hold (memory)");
 	CHECK(recover(&mst) == 1 && guard_holds(0x2222), "a held slot is found (memory)");
 	guard_release(s);
@@ -155,7 +158,7 @@ int main(void)
 	/* too big for a slot: refused, not cut */
 	uint8_t *big = calloc(1, 20000);
 	struct guard_piece bp = { 0, 20000, big };
-	CHECK(guard_hold(f1, &bp, 1) < 0, "pieces larger than a slot are refused");
+	CHECK(guard_hold(f1, &bp, 1, 0) < 0, "pieces larger than a slot are refused");
 	guard_use(NULL);
 	guard_replay_done();
 	free(big);
