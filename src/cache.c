@@ -645,13 +645,17 @@ static bool ready_locked(const struct line *ln, uint64_t t, bool pressure);
  * hold, in the recorded size - a tail that only the missing member's
  * chunk holds (its bytes in the parity) is in neither.  So the size is
  * recorded before the lines that grew it go clean (their log records
- * with them).  (Destage threads hold rf->rw shared: one at a time here.)
+ * with them).  The size recorded is the cache's, whose bytes not on the
+ * members yet the battery keeps; without one (always-writeback, no
+ * battery) nothing is recorded: a crash loses what the cache held
+ * anyway, and a size past the bytes there would read as zeros.
+ * (Destage threads hold rf->rw shared: one at a time here.)
  */
 static int record_size(struct rfile *rf)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	int ret = 0;
-	if (!__atomic_load_n(&rf->meta_stale, __ATOMIC_ACQUIRE) || array_absent_count(rf->a) == 0)
+	if (!__atomic_load_n(&rf->meta_stale, __ATOMIC_ACQUIRE) || array_absent_count(rf->a) == 0 || !kept())
 		return 0;
 	pthread_mutex_lock(&lock);
 	if (rf->meta_stale) {
