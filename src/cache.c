@@ -645,8 +645,8 @@ static bool ready_locked(const struct line *ln, uint64_t t, bool pressure);
  * hold, in the recorded size - a tail that only the missing member's
  * chunk holds (its bytes in the parity) is in neither.  So the size is
  * recorded before the lines that grew it go clean (their log records
- * with them).  The size recorded is the cache's, whose bytes not on the
- * members yet the battery keeps; without one (always-writeback, no
+ * with them).  The size recorded is what acknowledged writes reach,
+ * whose bytes not on the members yet the battery keeps; without one (always-writeback, no
  * battery) nothing is recorded: a crash loses what the cache held
  * anyway, and a size past the bytes there would read as zeros.
  * (Destage threads hold rf->rw shared: one at a time here.)
@@ -655,16 +655,18 @@ static int record_size(struct rfile *rf)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	int ret = 0;
-	if (!__atomic_load_n(&rf->meta_stale, __ATOMIC_ACQUIRE) || array_absent_count(rf->a) == 0 || !kept())
+	if (array_absent_count(rf->a) == 0 || !kept())
 		return 0;
 	pthread_mutex_lock(&lock);
-	if (rf->meta_stale) {
-		uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
-		ret = rfile_write_meta(rf, 0);
-		/* (a write that grew the file meanwhile keeps it stale) */
-		if (__atomic_load_n(&rf->size, __ATOMIC_ACQUIRE) != size)
-			__atomic_store_n(&rf->meta_stale, true, __ATOMIC_RELEASE);
-	}
+	/* (how far acknowledged writes reach: the size grows before a
+	 * write is taken, and one not acknowledged yet must not leave the
+	 * file longer after a crash) */
+	uint64_t acked = __atomic_load_n(&rf->acked, __ATOMIC_ACQUIRE);
+	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	if (acked > size)
+		acked = size;	/* (a truncate since) */
+	if (acked > rf->size_recorded)
+		ret = rfile_record_size(rf, acked);
 	pthread_mutex_unlock(&lock);
 	return ret;
 }
@@ -1186,12 +1188,18 @@ ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
 		return 0;
 	if (cache_offline())
 		return -EIO;
-	if (!room_for(len))
-		return C.up ? write_through(rf, buf, len, off) : stripe_write(rf, buf, len, off);
-	if (!array_writable(rf->a))
+	ssize_t r;
+	if (!room_for(len)) {
+		r = C.up ? write_through(rf, buf, len, off) : stripe_write(rf, buf, len, off);
+	} else if (!array_writable(rf->a)) {
 		return rf->a->readonly ? -EROFS : -EIO;
-	rebuild_note_user_io();
-	return write_back(rf, buf, len, off);
+	} else {
+		rebuild_note_user_io();
+		r = write_back(rf, buf, len, off);
+	}
+	if (r > 0)
+		rfile_note_acked(rf, off + (uint64_t)r);	/* (returned to the caller next) */
+	return r;
 }
 
 /* ------------------------------------------------------------ read path */

@@ -386,6 +386,8 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	for (uint32_t j = 0; j < MEMBER_SLOTS; j++)
 		rf->fd[j] = j < a->width ? fds[j] : -1;
 	rf->size = m->size;
+	rf->acked = m->size;
+	rf->size_recorded = m->size;
 	rf->reserved = m->size;
 	rf->meta_version = m->version;
 	rf->meta_flags = m->flags;
@@ -394,12 +396,13 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	return 0;
 }
 
-/* The metadata record of rf at `version` (index: the caller's). */
-static struct file_meta meta_record(struct rfile *rf, uint64_t version, uint32_t flags)
+/* The metadata record of rf at `version` with `size` (index: the
+ * caller's). */
+static struct file_meta meta_record(struct rfile *rf, uint64_t version, uint32_t flags, uint64_t size)
 {
 	return (struct file_meta){
 		.id = rf->id,
-		.size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE),
+		.size = size,
 		.version = version,
 		.flags = flags,
 		.level = rf->lay.level,
@@ -424,10 +427,9 @@ static bool extend_to(int fd, uint64_t want)
 	return fstat(fd, &st) == 0 && ((uint64_t)st.st_size >= want || ftruncate(fd, (off_t)want) == 0);
 }
 
-static bool extend_shards(struct rfile *rf)
+static bool extend_shards(struct rfile *rf, uint64_t size)
 {
 	bool all = true;
-	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
 	for (uint32_t j = 0; j < rf->a->width; j++)
 		if (rf->fd[j] >= 0 && member_writable(rf->a, j) && !(rf->damaged >> j & 1))
 			all &= extend_to(rf->fd[j], layout_shard_size(&rf->lay, j, size));
@@ -437,11 +439,11 @@ static bool extend_shards(struct rfile *rf)
 	return all;
 }
 
-int rfile_write_meta(struct rfile *rf, uint32_t flags)
+static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size)
 {
-	if (extend_shards(rf))
+	if (extend_shards(rf, size))
 		flags |= META_F_EXACT;
-	struct file_meta fm = meta_record(rf, ++rf->meta_version, flags);
+	struct file_meta fm = meta_record(rf, ++rf->meta_version, flags, size);
 	int ret = 0;
 	int sj = shadow_of(rf->a);
 	if (sj >= 0 && rf->fd[SHADOW] >= 0) {
@@ -463,11 +465,23 @@ int rfile_write_meta(struct rfile *rf, uint32_t flags)
 				rf->id, j, rf->a->m[j].path, strerror(-r));
 		}
 	}
-	if (ret == 0)
-		rf->meta_stale = false;
+	if (ret == 0) {
+		rf->size_recorded = size;
+		rf->meta_stale = size != __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	}
 	rf->meta_agree = ret == 0 && !(flags & META_F_DIRTY);
 	rf->meta_flags = flags;
 	return ret;
+}
+
+int rfile_write_meta(struct rfile *rf, uint32_t flags)
+{
+	return write_meta(rf, flags, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE));
+}
+
+int rfile_record_size(struct rfile *rf, uint64_t size)
+{
+	return write_meta(rf, 0, size);
 }
 
 int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
@@ -478,7 +492,7 @@ int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
 	if (!alone || !rf->meta_agree || rf->meta_stale || rf->marked || rf->cmarked)
 		return rfile_write_meta(rf, 0);
 	int sj = j == SHADOW ? shadow_of(rf->a) : (int)j;
-	struct file_meta fm = meta_record(rf, rf->meta_version, rf->meta_flags);	/* (the shard has its length) */
+	struct file_meta fm = meta_record(rf, rf->meta_version, rf->meta_flags, rf->size_recorded);	/* (the shard has its length) */
 	fm.index = (uint32_t)sj;
 	int r = sj >= 0 ? meta_set(rf->fd[j], &fm) : -EINVAL;
 	if (r < 0)
@@ -995,6 +1009,7 @@ again:;
 	bool resync = !left && (fm.flags & META_F_EXACT) && find_short_shards(rf);
 	if (left && array_writable(a)) {
 		rf->size = array_size_reached(a, &rf->lay, rf->fd, rf->size);
+		rf->acked = rf->size;
 		if (rf->reserved > rf->size)
 			rf->reserved = rf->size;
 	}

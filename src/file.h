@@ -50,6 +50,12 @@ struct rfile {
 					 * on it (scrub.c puts it back);
 					 * [SHADOW]: see array.h */
 	uint64_t size;			/* logical size (atomic access) */
+	uint64_t acked;			/* how far acknowledged writes and truncates
+					 * reach: below it every byte is on the
+					 * members or kept by the cache's battery
+					 * (size grows before a write is taken;
+					 * atomic; rfile_note_acked()) */
+	uint64_t size_recorded;		/* the size in the last metadata written */
 	uint64_t reserved;		/* the shards are allocated on the members
 					 * for this logical size (stripe.c
 					 * reserve(); atomic) */
@@ -198,6 +204,18 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 
 /* Write the metadata (size, flags) to every present shard. */
 int rfile_write_meta(struct rfile *rf, uint32_t flags);
+/* The same with `size` (at most rf->size) recorded: the metadata stays
+ * stale when it is short of rf->size. */
+int rfile_record_size(struct rfile *rf, uint64_t size);
+
+/* A write or truncate reaching `end` was acknowledged. */
+static inline void rfile_note_acked(struct rfile *rf, uint64_t end)
+{
+	uint64_t cur = __atomic_load_n(&rf->acked, __ATOMIC_ACQUIRE);
+	while (cur < end && !__atomic_compare_exchange_n(&rf->acked, &cur, end, false, __ATOMIC_ACQ_REL,
+							 __ATOMIC_ACQUIRE))
+		;
+}
 /* After a rebuild wrote shard j (SHADOW: the replacement) of a file nobody
  * else has open and whose other shards all hold the current record: that
  * same record onto shard j alone (the others need no write, and no new

@@ -295,9 +295,12 @@ static int guard_absent(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo, u
 	}
 	if (n == 0)
 		return 0;
-	/* (rf->size: with the cache, the size of every write it took,
-	 * destaged or in its log, this one's too) */
-	*slot = guard_hold(rf, p, n, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE));
+	/* (how far acknowledged writes reach: every byte below is on the
+	 * members or in the cache's log or arena; rf->size, grown before a
+	 * write is taken, may be past it) */
+	uint64_t acked = __atomic_load_n(&rf->acked, __ATOMIC_ACQUIRE);
+	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	*slot = guard_hold(rf, p, n, acked < size ? acked : size);
 	return *slot < 0 ? *slot : 0;
 }
 
@@ -1396,6 +1399,7 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 	if (ret == 0) {
 		uint64_t left = (size + sbytes - 1) / sbytes;
 		__atomic_store_n(&rf->size, size, __ATOMIC_RELEASE);
+		__atomic_store_n(&rf->acked, size, __ATOMIC_RELEASE);
 		if (rf->sync_end > left)
 			rf->sync_end = left;	/* (what was cut off needs no fsync) */
 		drop_cut_damage(rf);
