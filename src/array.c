@@ -1692,6 +1692,7 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 		return 0;
 	}
 	__atomic_store_n(&a->m[j].state, MS_FAULTY, __ATOMIC_RELEASE);
+	__atomic_store_n(&a->sizes_due, true, __ATOMIC_RELEASE);
 	a->sb.members[j].state = MS_FAULTY;
 	/* a member failed during its rebuild holds a partial copy: should
 	 * its directory return, it is compared file by file, never taken
@@ -1887,6 +1888,20 @@ static bool member_vanished_now(struct array *a, uint32_t j, const char **why)
 	return gone;
 }
 
+/* A file that grew while every member was there has its size in its
+ * shards' lengths - except for a tail only a member that failed since
+ * held: written down within 100 ms of the failure (when a battery keeps
+ * what the cache held: without one, nothing is recorded), and again each
+ * tick while a file was busy. */
+static void record_sizes(struct array *a)
+{
+	if (__atomic_load_n(&a->sizes_due, __ATOMIC_ACQUIRE) && cache_battery()) {
+		__atomic_store_n(&a->sizes_due, false, __ATOMIC_RELEASE);
+		if (!rfile_record_acked())
+			__atomic_store_n(&a->sizes_due, true, __ATOMIC_RELEASE);
+	}
+}
+
 static void *monitor(void *arg)
 {
 	struct array *a = arg;
@@ -1938,8 +1953,10 @@ static void *monitor(void *arg)
 				a->m[j].readd_told = true;
 			}
 		}
-		for (int i = 0; i < 10 && monitor_run; i++)
+		for (int i = 0; i < 10 && monitor_run; i++) {
+			record_sizes(a);
 			usleep(100 * 1000);
+		}
 	}
 	return NULL;
 }

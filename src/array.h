@@ -127,6 +127,8 @@ struct array {
 	uint64_t out_before;		/* bit j: the newest superblock had member j
 					 * out of service (its chunks were guarded) */
 	bool absent_recorded;		/* absent members written down as faulty */
+	bool sizes_due;			/* a member failed: open files' sizes to
+					 * record (the monitor; rfile_record_acked()) */
 	bool readonly;
 	bool force;		/* mounted with -o force (the offline mount's retries too) */
 	bool keep_failed;		/* array_assemble returns 1, not an error,

@@ -1711,6 +1711,11 @@ int cache_replay_file(struct rfile *rf)
 	return ret;
 }
 
+bool cache_battery(void)
+{
+	return kept();
+}
+
 bool cache_guarded_last_run(void)
 {
 	return C.last_guarded;

@@ -111,6 +111,9 @@ const char *bbu_kind_name(enum bbu_kind k);
  */
 int cache_open(struct array *a, char *err, size_t errlen);
 int cache_replay_file(struct rfile *rf);
+
+/* Does a battery keep the cache (bbu=file, or bbu=shm with its arena)? */
+bool cache_battery(void);
 int cache_replay_finish(struct array *a, char *err, size_t errlen);
 int cache_start(void);
 void cache_close(void);

@@ -179,22 +179,25 @@ void rfile_shadow_commit(uint32_t j)
 	for_each_open(commit_one, j);
 }
 
-/* fn(rf, j) on every open file under its write lock */
-static void for_each_open(void (*fn)(struct rfile *rf, uint32_t j), uint32_t j)
+/* A reference on every open file, taken under the table lock (the
+ * caller locks each file without it: the lock order elsewhere is a
+ * file's lock, then the table lock).  *short_: some were left out (no
+ * memory). */
+static struct rfile **collect_open(size_t *count, bool *short_)
 {
-	/* take a reference on every open file under the table lock, then
-	 * lock each file without it (the lock order elsewhere is a file's
-	 * lock, then the table lock) */
 	struct rfile **all = NULL;
 	size_t n = 0, cap = 0;
+	*short_ = false;
 	pthread_mutex_lock(&table_lock);
 	for (unsigned b = 0; b < TABLE_SIZE; b++) {
 		for (struct rfile *rf = table[b]; rf; rf = rf->next) {
 			if (n == cap) {
 				cap = cap ? cap * 2 : 64;
 				struct rfile **x = realloc(all, cap * sizeof(*all));
-				if (!x)
+				if (!x) {
+					*short_ = true;
 					break;
+				}
 				all = x;
 			}
 			rf->refs++;
@@ -202,6 +205,16 @@ static void for_each_open(void (*fn)(struct rfile *rf, uint32_t j), uint32_t j)
 		}
 	}
 	pthread_mutex_unlock(&table_lock);
+	*count = n;
+	return all;
+}
+
+/* fn(rf, j) on every open file under its write lock */
+static void for_each_open(void (*fn)(struct rfile *rf, uint32_t j), uint32_t j)
+{
+	size_t n;
+	bool short_;
+	struct rfile **all = collect_open(&n, &short_);
 	for (size_t i = 0; i < n; i++) {
 		struct rfile *rf = all[i];
 		pthread_rwlock_wrlock(&rf->rw);
@@ -210,6 +223,31 @@ static void for_each_open(void (*fn)(struct rfile *rf, uint32_t j), uint32_t j)
 		rfile_release(rf);
 	}
 	free(all);
+}
+
+bool rfile_record_acked(void)
+{
+	size_t n;
+	bool short_;
+	struct rfile **all = collect_open(&n, &short_);
+	bool done = !short_;
+	for (size_t i = 0; i < n; i++) {
+		struct rfile *rf = all[i];
+		/* (no wait behind a long write: the next second) */
+		if (pthread_rwlock_trywrlock(&rf->rw) == 0) {
+			uint64_t acked = __atomic_load_n(&rf->acked, __ATOMIC_ACQUIRE);
+			if (acked > rf->size)
+				acked = rf->size;
+			if (acked > rf->size_recorded && rfile_record_size(rf, acked) < 0)
+				done = false;
+			pthread_rwlock_unlock(&rf->rw);
+		} else {
+			done = false;
+		}
+		rfile_release(rf);
+	}
+	free(all);
+	return done;
 }
 
 /* A healthy member is being replaced in place: the file's shard on the
@@ -439,9 +477,11 @@ static bool extend_shards(struct rfile *rf, uint64_t size)
 	return all;
 }
 
-static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size)
+/* extend: give the shards their lengths first (the caller holds rf->rw
+ * exclusively: a write beside it could be cut short by the extension) */
+static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size, bool extend)
 {
-	if (extend_shards(rf, size))
+	if (extend && extend_shards(rf, size))
 		flags |= META_F_EXACT;
 	struct file_meta fm = meta_record(rf, ++rf->meta_version, flags, size);
 	int ret = 0;
@@ -467,7 +507,11 @@ static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size)
 	}
 	if (ret == 0) {
 		rf->size_recorded = size;
-		rf->meta_stale = size != __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+		/* (cleared, then the size looked at again: a write that grew
+		 * the file meanwhile sets it after its size, or is seen here) */
+		__atomic_store_n(&rf->meta_stale, false, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&rf->size, __ATOMIC_SEQ_CST) != size)
+			__atomic_store_n(&rf->meta_stale, true, __ATOMIC_SEQ_CST);
 	}
 	rf->meta_agree = ret == 0 && !(flags & META_F_DIRTY);
 	rf->meta_flags = flags;
@@ -476,12 +520,12 @@ static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size)
 
 int rfile_write_meta(struct rfile *rf, uint32_t flags)
 {
-	return write_meta(rf, flags, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE));
+	return write_meta(rf, flags, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE), true);
 }
 
 int rfile_record_size(struct rfile *rf, uint64_t size)
 {
-	return write_meta(rf, 0, size);
+	return write_meta(rf, 0, size, false);
 }
 
 int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)

@@ -204,9 +204,17 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 
 /* Write the metadata (size, flags) to every present shard. */
 int rfile_write_meta(struct rfile *rf, uint32_t flags);
-/* The same with `size` (at most rf->size) recorded: the metadata stays
- * stale when it is short of rf->size. */
+/* The same with `size` (at most rf->size) recorded, the shards left as
+ * they are (rf->rw may be held shared: a destage beside it writes them),
+ * without META_F_EXACT; the metadata stays stale when it is short of
+ * rf->size. */
 int rfile_record_size(struct rfile *rf, uint64_t size);
+
+/* Record how far acknowledged writes reach for every open file whose
+ * metadata is short of it (a member failed: the shards' lengths may not
+ * show a tail only it held).  False when some file was busy (or its
+ * record failed): call again later. */
+bool rfile_record_acked(void);
 
 /* A write or truncate reaching `end` was acknowledged. */
 static inline void rfile_note_acked(struct rfile *rf, uint64_t end)

@@ -1319,10 +1319,14 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 		if (!writable(rf, j) || (keep && fstat(rf->fd[j], &st) == 0 && (uint64_t)st.st_size <= want))
 			continue;
 		if (ftruncate(rf->fd[j], want) < 0) {
+			/* a shard left with bytes past the new end (read again
+			 * if the file grows): a write error, the member goes */
 			int e = errno;
 			log_err("cannot truncate shard on member %u '%s': %s", j,
 				rf->a->m[j].path, strerror(e));
-			return -EIO;
+			array_member_io_error(rf->a, j, -e, true);
+			if (!array_writable(rf->a))
+				return -EIO;
 		}
 	}
 	return 0;
@@ -1380,17 +1384,6 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 		 * parity must stop covering them */
 		for (uint32_t g = 0; g < l->groups && ret == 0; g++)
 			ret = regen_group(rf, s, g, size);
-	}
-	if (ret == 0 && regen && array_absent_count(rf->a) > 0) {
-		/* The new size recorded before any shard is cut: a mount after
-		 * a crash takes the recorded size when a member is missing
-		 * (array_size_reached()), and cut shards under the old size
-		 * would read as zeros beside the absent chunks' old bytes. */
-		uint64_t was = rf->size;
-		__atomic_store_n(&rf->size, size, __ATOMIC_RELEASE);
-		ret = rfile_write_meta(rf, 0);
-		if (ret < 0)
-			__atomic_store_n(&rf->size, was, __ATOMIC_RELEASE);
 	}
 	if (ret == 0)
 		ret = trim_shards(rf, size);
