@@ -1897,7 +1897,7 @@ static void record_sizes(struct array *a)
 {
 	if (__atomic_load_n(&a->sizes_due, __ATOMIC_ACQUIRE) && cache_battery()) {
 		__atomic_store_n(&a->sizes_due, false, __ATOMIC_RELEASE);
-		if (!rfile_record_acked())
+		if (!rfile_record_acked_all())
 			__atomic_store_n(&a->sizes_due, true, __ATOMIC_RELEASE);
 	}
 }

@@ -128,7 +128,7 @@ struct array {
 					 * out of service (its chunks were guarded) */
 	bool absent_recorded;		/* absent members written down as faulty */
 	bool sizes_due;			/* a member failed: open files' sizes to
-					 * record (the monitor; rfile_record_acked()) */
+					 * record (the monitor; rfile_record_acked_all()) */
 	bool readonly;
 	bool force;		/* mounted with -o force (the offline mount's retries too) */
 	bool keep_failed;		/* array_assemble returns 1, not an error,

@@ -649,26 +649,13 @@ static bool ready_locked(const struct line *ln, uint64_t t, bool pressure);
  * whose bytes not on the members yet the battery keeps; without one (always-writeback, no
  * battery) nothing is recorded: a crash loses what the cache held
  * anyway, and a size past the bytes there would read as zeros.
- * (Destage threads hold rf->rw shared: one at a time here.)
  */
 static int record_size(struct rfile *rf)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	int ret = 0;
-	if (array_absent_count(rf->a) == 0 || !kept())
-		return 0;
-	pthread_mutex_lock(&lock);
 	/* (how far acknowledged writes reach: the size grows before a
 	 * write is taken, and one not acknowledged yet must not leave the
 	 * file longer after a crash) */
-	uint64_t acked = __atomic_load_n(&rf->acked, __ATOMIC_ACQUIRE);
-	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
-	if (acked > size)
-		acked = size;	/* (a truncate since) */
-	if (acked > rf->size_recorded)
-		ret = rfile_record_size(rf, acked);
-	pthread_mutex_unlock(&lock);
-	return ret;
+	return array_absent_count(rf->a) == 0 || !kept() ? 0 : rfile_record_acked(rf);
 }
 
 static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int max, bool *release)

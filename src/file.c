@@ -225,7 +225,7 @@ static void for_each_open(void (*fn)(struct rfile *rf, uint32_t j), uint32_t j)
 	free(all);
 }
 
-bool rfile_record_acked(void)
+bool rfile_record_acked_all(void)
 {
 	size_t n;
 	bool short_;
@@ -233,12 +233,9 @@ bool rfile_record_acked(void)
 	bool done = !short_;
 	for (size_t i = 0; i < n; i++) {
 		struct rfile *rf = all[i];
-		/* (no wait behind a long write: the next second) */
+		/* (no wait behind a long write: the next tick) */
 		if (pthread_rwlock_trywrlock(&rf->rw) == 0) {
-			uint64_t acked = __atomic_load_n(&rf->acked, __ATOMIC_ACQUIRE);
-			if (acked > rf->size)
-				acked = rf->size;
-			if (acked > rf->size_recorded && rfile_record_size(rf, acked) < 0)
+			if (rfile_record_acked(rf) < 0)
 				done = false;
 			pthread_rwlock_unlock(&rf->rw);
 		} else {
@@ -523,9 +520,17 @@ int rfile_write_meta(struct rfile *rf, uint32_t flags)
 	return write_meta(rf, flags, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE), true);
 }
 
-int rfile_record_size(struct rfile *rf, uint64_t size)
+int rfile_record_acked(struct rfile *rf)
 {
-	return write_meta(rf, 0, size, false);
+	/* (one at a time: destage threads hold rf->rw shared) */
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	int ret = 0;
+	pthread_mutex_lock(&lock);
+	uint64_t acked = rfile_acked(rf);
+	if (acked > rf->size_recorded)
+		ret = write_meta(rf, 0, acked, false);
+	pthread_mutex_unlock(&lock);
+	return ret;
 }
 
 int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)

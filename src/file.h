@@ -204,17 +204,15 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 
 /* Write the metadata (size, flags) to every present shard. */
 int rfile_write_meta(struct rfile *rf, uint32_t flags);
-/* The same with `size` (at most rf->size) recorded, the shards left as
- * they are (rf->rw may be held shared: a destage beside it writes them),
- * without META_F_EXACT; the metadata stays stale when it is short of
- * rf->size. */
-int rfile_record_size(struct rfile *rf, uint64_t size);
 
-/* Record how far acknowledged writes reach for every open file whose
- * metadata is short of it (a member failed: the shards' lengths may not
- * show a tail only it held).  False when some file was busy (or its
+/* Record how far acknowledged writes reach (rfile_acked()) when the
+ * metadata is short of it; 0 or -errno.  rf->rw held (shared: the
+ * shards are not touched). */
+int rfile_record_acked(struct rfile *rf);
+/* The same for every open file (a member failed: the shards' lengths may
+ * not show a tail only it held).  False when some file was busy (or its
  * record failed): call again later. */
-bool rfile_record_acked(void);
+bool rfile_record_acked_all(void);
 
 /* A write or truncate reaching `end` was acknowledged. */
 static inline void rfile_note_acked(struct rfile *rf, uint64_t end)
@@ -223,6 +221,14 @@ static inline void rfile_note_acked(struct rfile *rf, uint64_t end)
 	while (cur < end && !__atomic_compare_exchange_n(&rf->acked, &cur, end, false, __ATOMIC_ACQ_REL,
 							 __ATOMIC_ACQUIRE))
 		;
+}
+
+/* How far acknowledged writes reach, within the size (a truncate since). */
+static inline uint64_t rfile_acked(const struct rfile *rf)
+{
+	uint64_t acked = __atomic_load_n(&rf->acked, __ATOMIC_ACQUIRE);
+	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	return acked < size ? acked : size;
 }
 /* After a rebuild wrote shard j (SHADOW: the replacement) of a file nobody
  * else has open and whose other shards all hold the current record: that
@@ -247,10 +253,12 @@ long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from);
  * check that the array is writable. */
 ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off);
 ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint64_t off);
-/* The parity of the group holding file offset `off`, made again from its
- * data (absent slots reconstructed), bytes past the file's end as zeros:
- * guard.c's put-back, after a write cut short (rf->rw held or private). */
-int stripe_regen_at(struct rfile *rf, uint64_t off);
+/* The parity of each group holding one of the file offsets off[0..n),
+ * made again from its data (absent slots reconstructed), bytes past the
+ * file's end as zeros, then the shards cut to their lengths: guard.c's
+ * put-back, after a write cut short (rf->rw held or private).  The number
+ * of groups, or -errno. */
+int stripe_regen_at(struct rfile *rf, const uint64_t *off, int n);
 int stripe_truncate_locked(struct rfile *rf, uint64_t size);
 /* Whole stripes [s0, s0+ns) (ns <= 16): sd[i] holds stripe s0+i's data
  * bytes.  Parity comes from the buffers, nothing is read. */

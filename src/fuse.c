@@ -443,15 +443,22 @@ static int fs_symlink(const char *target, const char *path)
 	return make_everywhere(path, 0, 0, target, "symlink");
 }
 
+/* unlink (flags 0) or rmdir (AT_REMOVEDIR) on the members but the primary
+ * (cur_primary evaluated before) */
+static void remove_on_others(const char *path, int flags)
+{
+	FOR_OTHERS(j)
+		if (unlinkat(A->m[j].dirfd, rel(path), flags) < 0 && errno != ENOENT)
+			note_member_error(j, flags ? "rmdir" : "unlink", path, NULL, errno);
+}
+
 /* unlink (flags 0) or rmdir (AT_REMOVEDIR) on every member */
 static int remove_everywhere(const char *path, int flags)
 {
 	int slot = nsintent_begin(A, flags ? NSI_RMDIR : NSI_UNLINK, rel(path), NULL, 0);
 	int _e = ON_PRIMARY(unlinkat(PRIMARY, rel(path), flags));
 	if (_e == 0)
-		FOR_OTHERS(j)
-			if (unlinkat(A->m[j].dirfd, rel(path), flags) < 0 && errno != ENOENT)
-				note_member_error(j, flags ? "rmdir" : "unlink", path, NULL, errno);
+		remove_on_others(path, flags);
 	nsintent_end(A, slot);
 	return _e;
 }
@@ -602,9 +609,7 @@ static int remove_hidden(const char *path)
 		return r;
 	int slot = nsintent_begin(A, NSI_UNLINK, rel(path), NULL, 0);
 	(void)PRIMARY;	/* (cur_primary for FOR_OTHERS) */
-	FOR_OTHERS(j)
-		if (unlinkat(A->m[j].dirfd, rel(path), 0) < 0 && errno != ENOENT)
-			note_member_error(j, "unlink", path, NULL, errno);
+	remove_on_others(path, 0);
 	r = ON_PRIMARY(unlinkat(PRIMARY, rel(path), 0));
 	nsintent_end(A, slot);
 	return r;

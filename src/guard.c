@@ -278,31 +278,6 @@ bool guard_holds(uint64_t fid)
 	return false;
 }
 
-/* The cut write changed the absent chunks past the file's end too, which
- * must stay zeros (a rebuild writes nothing there, and the file may grow
- * over them): the parity of each group o's pieces lie in is made again
- * from its data, zeros past the end.  *n counts the groups. */
-static int regen_groups(struct rfile *rf, const struct old_guard *o, int *n)
-{
-	const struct layout *l = &rf->lay;
-	uint64_t sb = layout_stripe_data_bytes(l), done[GUARD_PIECES];
-	int ndone = 0, ret = 0;
-	for (int k = 0; k < o->n && ret == 0; k++) {
-		/* stripe and group (data chunk d of a stripe is in group
-		 * d % groups, layout_data_index()) */
-		uint64_t key = o->p[k].off / sb * l->groups + o->p[k].off % sb / l->chunk % l->groups;
-		bool seen = false;
-		for (int i = 0; i < ndone && !seen; i++)
-			seen = done[i] == key;
-		if (seen)
-			continue;
-		done[ndone++] = key;
-		ret = stripe_regen_at(rf, o->p[k].off);
-		(*n)++;
-	}
-	return ret;
-}
-
 int guard_replay_file(struct rfile *rf)
 {
 	int ret = 0, put = 0, regen = 0;
@@ -336,8 +311,18 @@ int guard_replay_file(struct rfile *rf)
 			ret = r < 0 ? (int)r : 0;
 			put++;
 		}
-		if (ret == 0)
-			ret = regen_groups(rf, o, &regen);
+		/* The cut write changed the absent chunks past the file's end
+		 * too, which must stay zeros (a rebuild writes nothing there,
+		 * and the file may grow over them): the parity of each group
+		 * the pieces lie in is made again, zeros past the end. */
+		if (ret == 0) {
+			uint64_t off[GUARD_PIECES];
+			for (int k = 0; k < o->n; k++)
+				off[k] = o->p[k].off;
+			int r = stripe_regen_at(rf, off, o->n);
+			ret = r < 0 ? r : 0;
+			regen += r > 0 ? r : 0;
+		}
 		suspended = false;
 		if (ret == 0 && o->slot >= 0)
 			slots |= 1u << o->slot;

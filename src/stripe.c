@@ -298,9 +298,7 @@ static int guard_absent(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo, u
 	/* (how far acknowledged writes reach: every byte below is on the
 	 * members or in the cache's log or arena; rf->size, grown before a
 	 * write is taken, may be past it) */
-	uint64_t acked = __atomic_load_n(&rf->acked, __ATOMIC_ACQUIRE);
-	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
-	*slot = guard_hold(rf, p, n, acked < size ? acked : size);
+	*slot = guard_hold(rf, p, n, rfile_acked(rf));
 	return *slot < 0 ? *slot : 0;
 }
 
@@ -723,6 +721,21 @@ int stripe_mark_cached(struct rfile *rf)
 
 enum member_sync stripe_member_sync = MSYNC_FLUSH;
 
+/* The in-place replacement's shard too (it takes every write the member
+ * does): one it cannot sync is given up, as on a write error there. */
+static void sync_shadow(struct rfile *rf, bool datasync)
+{
+	if (shadow_of(rf->a) < 0 || rf->fd[SHADOW] < 0)
+		return;
+	int r = member_fsync(rf->a, SHADOW, rf->fd[SHADOW], datasync);
+	if (r < 0) {
+		log_err("fsync failed on the replacement '%s': %s; the replacement is given up (the member it "
+			"was copying keeps serving; start it again with 'raidfs replace')",
+			rf->a->m[SHADOW].path, strerror(-r));
+		rebuild_abandon_replace();
+	}
+}
+
 int stripe_sync_shards(struct rfile *rf)
 {
 	if (stripe_member_sync == MSYNC_NEVER)
@@ -734,13 +747,9 @@ int stripe_sync_shards(struct rfile *rf)
 		if (r < 0)
 			array_member_io_error(rf->a, j, r, true);
 	}
-	/* the copy of a member being replaced in place takes the writes too
-	 * (a guard slot freed before it is durable would leave it behind) */
-	if (shadow_of(rf->a) >= 0 && rf->fd[SHADOW] >= 0 &&
-	    member_fsync(rf->a, SHADOW, rf->fd[SHADOW], true) < 0) {
-		log_err("fsync failed on the replacement '%s'", rf->a->m[SHADOW].path);
-		rebuild_abandon_replace();
-	}
+	/* (a guard slot freed before the replacement's copy is durable
+	 * would leave it behind) */
+	sync_shadow(rf, true);
 	return 0;
 }
 
@@ -1332,17 +1341,30 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 	return 0;
 }
 
-int stripe_regen_at(struct rfile *rf, uint64_t off)
+int stripe_regen_at(struct rfile *rf, const uint64_t *off, int n)
 {
 	const struct layout *l = &rf->lay;
-	uint64_t s;
-	uint32_t d, o;
+	uint64_t done[LAYOUT_MAX_WIDTH];	/* stripe * groups + group */
+	int ndone = 0, ret = 0;
 	if (l->red != RED_PARITY)
 		return 0;
-	layout_map(l, off, &s, &d, &o);
-	int ret = regen_group(rf, s, d % l->groups, rf->size);
-	/* (its parity slots as long as the file's size makes them) */
-	return ret < 0 ? ret : trim_shards(rf, rf->size);
+	for (int i = 0; i < n && ret == 0; i++) {
+		uint64_t s;
+		uint32_t d, o;
+		layout_map(l, off[i], &s, &d, &o);
+		uint64_t key = s * l->groups + d % l->groups;	/* (layout_data_index()) */
+		bool seen = false;
+		for (int k = 0; k < ndone && !seen; k++)
+			seen = done[k] == key;
+		if (seen || ndone == LAYOUT_MAX_WIDTH)
+			continue;
+		done[ndone++] = key;
+		ret = regen_group(rf, s, d % l->groups, rf->size);
+	}
+	/* (the parity slots as long as the file's size makes them) */
+	if (ret == 0 && ndone)
+		ret = trim_shards(rf, rf->size);
+	return ret < 0 ? ret : ndone;
 }
 
 int stripe_truncate(struct rfile *rf, uint64_t size)
@@ -1421,11 +1443,7 @@ int stripe_fsync(struct rfile *rf, bool datasync)
 			array_member_io_error(rf->a, j, r, true);
 		}
 	}
-	if (shadow_of(rf->a) >= 0 && rf->fd[SHADOW] >= 0 &&
-	    member_fsync(rf->a, SHADOW, rf->fd[SHADOW], datasync) < 0) {
-		log_err("fsync failed on the replacement '%s'", rf->a->m[SHADOW].path);
-		rebuild_abandon_replace();	/* (as a write error there) */
-	}
+	sync_shadow(rf, datasync);
 	for (uint32_t g = 0; g < rf->lay.groups && ret == 0; g++) {
 		/* fsync succeeds while every group keeps what was written
 		 * durable: on enough members that are still there, counting
