@@ -1338,9 +1338,12 @@ static void left_dirty_add(struct array *a, uint64_t id)
 	pthread_mutex_unlock(&a->left_lock);
 }
 
-uint64_t array_size_reached(const struct array *a, const struct layout *l, const int *fds, uint64_t recorded)
+uint64_t array_size_reached(const struct array *a, const struct layout *l, const int *fds, uint64_t recorded,
+			    uint32_t flags)
 {
 	uint64_t size = 0;
+	if (flags & META_F_TRUNC)
+		return recorded;
 	bool unknown = false;	/* a member whose shard is not here */
 	for (uint32_t j = 0; j < a->width; j++) {
 		struct stat st;
@@ -1490,7 +1493,7 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 		 * file was being written, and rebuilding it from redundancy
 		 * that may lag behind the data would put other bytes where md
 		 * puts the data the members hold; see plan-failures.md.) */
-		rf.size = array_size_reached(a, &rf.lay, fds, fm.size);
+		rf.size = array_size_reached(a, &rf.lay, fds, fm.size, fm.flags);
 		/* what the cache of the last run held for it goes in first;
 		 * its mark is there already (a cache mark stays one: a crash
 		 * during the replay finds the file as it was) */
@@ -1501,9 +1504,16 @@ static int resync_one(struct array *a, const char *entry, bool cache_only, bool 
 		stripe_log_covered(false);
 		replayed = ret == 0;
 		/* (a file only the cache changed is whole after the replay,
-		 * unless the cache of the last run was lost) */
-		if (ret == 0 && (!cache_only || !cache_found_last_run()))
+		 * unless the cache of the last run was lost; a truncate cut
+		 * short - its size taken above, its record replayed - is
+		 * finished by the resync, which cuts the shards to the size
+		 * and makes the parity over it) */
+		bool cut = fm.flags & META_F_TRUNC;
+		if (ret == 0 && (!cache_only || !cache_found_last_run() || cut))
 			ret = stripe_resync(&rf);
+		if (ret == 0 && cut)
+			log_warn("dirty file %s: a truncate to %" PRIu64 " bytes was cut short by the crash: finished now",
+				 entry, fm.size);
 		if (ret == 0)
 			ret = rfile_write_meta(&rf, 0);
 		pthread_rwlock_destroy(&rf.rw);

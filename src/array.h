@@ -343,8 +343,10 @@ void array_left_dirty_done(struct array *a, uint64_t id);
 /* The size a file being written at a crash reached on its shards (fds;
  * `recorded`: its record's, the least taken when a member has no shard
  * there, whose tail is not known): what the resync keeps, a lower bound
- * then. */
-uint64_t array_size_reached(const struct array *a, const struct layout *l, const int *fds, uint64_t recorded);
+ * then.  `flags`: the record's; with META_F_TRUNC, a truncate to
+ * `recorded` was cut short: that size (the resync finishes the cut). */
+uint64_t array_size_reached(const struct array *a, const struct layout *l, const int *fds, uint64_t recorded,
+			    uint32_t flags);
 /* A member directory (fd) comes back: drop its dirty-log entries that the
  * members in service cleared while it was away. */
 void array_dirty_prune(struct array *a, int fd);

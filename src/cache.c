@@ -937,12 +937,13 @@ static int read_sector(struct rfile *rf, uint64_t s, uint32_t sec, uint8_t *out)
 /*
  * Copy [a, b) of stripe s (bytes in the line) from src into the cache.
  * rf->rw held shared.  A sector the write covers only in part, and which
- * the line does not hold yet, is first filled from the members.
- * Returns 0, 1 when no line was free (nothing copied: wait and retry), or
- * -errno.
+ * the line does not hold yet, is first filled from the members.  head,
+ * tail (when not NULL): the whole first and last sector as the line holds
+ * them then.  Returns 0, 1 when no line was free (nothing copied: wait
+ * and retry), or -errno.
  */
 static int put_range(struct rfile *rf, uint64_t s, uint64_t a, uint64_t b, const uint8_t *src,
-		     uint64_t new_size)
+		     uint64_t new_size, uint8_t *head, uint8_t *tail)
 {
 	uint32_t sa = a / SECTOR, sb = (b - 1) / SECTOR;
 	bool part_a = a % SECTOR != 0, part_b = b % SECTOR != 0;
@@ -991,6 +992,10 @@ static int put_range(struct rfile *rf, uint64_t s, uint64_t a, uint64_t b, const
 		}
 	}
 	memcpy(ln->data + a, src, b - a);
+	if (head)
+		memcpy(head, ln->data + (uint64_t)sa * SECTOR, SECTOR);
+	if (tail)
+		memcpy(tail, ln->data + (uint64_t)sb * SECTOR, SECTOR);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	bool was_dirty = ln->ndirty > 0;
 	for (uint32_t i = sa; i <= sb; i++) {
@@ -1012,6 +1017,41 @@ static int put_range(struct rfile *rf, uint64_t s, uint64_t a, uint64_t b, const
 		kick_locked();
 	pthread_mutex_unlock(&C.lock);
 	return 0;
+}
+
+/*
+ * The sectors a write-back write covers only in part, for its log record
+ * (bbu=file).  The cache completes such a sector with bytes it read from
+ * the members, and from then on the destage treats the whole sector as
+ * the line's: in a degraded stripe it takes no guard for an absent chunk
+ * whose sectors are all dirty.  Cut there, the chunk's bytes around the
+ * write are gone from the members too (they were only the parity), so
+ * the record carries the whole sectors - the line's bytes before the
+ * write in its first sector, and after it in its last, up to the file's
+ * end (a replay must not make the file longer).
+ */
+struct edges {
+	uint8_t head[SECTOR], tail[SECTOR];	/* the first and last sector */
+	uint32_t hlen, tlen;			/* bytes before off; after the end */
+};
+
+/* The record of buf's bytes [from, to) of a write of [off, end): with
+ * the head sector's bytes when it starts the write, the tail's when it
+ * ends it. */
+static int record_part(struct rfile *rf, const uint8_t *buf, uint64_t off, uint64_t end, uint64_t from,
+		       uint64_t to, const struct edges *e, uint64_t *rec_end)
+{
+	struct iovec v[CACHELOG_PIECES];
+	int n = 0;
+	uint64_t start = from;
+	if (from == off && e->hlen) {
+		v[n++] = (struct iovec){ (void *)e->head, e->hlen };
+		start -= e->hlen;
+	}
+	v[n++] = (struct iovec){ (void *)(buf + (from - off)), to - from };
+	if (to == end && e->tlen)
+		v[n++] = (struct iovec){ (void *)(e->tail + end % SECTOR), e->tlen };
+	return cachelog_put_writev(rf->id, start, v, n, rec_end);
 }
 
 static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
@@ -1040,19 +1080,29 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 	if (cur < end)
 		rf->meta_stale = true;
 	uint64_t new_size = end > cur ? end : cur;
+	struct edges e = { .hlen = off % SECTOR };
 	for (uint64_t pos = off; pos < end;) {
 		uint64_t s = pos / lb, sbeg = s * lb;
 		uint64_t y = end < sbeg + lb ? end : sbeg + lb;
-		r = put_range(rf, s, pos - sbeg, y - sbeg, buf + (pos - off), new_size);
+		bool want_h = logged && pos == off && e.hlen, want_t = logged && y == end && end % SECTOR;
+		r = put_range(rf, s, pos - sbeg, y - sbeg, buf + (pos - off), new_size, want_h ? e.head : NULL,
+			      want_t ? e.tail : NULL);
 		if (r < 0)
 			break;
+		if (r == 0 && want_t) {
+			/* up to the sector's end or the file's (writers of
+			 * this file wait for log_order; truncate for rf->rw) */
+			uint64_t lim = (end / SECTOR + 1) * SECTOR;
+			uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+			e.tlen = size > end ? (uint32_t)((size < lim ? size : lim) - end) : 0;
+		}
 		if (r == 1) {
 			/* (the part already in the cache gets its record now:
 			 * another writer may take these bytes meanwhile) */
 			if (logged && pos > rec_from) {
-				int e = cachelog_put_write(rf->id, rec_from, buf + (rec_from - off), pos - rec_from, &rec_end);
-				if (e < 0) {
-					r = e;
+				int e2 = record_part(rf, buf, off, end, rec_from, pos, &e, &rec_end);
+				if (e2 < 0) {
+					r = e2;
 					break;
 				}
 				rec_from = pos;
@@ -1074,7 +1124,7 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 		futimens(rf->fd[rf->a->primary], now);
 	}
 	if (r >= 0 && logged && end > rec_from)
-		r = cachelog_put_write(rf->id, rec_from, buf + (rec_from - off), end - rec_from, &rec_end);
+		r = record_part(rf, buf, off, end, rec_from, end, &e, &rec_end);
 	if (logged)
 		pthread_mutex_unlock(&rf->log_order);
 	pthread_rwlock_unlock(&rf->rw);
@@ -1116,13 +1166,13 @@ static int drop_range_locked(struct rfile *rf, uint64_t off, uint64_t end, bool 
 }
 
 /*
- * A change made straight to the members under rf->rw (held exclusively):
+ * A write made straight to the members under rf->rw (held exclusively):
  * when `done` and the file log holds records that a replay would put over
- * it, it gets its own record after them - a write of buf[0..len) at off,
- * or (buf NULL) a truncate to off - in order with the file's write-back
- * writes (write_back()): its turn taken before rf->rw goes, so no later
- * write records first; written after, since a full log waits for lines of
- * this file to be written out, which needs rf->rw.  Unlocks rf->rw.
+ * it, it gets its own record after them, of buf[0..len) at off, in order
+ * with the file's write-back writes (write_back()): its turn taken before
+ * rf->rw goes, so no later write records first; written after, since a
+ * full log waits for lines of this file to be written out, which needs
+ * rf->rw.  Unlocks rf->rw.
  */
 static int record_and_unlock(struct rfile *rf, bool done, uint64_t off, const void *buf, size_t len)
 {
@@ -1133,7 +1183,7 @@ static int record_and_unlock(struct rfile *rf, bool done, uint64_t off, const vo
 	if (!logged)
 		return 0;
 	uint64_t end = 0;
-	int r = buf ? cachelog_put_write(rf->id, off, buf, len, &end) : cachelog_put_truncate(rf->id, off, &end);
+	int r = cachelog_put_write(rf->id, off, buf, len, &end);
 	pthread_mutex_unlock(&rf->log_order);
 	return r < 0 ? r : cachelog_commit(end);
 }
@@ -1398,6 +1448,40 @@ static void *ra_main(void *arg)
 
 /* ------------------------------------------------------ truncate, fsync */
 
+/*
+ * Take rf->rw exclusively for a truncate to `size`, with the truncate in
+ * the file log first when the log holds records (a replay puts the writes
+ * before it back, and may reach past the new end: the truncate's record
+ * after them cuts them off again, and it finishes a truncate cut short).
+ * Written ahead, durably.  A full log is waited for with no lock held:
+ * its room comes from destaging lines, which takes rf->rw; so is
+ * log_order when busy (a write-through write of this file holds it
+ * without rf->rw while it waits for room).
+ */
+static int lock_for_truncate(struct rfile *rf, uint64_t size)
+{
+	for (;;) {
+		pthread_rwlock_wrlock(&rf->rw);
+		if (cache_opts.bbu != BBU_FILE || !cachelog_live())
+			return 0;
+		int r = -EAGAIN;
+		uint64_t end = 0;
+		if (pthread_mutex_trylock(&rf->log_order) == 0) {
+			r = cachelog_try_put_truncate(rf->id, size, &end);
+			pthread_mutex_unlock(&rf->log_order);
+			if (r == 0)
+				r = cachelog_commit(end);
+		}
+		if (r != -EAGAIN) {
+			if (r < 0)
+				pthread_rwlock_unlock(&rf->rw);
+			return r;
+		}
+		pthread_rwlock_unlock(&rf->rw);
+		cache_log_wait();
+	}
+}
+
 int cache_truncate(struct rfile *rf, uint64_t size)
 {
 	if (cache_offline())
@@ -1406,9 +1490,19 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 		return stripe_truncate(rf, size);
 	if (!array_writable(rf->a))
 		return rf->a->readonly ? -EROFS : -EIO;
+	/* A file changed only through the cache keeps the cache's mark: the
+	 * truncate is in the log before it begins (bbu=file), and a shrink
+	 * records that it began (META_F_TRUNC), so the mount finishes one
+	 * cut short; its guard keeps what a cut could change in a degraded
+	 * stripe. */
+	bool covered = kept() && log_noted();
+	int r = covered ? stripe_mark_cached(rf) : 0;
+	if (r == 0)
+		r = lock_for_truncate(rf, size);
+	if (r < 0)
+		return r;
 	uint64_t lb = C.line_bytes;
 	bool release = false;
-	pthread_rwlock_wrlock(&rf->rw);
 	pthread_mutex_lock(&C.lock);
 	/* lines wholly past the new end go; the one across it loses the
 	 * sectors past the end and the bytes past it in its last sector */
@@ -1446,10 +1540,10 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 		ln->h->size_hint = size;
 	}
 	pthread_mutex_unlock(&C.lock);
-	int r = stripe_truncate_locked(rf, size);
-	int e = record_and_unlock(rf, r == 0, size, NULL, 0);
-	if (r == 0)
-		r = e;
+	stripe_log_covered(covered);
+	r = stripe_truncate_locked(rf, size);
+	stripe_log_covered(false);
+	pthread_rwlock_unlock(&rf->rw);
 	if (release)
 		rfile_release(rf);
 	return r;

@@ -472,8 +472,15 @@ int cachelog_reset(void)
 
 /* Write a record (not yet durable: cachelog_commit()); *end is where it
  * ends in the log. */
-static int put(uint32_t kind, uint64_t fid, uint64_t off, const void *buf, uint32_t len, uint64_t *end)
+static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *data, int ndata, bool wait,
+	       uint64_t *end)
 {
+	uint64_t total = 0;
+	for (int i = 0; i < ndata; i++)
+		total += data[i].iov_len;
+	if (total > UINT32_MAX)
+		return -EFBIG;
+	uint32_t len = (uint32_t)total;
 	uint64_t need = rec_size(len);
 	uint64_t v;
 	if (need > L.ring)
@@ -501,6 +508,8 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const void *buf, uint3
 		pthread_mutex_unlock(&L.lock);
 		if (L.a && !array_writable(L.a))
 			return -EIO;	/* nothing can be written out */
+		if (!wait)
+			return -EAGAIN;
 		cache_log_wait();
 		pthread_mutex_lock(&L.lock);
 	}
@@ -513,15 +522,20 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const void *buf, uint3
 	put_le64(h + 24, fid);
 	put_le64(h + 32, off);
 	put_le32(h + 40, len);
-	put_le32(h + 44, len ? parity_crc32(0, buf, len) : 0);
+	uint32_t crc = 0;
+	for (int i = 0; i < ndata; i++)
+		if (data[i].iov_len)
+			crc = parity_crc32(crc, data[i].iov_base, data[i].iov_len);
+	put_le32(h + 44, crc);
 	put_le32(h + 60, parity_crc32(0, h, 60));
 	static const uint8_t zero[REC_ALIGN];
-	struct iovec iov[3] = {
-		{ h, REC_HDR },
-		{ (void *)buf, len },
-		{ (void *)zero, need - REC_HDR - len },
-	};
-	int r = io_pwritev(L.fd, iov, 3, phys(v));
+	struct iovec iov[2 + CACHELOG_PIECES];
+	int n = 0;
+	iov[n++] = (struct iovec){ h, REC_HDR };
+	for (int i = 0; i < ndata; i++)
+		iov[n++] = data[i];
+	iov[n++] = (struct iovec){ (void *)zero, need - REC_HDR - len };
+	int r = io_pwritev(L.fd, iov, n, phys(v));
 	if (r < 0) {
 		pthread_mutex_unlock(&L.lock);
 		log_err("cache log '%s': write failed: %s", L.path, strerror(-r));
@@ -557,12 +571,20 @@ int cachelog_commit(uint64_t mine)
 
 int cachelog_put_write(uint64_t fid, uint64_t off, const void *buf, size_t len, uint64_t *end)
 {
-	return put(REC_WRITE, fid, off, buf, len, end);
+	struct iovec v = { (void *)buf, len };
+	return put(REC_WRITE, fid, off, &v, 1, true, end);
 }
 
-int cachelog_put_truncate(uint64_t fid, uint64_t size, uint64_t *end)
+int cachelog_put_writev(uint64_t fid, uint64_t off, const struct iovec *parts, int n, uint64_t *end)
 {
-	return put(REC_TRUNCATE, fid, size, NULL, 0, end);
+	if (n > CACHELOG_PIECES)
+		return -EINVAL;
+	return put(REC_WRITE, fid, off, parts, n, true, end);
+}
+
+int cachelog_try_put_truncate(uint64_t fid, uint64_t size, uint64_t *end)
+{
+	return put(REC_TRUNCATE, fid, size, NULL, 0, false, end);
 }
 
 void cachelog_close_clean(void)

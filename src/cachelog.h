@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 struct array;
 struct rfile;
@@ -47,7 +48,12 @@ void cachelog_position(uint64_t *v, uint64_t *seq);
  * it: callers put the records of one file in the order the cache took
  * the changes), not yet durable; *end: where it ends.  0 or -errno. */
 int cachelog_put_write(uint64_t fid, uint64_t off, const void *buf, size_t len, uint64_t *end);
-int cachelog_put_truncate(uint64_t fid, uint64_t size, uint64_t *end);
+/* (-EAGAIN when the log is full: room comes from destaging lines) */
+int cachelog_try_put_truncate(uint64_t fid, uint64_t size, uint64_t *end);
+/* A write record whose bytes are parts[0..n) one after the other (at
+ * most CACHELOG_PIECES), from off. */
+#define CACHELOG_PIECES 3
+int cachelog_put_writev(uint64_t fid, uint64_t off, const struct iovec *parts, int n, uint64_t *end);
 /* Durable: every record up to end (one fdatasync for the records of
  * several callers).  0 or -errno. */
 int cachelog_commit(uint64_t end);

@@ -520,6 +520,11 @@ int rfile_write_meta(struct rfile *rf, uint32_t flags)
 	return write_meta(rf, flags, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE), true);
 }
 
+int rfile_record_truncate(struct rfile *rf, uint64_t size)
+{
+	return write_meta(rf, META_F_TRUNC, size, false);
+}
+
 int rfile_record_acked(struct rfile *rf)
 {
 	/* (one at a time: destage threads hold rf->rw shared) */
@@ -1057,7 +1062,7 @@ again:;
 	bool left = array_left_dirty(a, rf->id);
 	bool resync = !left && (fm.flags & META_F_EXACT) && find_short_shards(rf);
 	if (left && array_writable(a)) {
-		rf->size = array_size_reached(a, &rf->lay, rf->fd, rf->size);
+		rf->size = array_size_reached(a, &rf->lay, rf->fd, rf->size, rf->meta_flags);
 		rf->acked = rf->size;
 		if (rf->reserved > rf->size)
 			rf->reserved = rf->size;

@@ -205,6 +205,12 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 /* Write the metadata (size, flags) to every present shard. */
 int rfile_write_meta(struct rfile *rf, uint32_t flags);
 
+/* A truncate to `size` is about to cut the file (META_F_TRUNC): recorded
+ * before any shard changes, so that a crash in the middle ends with the
+ * file truncated (the mount finishes it), not half cut.  rf->rw held
+ * exclusively; 0 or -errno. */
+int rfile_record_truncate(struct rfile *rf, uint64_t size);
+
 /* Record how far acknowledged writes reach (rfile_acked()) when the
  * metadata is short of it; 0 or -errno.  rf->rw held (shared: the
  * shards are not touched). */

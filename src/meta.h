@@ -35,6 +35,9 @@
 /* every shard was at least as long as the size needs (layout_shard_size())
  * when the record was written: a shorter one has lost data since */
 #define META_F_EXACT 0x2
+/* a truncate to `size` has begun and not ended (its shards may be cut in
+ * part): the next mount takes that size and finishes it */
+#define META_F_TRUNC 0x4
 
 struct file_meta {
 	uint64_t id;

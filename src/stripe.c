@@ -1290,7 +1290,11 @@ static int guard_cut(struct rfile *rf, uint64_t s, uint64_t size, int *slot, uin
 			if (n == GUARD_PIECES) {
 				log_warn("file %016" PRIx64 ": more absent members in stripe %" PRIu64 " than a guard slot "
 					 "holds: truncated without keeping their chunks aside", rf->id, s);
-				return 0;
+				/* (nor does the cache's mark cover it then) */
+				pthread_mutex_lock(&mark_lock);
+				int r = mark_dirty(rf);
+				pthread_mutex_unlock(&mark_lock);
+				return r;
 			}
 			p[n].off = off;
 			p[n].len = off >= rf->size ? 0 : rf->size - off < l->chunk ? rf->size - off : l->chunk;
@@ -1397,6 +1401,11 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 	uint64_t s = size ? (size - 1) / sbytes : 0;
 	note_written(rf, regen ? s + 1 : 0);	/* (a change, if nothing written) */
 	int ret = stripe_mark_dirty(rf);
+	/* a shrink says so first: cut short, it is finished at the next
+	 * mount (a size found from shards cut in part would keep some old
+	 * bytes and zeros in place of others) */
+	if (ret == 0 && size < rf->size)
+		ret = rfile_record_truncate(rf, size);
 	int gs = -1;
 	uint8_t *kept = NULL;
 	if (ret == 0 && regen)

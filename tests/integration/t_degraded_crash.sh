@@ -21,7 +21,9 @@
 # every byte must still be right (the parity matches the data).  First,
 # rounds that cut at a chosen point: a destage between the data and the
 # parity of a stripe whose absent chunk lies past the file's end
-# (eof_round), a truncate between its P and Q (cut_round), and writes
+# (eof_round) or of sectors the cache completed with a read (sector_
+# round), a truncate between its P and Q or after its cut (cut_round;
+# regrow_round: with a write past the new end in the log), and writes
 # whose tail only the absent member holds (tail_round).
 #
 # Environment: SEED.
@@ -157,6 +159,26 @@ hole_round() {
 	return 2
 }
 
+# cut_destage N ERE: a destage cut between slot 0 and the parity: the
+# parity members ($parity) slow, `cache flush` started, and kill -9 once
+# slot 0's member ($d0) holds the first N bytes of $C/new; mounted again
+# (crash_mount ERE: sets the caller's put)
+cut_destage() {
+	local j fpid ok=0
+	for j in $parity; do
+		expect_rc 0 "$RAIDFS" inject "$mnt" "$j" latency 5000 write
+	done
+	"$RAIDFS" cache "$mnt" flush >/dev/null 2>&1 &
+	fpid=$!
+	for _ in $(seq 1 100); do
+		cmp -s -n "$1" "$C/new" "$C/d$((d0 + 1))/g" && { ok=1; break; }
+		sleep 0.1
+	done
+	[ "$ok" = 1 ] || fail "$what: the destage never wrote slot 0's member"
+	sleep 0.3
+	crash_mount "$fpid" "$2"
+}
+
 # short_stripe_file: g, one short stripe over three data slots of 16K:
 # slot 0 full, slot 1 holding 5000 bytes, slot 2 wholly past the end;
 # written, the array unmounted, and which member holds which slot found
@@ -210,19 +232,8 @@ eof_round() {
 	dd if="$C/new" of="$mnt/g" conv=notrunc 2>/dev/null || fail "$what: overwrite failed"
 	cmp -s "$C/ref/g" "$mnt/g" || fail "$what: g differs before the crash"
 	[ "$(json_cache "$mnt" dirty_bytes)" -gt 0 ] || fail "$what: nothing dirty before the kill"
-	for j in $parity; do
-		expect_rc 0 "$RAIDFS" inject "$mnt" "$j" latency 5000 write
-	done
-	"$RAIDFS" cache "$mnt" flush >/dev/null 2>&1 &
-	local fpid=$! ok=0
-	for _ in $(seq 1 100); do
-		cmp -s -n 8000 "$C/new" "$C/d$((d0 + 1))/g" && { ok=1; break; }
-		sleep 0.1
-	done
-	[ "$ok" = 1 ] || fail "$what: the destage never wrote slot 0's member"
-	sleep 0.3
 	local put
-	crash_mount "$fpid" "put back as\|parity made again over zeros"
+	cut_destage 8000 "put back as\|parity made again over zeros"
 	[ "$put" -gt 0 ] || fail "$what: the mount did not say it put the guarded write back"
 	cmp -s "$C/ref/g" "$mnt/g" || fail "$what: g differs after kill -9 during the destage"
 	replace_and_lose "$d0" $failed
@@ -232,8 +243,10 @@ eof_round() {
 	log "ok: $what: the absent chunk past the end reads as zeros after a destage cut by kill -9"
 }
 
-# cut_round NAME BBU WHERE: a truncate cut short in a degraded raid6
-# stripe.  The same file as eof_round, slots 1 and 2 on failed members; a
+# cut_round NAME BBU WHERE [optimal]: a truncate cut short in a degraded
+# raid6 stripe (optimal: no member failed, no guard; the mount's resync
+# must finish it).  The same file as eof_round, slots 1 and 2 on failed
+# members; a
 # truncate to 3000 bytes makes the stripe's parity again (P, then Q),
 # cuts the shards, syncs them and records the size.  WHERE "pq": both
 # parity members slow, the daemon is killed once P holds the new parity -
@@ -242,17 +255,18 @@ eof_round() {
 # bytes, unless the guard kept it up to the old end.  WHERE "cut": slot
 # 0's member slow to sync, killed once its shard is cut - before the new
 # size used to be recorded: the mount took the old size, slot 0's bytes
-# past 3000 read as zeros, slot 1's as before.  The file must read as
-# before the truncate or as after it, and still so after the rebuild with
-# slot 0's member gone.
+# past 3000 read as zeros, slot 1's as before.  The truncate records that
+# it began before it cuts anything, and the mount finishes it: the file
+# must read as after it, zeros past 3000 when it grows again, and still
+# so after the rebuild with slot 0's member gone.
 cut_round() {
-	local name=$1 bbu=$2 where=$3 level=raid6 width=5
-	local C mem members mnt opts j d0="" d1="" e="" parity="" failed
-	what="$level truncate cut short ($where), bbu=$bbu"
+	local name=$1 bbu=$2 where=$3 state=${4:-degraded} level=raid6 width=5
+	local C mem members mnt opts j d0="" d1="" e="" parity="" failed=""
+	what="$level truncate cut short ($where), bbu=$bbu, $state"
 	new_array "$name" "$level" "$width" "$bbu"
 	short_stripe_file
 	head -c 3000 "$C/ref/g" >"$C/cut"
-	failed="$d1 $e"
+	[ "$state" = degraded ] && failed="$d1 $e"
 	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
 	for j in $failed; do
 		expect_rc 0 "$RAIDFS" fail "$mnt" "$j"
@@ -279,21 +293,67 @@ cut_round() {
 	done
 	[ "$ok" = 1 ] || fail "$what: the truncate never got that far"
 	sleep 0.2
-	# (-o force: a truncate is not in the cache's log, its file has the
-	# plain dirty mark; the guard's chunks go back before the resync)
-	local put keep=$opts
-	opts="$opts,force"
+	# (without -o force: the file keeps the cache's mark, its truncate
+	# guarded - the members were failed before it began)
+	local put
 	crash_mount "$tpid" "put back as\|parity made again over zeros"
-	opts=$keep
-	[ "$put" -gt 0 ] || fail "$what: the mount did not say it put the guarded chunks back"
-	local want=$C/ref/g
-	cmp -s "$C/cut" "$mnt/g" && want=$C/cut
-	cmp -s "$want" "$mnt/g" ||
-		fail "$what: g is neither as before the truncate nor as after it: $(cmp -l "$C/ref/g" "$mnt/g" 2>/dev/null | wc -l) bytes differ from before"
+	[ "$put" -gt 0 ] || [ "$state" = optimal ] || fail "$what: the mount did not say it put the guarded chunks back"
+	tail -n 30 "$T/daemon.log" | grep -q "truncate to 3000 bytes was cut short by the crash: finished" ||
+		fail "$what: the mount did not say it finished the truncate"
+	cmp -s "$C/cut" "$mnt/g" ||
+		fail "$what: g is not as after the truncate: $(stat -c %s "$mnt/g") bytes, $(cmp -l "$C/cut" "$mnt/g" 2>/dev/null | wc -l) of them differ"
+	# grown again, g reads zeros past 3000: the shards were cut there
+	# (a shard left long would show its old bytes)
+	truncate -s 21384 "$mnt/g" || fail "$what: truncate failed"
+	truncate -s 21384 "$C/cut"
+	cmp -s "$C/cut" "$mnt/g" ||
+		fail "$what: g grown again after the mount: $(cmp -l "$C/cut" "$mnt/g" 2>/dev/null | wc -l) bytes past the truncate are not zeros"
 	replace_and_lose "$d0" $failed
-	cmp -s "$want" "$mnt/g" || fail "$what: g differs after the rebuild, with slot 0's member gone"
+	cmp -s "$C/cut" "$mnt/g" || fail "$what: g differs after the rebuild, with slot 0's member gone"
 	rfs_unmount "$mnt" || fail "$what: unmount failed"
-	log "ok: $what: g reads as $([ "$want" = "$C/cut" ] && echo after || echo before) the truncate, also rebuilt"
+	log "ok: $what: the mount finished the truncate, also rebuilt"
+}
+
+# regrow_round: a truncate cut short in an optimal raid5 (bbu=file), with
+# a write past the new end in the cache's log.  g (64K) is on the
+# members; 8000 bytes at 40000 are written back (a dirty line, a log
+# record); a truncate to 3000 drops the line and remakes stripe 0's
+# parity - stripe 0's parity member slow - and the daemon is killed in
+# the middle.  The mount replays the log - the write at 40000 makes g
+# longer again, then the truncate's record (written before it began)
+# cuts it off - and finishes the truncate: g as after it, 3000 bytes.
+regrow_round() {
+	local level=raid5 width=4 C mem members mnt opts j p="" f
+	what="$level truncate cut short, a write past its end in the log"
+	new_array r5t "$level" "$width" file
+	head -c 65536 /dev/urandom >"$C/ref/g"
+	cp "$C/ref/g" "$mnt/g" || fail "$what: write failed"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	for j in $(seq 0 $((width - 1))); do
+		f=$C/d$((j + 1))/g
+		cmp -s -n 16384 "$f" "$C/ref/g" || cmp -s -n 16384 -i 0:16384 "$f" "$C/ref/g" ||
+			cmp -s -n 16384 -i 0:32768 "$f" "$C/ref/g" || p=$j
+	done
+	[ -n "$p" ] || fail "$what: stripe 0's parity member not found"
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	head -c 8000 /dev/urandom >"$C/new"
+	dd if="$C/new" of="$mnt/g" bs=8000 seek=40000 oflag=seek_bytes conv=notrunc 2>/dev/null ||
+		fail "$what: overwrite failed"
+	[ "$(json_cache "$mnt" dirty_bytes)" -gt 0 ] || fail "$what: nothing dirty before the truncate"
+	head -c 3000 "$C/ref/g" >"$C/cut"
+	expect_rc 0 "$RAIDFS" inject "$mnt" "$p" latency 5000 write
+	truncate -s 3000 "$mnt/g" 2>/dev/null &
+	local tpid=$! put
+	sleep 1.5
+	crash_mount "$tpid" "truncate to 3000 bytes was cut short by the crash: finished"
+	[ "$put" -gt 0 ] || fail "$what: the mount did not say it finished the truncate (did the kill miss it?)"
+	cmp -s "$C/cut" "$mnt/g" ||
+		fail "$what: g is not as after the truncate: $(stat -c %s "$mnt/g") bytes, $(cmp -l "$C/cut" "$mnt/g" 2>/dev/null | wc -l) of them differ"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	cmp -s "$C/cut" "$mnt/g" || fail "$what: g is not as after the truncate at the next mount"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	log "ok: $what: the mount finished the truncate after the replay"
 }
 
 # tail_round NAME BBU: a tail only the absent member holds.  raid5 over
@@ -350,26 +410,85 @@ tail_round() {
 	log "ok: $what: the tail survived kill -9, also with a guarded write cut short after it"
 }
 
+# sector_round NAME LEVEL WIDTH BBU: a sector a write covers only in part,
+# on a failed member.  g is one full stripe (chunk 16K, three data slots);
+# slot 1's member is failed (raid6: slot 2's too).  512 bytes are written
+# over slot 0's first sector and 300 bytes into the middle of the failed
+# slots' first sectors: the cache completes those sectors with bytes
+# reconstructed from the members, and the destage, every byte of the
+# absent slots' columns dirty in the line, takes no guard.  With the
+# parity members slow, the daemon is killed once slot 0 holds its new
+# sector.  The replay must put back the whole sectors: the bytes around
+# the 300 are not in the members any more (the parity is the old one,
+# slot 0 the new).
+sector_round() {
+	local name=$1 level=$2 width=$3 bbu=$4
+	local C mem members mnt opts j d0="" d1="" d2="" parity="" failed f
+	what="$level sector filled by a read, bbu=$bbu"
+	new_array "$name" "$level" "$width" "$bbu"
+	head -c 49152 /dev/urandom >"$C/ref/g"
+	for j in 0 1 2; do
+		dd if="$C/ref/g" of="$C/slot$j" bs=16384 skip=$j count=1 2>/dev/null
+	done
+	cp "$C/ref/g" "$mnt/g" || fail "$what: write failed"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	for j in $(seq 0 $((width - 1))); do
+		f=$C/d$((j + 1))/g
+		if cmp -s "$C/slot0" "$f"; then
+			d0=$j
+		elif cmp -s "$C/slot1" "$f"; then
+			d1=$j
+		elif cmp -s "$C/slot2" "$f"; then
+			d2=$j
+		else
+			parity="$parity $j"
+		fi
+	done
+	[ -n "$d0" ] && [ -n "$d1" ] && [ -n "$d2" ] || fail "$what: slots not found: '$d0' '$d1' '$d2'"
+	failed=$d1
+	[ "$level" = raid6 ] && failed="$d1 $d2"
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	for j in $failed; do
+		expect_rc 0 "$RAIDFS" fail "$mnt" "$j"
+	done
+	head -c 512 /dev/urandom >"$C/new"
+	dd if="$C/new" of="$C/ref/g" conv=notrunc 2>/dev/null
+	dd if="$C/new" of="$mnt/g" conv=notrunc 2>/dev/null || fail "$what: overwrite failed"
+	for j in 1 2; do
+		[ "$j" = 2 ] && [ "$level" != raid6 ] && continue
+		head -c 300 /dev/urandom >"$C/part"
+		dd if="$C/part" of="$C/ref/g" bs=1 seek=$((j * 16384 + 100)) conv=notrunc 2>/dev/null
+		dd if="$C/part" of="$mnt/g" bs=300 seek=$((j * 16384 + 100)) oflag=seek_bytes conv=notrunc 2>/dev/null ||
+			fail "$what: overwrite failed"
+	done
+	cmp -s "$C/ref/g" "$mnt/g" || fail "$what: g differs before the crash"
+	local put
+	cut_destage 512 "put back as"
+	cmp -s "$C/ref/g" "$mnt/g" ||
+		fail "$what: g differs after kill -9 during the destage: $(cmp -l "$C/ref/g" "$mnt/g" 2>/dev/null | wc -l) bytes"
+	replace_and_lose "$d0" $failed
+	cmp -s "$C/ref/g" "$mnt/g" || fail "$what: g differs after the rebuild, with slot 0's member gone"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	log "ok: $what: the sector came back whole after a destage cut by kill -9"
+}
+
+for cfg in "s5f raid5 4 file" "s5s raid5 4 shm" "s6f raid6 5 file"; do
+	read -r name level width bbu <<<"$cfg"
+	sector_round "$name" "$level" "$width" "$bbu"
+done
 for cfg in "e5f raid5 4 file" "e5s raid5 4 shm" "e6f raid6 5 file"; do
 	read -r name level width bbu <<<"$cfg"
 	eof_round "$name" "$level" "$width" "$bbu"
 done
 cut_round c6f file pq
 cut_round c6s shm pq
-# a truncate killed after it cut the shards, before it recorded the new
-# size: open (the mount takes the recorded old size, a member missing;
-# see plan-failures.md "Open at the end of the seventeenth session");
-# CUT=1 runs it
-[ "${CUT:-0}" = 1 ] && cut_round c7f file cut
+cut_round c6o shm pq optimal
+cut_round c7f file cut
+regrow_round
 tail_round t5f file
 tail_round t5s shm
 
-# raid6 with two members failed: open (session 17: one run in about 40
-# read 46 bytes wrong right after the crash, in a chunk of a failed
-# member, in a file no guard slot named; see plan-failures.md "Open at
-# the end of the seventeenth session"); RAID6=1 runs it
-cfgs=("h5f raid5 4 file 2 1" "h5s raid5 4 shm 2 1")
-[ "${RAID6:-0}" = 1 ] && cfgs+=("h6f raid6 6 file 3 1 2")
+cfgs=("h5f raid5 4 file 2 1" "h5s raid5 4 shm 2 1" "h6f raid6 6 file 3 1 2")
 for cfg in "${cfgs[@]}"; do
 	read -r name level width bbu slow failed <<<"$cfg"
 	ok=0
