@@ -215,12 +215,16 @@ static void status_text(struct array *a, struct out *o)
 		     __atomic_load_n(&a->m[j].corrected, __ATOMIC_RELAXED));
 		if (a->m[j].fail_reason[0])
 			outf(o, "      failed: %s\n", a->m[j].fail_reason);
-		if ((int)j == shadow_of(a))
-			outf(o, "      being replaced by %s (it serves until the copy is complete)\n",
-			     a->m[SHADOW].path);
 		member_inject_describe(a, j, inj, sizeof(inj));
 		if (inj[0])
 			outf(o, "      injected faults: %s\n", inj);
+		if ((int)j == shadow_of(a)) {
+			outf(o, "      being replaced by %s (it serves until the copy is complete)\n",
+			     a->m[SHADOW].path);
+			member_inject_describe(a, SHADOW, inj, sizeof(inj));
+			if (inj[0])
+				outf(o, "      injected faults on the replacement: %s\n", inj);
+		}
 	}
 	for (uint32_t s = 0; s < a->sb.nspares; s++)
 		outf(o, "  S%-2u spare      %s\n", s, a->m[a->width + s].path);
@@ -500,10 +504,14 @@ static void cmd_fail(struct array *a, int argc, char **argv, struct out *o)
 static void cmd_inject(struct array *a, int argc, char **argv, struct out *o)
 {
 	int j = argc >= 2 ? find_member(a, argv[1]) : -1;
+	/* (the replacement of an in-place replace, by its path: its slot) */
+	int sj = argc >= 2 && j < 0 ? find_replacement(a, argv[1]) : -1;
+	if (sj >= 0)
+		j = SHADOW;
 	char err[256];
 	if (j < 0) {
-		outf(o, "rc 1\nraidfs: inject: no member '%s' in array '%s' (give its index or path)\n",
-		     argc >= 2 ? argv[1] : "", a->sb.name);
+		outf(o, "rc 1\nraidfs: inject: no member '%s' in array '%s' (give its index or path, or the path of a "
+		     "replacement)\n", argc >= 2 ? argv[1] : "", a->sb.name);
 		return;
 	}
 	if (member_inject(a, j, argc - 2, argv + 2, err, sizeof(err)) < 0) {
@@ -512,7 +520,11 @@ static void cmd_inject(struct array *a, int argc, char **argv, struct out *o)
 	}
 	char desc[256];
 	member_inject_describe(a, j, desc, sizeof(desc));
-	outf(o, "rc 0\nmember %d '%s': %s\n", j, a->m[j].path, desc[0] ? desc : "no faults injected");
+	if (sj >= 0)
+		outf(o, "rc 0\nthe replacement of member %d '%s': %s\n", sj, a->m[j].path,
+		     desc[0] ? desc : "no faults injected");
+	else
+		outf(o, "rc 0\nmember %d '%s': %s\n", j, a->m[j].path, desc[0] ? desc : "no faults injected");
 }
 
 static void cmd_replace(struct array *a, int argc, char **argv, struct out *o)

@@ -19,7 +19,7 @@
 #include "superblock.h"
 #include "util.h"
 
-static const char *const op_name[FOP_COUNT] = { "read", "write", "fsync", "open" };
+static const char *const op_name[FOP_COUNT] = { "read", "write", "fsync", "open", "truncate" };
 
 static double rand01(void)
 {
@@ -131,6 +131,16 @@ int member_syncfs(struct array *a, uint32_t j)
 {
 	int e = inject(a, j, FOP_FSYNC);
 	if (e == 0 && syncfs(a->m[j].dirfd) < 0)
+		e = -errno;
+	if (e < 0)
+		count_error(a, j);
+	return e;
+}
+
+int member_ftruncate(struct array *a, uint32_t j, int fd, uint64_t len)
+{
+	int e = inject(a, j, FOP_TRUNCATE);
+	if (e == 0 && ftruncate(fd, (off_t)len) < 0)
 		e = -errno;
 	if (e < 0)
 		count_error(a, j);
@@ -254,7 +264,7 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 {
 	struct member *m = &a->m[j];
 	if (argc < 1) {
-		snprintf(err, errlen, "inject: say what to inject (read-error, write-error, fsync-error, open-error, latency, corrupt, vanish, clear)");
+		snprintf(err, errlen, "inject: say what to inject (read-error, write-error, fsync-error, open-error, truncate-error, latency, corrupt, vanish, clear)");
 		return -EINVAL;
 	}
 	const char *what = argv[0];
@@ -272,7 +282,7 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 		long ms = argc > 1 ? strtol(argv[1], &end, 10) : -1;
 		if (argc < 2 || *end || ms < 0 || ms > 60000) {
 			snprintf(err, errlen, "inject: latency needs milliseconds (0..60000), for example 'latency 20' "
-				 "(or 'latency 20 write': only the writes; read, write, fsync, open)");
+				 "(or 'latency 20 write': only the writes; read, write, fsync, open, truncate)");
 			return -EINVAL;
 		}
 		f.latency_ms = ms;
@@ -283,7 +293,7 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 				if (!strcmp(argv[i], op_name[k]))
 					op = k;
 			if (op == FOP_COUNT) {
-				snprintf(err, errlen, "inject: latency of '%s'? (read, write, fsync, open; none: all of them)", argv[i]);
+				snprintf(err, errlen, "inject: latency of '%s'? (read, write, fsync, open, truncate; none: all of them)", argv[i]);
 				return -EINVAL;
 			}
 			f.latency_ops |= 1u << op;
@@ -305,7 +315,7 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 				op = i;
 		}
 		if (op == FOP_COUNT) {
-			snprintf(err, errlen, "inject: unknown fault '%s' (read-error, write-error, fsync-error, open-error, latency, corrupt, vanish, clear)", what);
+			snprintf(err, errlen, "inject: unknown fault '%s' (read-error, write-error, fsync-error, open-error, truncate-error, latency, corrupt, vanish, clear)", what);
 			return -EINVAL;
 		}
 		struct fault_rule r = { .mode = FM_EVERY, .err = EIO };
@@ -359,7 +369,10 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 	char args[128] = "";
 	for (int i = 1, o = 0; i < argc && o < (int)sizeof(args); i++)
 		o += snprintf(args + o, sizeof(args) - o, " %s", argv[i]);
-	log_warn("member %u '%s': fault injection: %s%s", j, m->path, what, args);
+	if (j == SHADOW)
+		log_warn("the replacement of member %d '%s': fault injection: %s%s", shadow_of(a), m->path, what, args);
+	else
+		log_warn("member %u '%s': fault injection: %s%s", j, m->path, what, args);
 	return 0;
 }
 

@@ -7,7 +7,8 @@
  * member that misbehaves is failed instead of the caller seeing an error
  * that redundancy can hide.
  *
- * Fault injection rules (one per operation: read, write, fsync, open):
+ * Fault injection rules (one per operation: read, write, fsync, open,
+ * truncate - ftruncate of a shard):
  *   every          every operation fails
  *   after N        operations after the first N fail
  *   prob P         each operation fails with probability P (0..1)
@@ -35,7 +36,7 @@
 
 struct array;
 
-enum fault_op { FOP_READ, FOP_WRITE, FOP_FSYNC, FOP_OPEN, FOP_COUNT };
+enum fault_op { FOP_READ, FOP_WRITE, FOP_FSYNC, FOP_OPEN, FOP_TRUNCATE, FOP_COUNT };
 
 enum fault_mode { FM_OFF, FM_EVERY, FM_AFTER, FM_PROB, FM_COUNT };
 
@@ -65,6 +66,7 @@ int member_fsync(struct array *a, uint32_t j, int fd, bool datasync);
 /* syncfs() of member j's filesystem (fault injection: fsync) */
 int member_syncfs(struct array *a, uint32_t j);
 int member_openat(struct array *a, uint32_t j, const char *relpath, int flags, mode_t mode);
+int member_ftruncate(struct array *a, uint32_t j, int fd, uint64_t len);
 
 /* Is the member's disk gone (injected vanish, or its root directory
  * deleted or replaced)?  Cheap enough for a 1 s monitor. */

@@ -721,19 +721,24 @@ int stripe_mark_cached(struct rfile *rf)
 
 enum member_sync stripe_member_sync = MSYNC_FLUSH;
 
+/* An operation on the in-place replacement's shard failed: the
+ * replacement is given up, as on a write error there. */
+static void shadow_failed(struct rfile *rf, const char *op, int err)
+{
+	log_err("%s failed on the replacement '%s': %s; the replacement is given up (the member it was copying "
+		"keeps serving; start it again with 'raidfs replace')", op, rf->a->m[SHADOW].path, strerror(-err));
+	rebuild_abandon_replace();
+}
+
 /* The in-place replacement's shard too (it takes every write the member
- * does): one it cannot sync is given up, as on a write error there. */
+ * does). */
 static void sync_shadow(struct rfile *rf, bool datasync)
 {
 	if (shadow_of(rf->a) < 0 || rf->fd[SHADOW] < 0)
 		return;
 	int r = member_fsync(rf->a, SHADOW, rf->fd[SHADOW], datasync);
-	if (r < 0) {
-		log_err("fsync failed on the replacement '%s': %s; the replacement is given up (the member it "
-			"was copying keeps serving; start it again with 'raidfs replace')",
-			rf->a->m[SHADOW].path, strerror(-r));
-		rebuild_abandon_replace();
-	}
+	if (r < 0)
+		shadow_failed(rf, "fsync", r);
 }
 
 int stripe_sync_shards(struct rfile *rf)
@@ -1320,9 +1325,11 @@ static int guard_cut(struct rfile *rf, uint64_t s, uint64_t size, int *slot, uin
 static int trim_shards(struct rfile *rf, uint64_t size)
 {
 	int sj = shadow_of(rf->a);
-	if (sj >= 0 && rf->fd[SHADOW] >= 0 &&
-	    ftruncate(rf->fd[SHADOW], layout_shard_size(&rf->lay, sj, size)) < 0)
-		rebuild_abandon_replace();
+	if (sj >= 0 && rf->fd[SHADOW] >= 0) {
+		int r = member_ftruncate(rf->a, SHADOW, rf->fd[SHADOW], layout_shard_size(&rf->lay, sj, size));
+		if (r < 0)
+			shadow_failed(rf, "truncate", r);
+	}
 	for (uint32_t j = 0; j < rf->a->width; j++) {
 		struct stat st;
 		uint64_t want = layout_shard_size(&rf->lay, j, size);
@@ -1331,13 +1338,13 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 		bool keep = (rf->damaged >> j & 1) && want > rf->damaged_from[j] * rf->lay.chunk;
 		if (!writable(rf, j) || (keep && fstat(rf->fd[j], &st) == 0 && (uint64_t)st.st_size <= want))
 			continue;
-		if (ftruncate(rf->fd[j], want) < 0) {
+		int e = member_ftruncate(rf->a, j, rf->fd[j], want);
+		if (e < 0) {
 			/* a shard left with bytes past the new end (read again
 			 * if the file grows): a write error, the member goes */
-			int e = errno;
 			log_err("cannot truncate shard on member %u '%s': %s", j,
-				rf->a->m[j].path, strerror(e));
-			array_member_io_error(rf->a, j, -e, true);
+				rf->a->m[j].path, strerror(-e));
+			array_member_io_error(rf->a, j, e, true);
 			if (!array_writable(rf->a))
 				return -EIO;
 		}

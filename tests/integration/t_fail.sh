@@ -105,5 +105,38 @@ grep -q "failed: its superblock disappeared" "$OUT" || fail "meta: member 0 not 
 workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 || { cat "$C/cmp.out" >&2; fail "meta: tree differs"; }
 rfs_unmount_wait "$mnt" || fail "meta: unmount"
 log "ok: raid1 width 3, the primary's .raidfs deleted under the mount: failed at the next create, which succeeded"
+# a shard that cannot be cut (injected truncate error on member 1): the
+# member is failed (its shard would keep bytes past the new end, read
+# again if the file grew), the truncate succeeds, and the file reads as
+# truncated - also grown again, and once member 1 is rebuilt with
+# another member gone
+C=$T/cut
+mkdir -p "$C/ref"
+mem=$(make_members 4 cut/d)
+members=$(join_members $mem)
+mnt=$C/mnt
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name cut $mem
+rfs_mount "$members" "$mnt" || fail "cut: mount"
+head -c 100000 /dev/urandom >"$C/ref/g"
+cp "$C/ref/g" "$mnt/g" || fail "cut: write failed"
+expect_rc 0 "$RAIDFS" inject "$mnt" 1 truncate-error
+truncate -s 3000 "$mnt/g" || fail "cut: the truncate failed although one member's error is within the tolerance"
+truncate -s 3000 "$C/ref/g"
+expect_rc 1 "$RAIDFS" status "$mnt"
+grep -A1 "^   1  faulty" "$OUT" | grep -q "failed: .*Input/output error" ||
+	fail "cut: member 1 is not failed for its shard that could not be cut: $(cat "$OUT")"
+grep -q "cannot truncate shard on member 1" "$T/daemon.log" || fail "cut: no message about the shard"
+cmp -s "$C/ref/g" "$mnt/g" || fail "cut: g is not as truncated"
+truncate -s 100000 "$mnt/g" "$C/ref/g"
+cmp -s "$C/ref/g" "$mnt/g" || fail "cut: g grown again does not read zeros past 3000"
+expect_rc 0 "$RAIDFS" inject "$mnt" 1 clear
+mkdir -p "$C/new1"
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/new1"
+wait_member "$mnt" 1 online "$C/new1" || fail "cut: the rebuild of member 1 did not end: $("$RAIDFS" status "$mnt")"
+expect_rc 0 "$RAIDFS" fail "$mnt" 2
+cmp -s "$C/ref/g" "$mnt/g" || fail "cut: g differs after the rebuild of member 1, with member 2 failed"
+rfs_unmount_wait "$mnt" || fail "cut: unmount"
+log "ok: raid5, a shard that could not be cut failed its member; the file reads as truncated, also rebuilt"
+
 log "all passed in ${SECONDS}s"
 exit 0

@@ -342,4 +342,58 @@ newmem=$(echo " $mem " | sed "s| $C/d1 | $prev |")
 expect_rc 0 "$RAIDFS" check "$(join_members $newmem)"
 log "ok: member 0 (the primary) replaced $i times under a writer that stats and reads back: $(cat "$C/writer.out")"
 rm -rf "$C"
+
+# the replacement cannot sync a shard, or cut one (faults injected on the
+# new directory, named by its path): the replacement is given up with a
+# message saying so, member 1 keeps serving, the fsync and the truncate
+# succeed, nothing is lost, and a replacement started again completes
+new_raid5 rf
+head -c 24000000 /dev/urandom >"$C/ref/big"
+head -c 100000 /dev/urandom >"$C/ref/small"
+cp "$C/ref/big" "$C/ref/small" "$mnt/" || fail "replacement errors: write failed"
+gone=$(grep -c "the replacement of member 1 was abandoned;" "$T/daemon.log")
+for fault in fsync truncate; do
+	"$RAIDFS" rebuild "$mnt" --min-rate 1 --max-rate 1 >/dev/null
+	rm -rf "$C/new1" && mkdir -p "$C/new1"
+	for _ in $(seq 1 50); do "$RAIDFS" replace "$mnt" 1 "$C/new1" >"$C/rep.out" 2>&1 && break; sleep 0.1; done
+	grep -q "keeps serving" "$C/rep.out" || fail "replacement $fault error: replace: $(cat "$C/rep.out")"
+	expect_rc 0 "$RAIDFS" inject "$mnt" "$C/new1" "$fault-error"
+	grep -q "the replacement of member 1 '$C/new1': $fault-error" "$OUT" || fail "replacement $fault error: inject said: $(cat "$OUT")"
+	"$RAIDFS" status "$mnt" | grep -q "injected faults on the replacement: $fault-error" ||
+		fail "replacement $fault error: status does not show the fault: $("$RAIDFS" status "$mnt")"
+	# (a file made now: its shard on the replacement is made with it)
+	cp "$C/ref/small" "$C/ref/n-$fault"
+	if [ "$fault" = fsync ]; then
+		"$PY" -c 'import os,sys
+fd = os.open(sys.argv[2], os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, open(sys.argv[1], "rb").read())
+os.fsync(fd)' "$C/ref/n-$fault" "$mnt/n-$fault" || fail "replacement fsync error: the fsync failed (member 1 keeps serving)"
+	else
+		cp "$C/ref/n-$fault" "$mnt/n-$fault" || fail "replacement truncate error: write failed"
+		truncate -s 5000 "$mnt/n-$fault" || fail "replacement truncate error: the truncate failed (member 1 keeps serving)"
+		truncate -s 5000 "$C/ref/n-$fault"
+	fi
+	for _ in $(seq 1 100); do
+		[ "$(grep -c "the replacement of member 1 was abandoned;" "$T/daemon.log")" -gt "$gone" ] && break
+		sleep 0.1
+	done
+	grep -q "$fault failed on the replacement '$C/new1': .*the replacement is given up" "$T/daemon.log" ||
+		fail "replacement $fault error: no message: $(tail -n 5 "$T/daemon.log")"
+	gone=$((gone + 1))
+	[ "$(grep -c "the replacement of member 1 was abandoned;" "$T/daemon.log")" = "$gone" ] ||
+		fail "replacement $fault error: not abandoned"
+	"$RAIDFS" status "$mnt" >"$C/st.txt"
+	grep -q "being replaced" "$C/st.txt" && fail "replacement $fault error: still replacing: $(cat "$C/st.txt")"
+	grep -q "^   1  online .*$C/d2 " "$C/st.txt" || fail "replacement $fault error: member 1 does not serve: $(cat "$C/st.txt")"
+	same_tree "replacement $fault error: tree differs"
+done
+"$RAIDFS" rebuild "$mnt" --max-rate 0 >/dev/null
+rm -rf "$C/new1" && mkdir -p "$C/new1"
+for _ in $(seq 1 50); do "$RAIDFS" replace "$mnt" 1 "$C/new1" >"$C/rep.out" 2>&1 && break; sleep 0.1; done
+wait_member "$mnt" 1 online "$C/new1" || fail "replacement errors: the replacement started again did not finish"
+expect_rc 0 "$RAIDFS" fail "$mnt" 2
+same_tree "replacement errors: tree differs after the replacement, with member 2 failed"
+rfs_unmount_wait "$mnt" || fail "replacement errors: unmount"
+log "ok: a replacement that cannot sync or cut a shard is given up; member 1 kept serving, nothing lost"
+rm -rf "$C"
 exit 0
