@@ -162,10 +162,21 @@ static int put_member(struct rfile *rf, uint32_t j, const struct iovec *iov, int
 
 /* A write to member j failed.  md's way: the member is failed and the
  * caller carries on with the survivors (checking afterwards whether the
- * group still has its data); a full member is not broken, and its
- * -ENOSPC is the caller's error. */
-static int write_failed(struct rfile *rf, uint32_t j, uint64_t off, int r)
+ * group still has its data).  A full member is not broken, and its
+ * -ENOSPC is the caller's error - unless other members of the stripe took
+ * their part of the write already (`partial`): the stripe would then keep
+ * new bytes on them and old ones on this member, and a reconstruction
+ * would mix the two (a chunk of an absent member, read from the parity,
+ * would be other bytes), so the member is failed as for any write error. */
+static int write_failed(struct rfile *rf, uint32_t j, uint64_t off, int r, bool partial)
 {
+	if (r == -ENOSPC && partial) {
+		log_err("member %u '%s' is full in the middle of a stripe the other members took (file %016" PRIx64
+			", offset %" PRIu64 "): it is failed, as on a write error",
+			j, rf->a->m[j].path, rf->id, off);
+		array_member_io_error(rf->a, j, r, true);
+		return 0;
+	}
 	if (r == -ENOSPC) {
 		/* said once every 10 s, not for every chunk refused */
 		static time_t last;
@@ -187,12 +198,18 @@ static int write_failed(struct rfile *rf, uint32_t j, uint64_t off, int r)
 	return 0;
 }
 
-/* A write to member j; 0 also when it failed the member (see above) */
-static int shard_write(struct rfile *rf, uint32_t j, const void *buf, size_t len, uint64_t off)
+/* A write to member j; 0 also when it failed the member (see above).
+ * *wrote: whether a member of the same stripe took its part already (set
+ * here when j does; NULL: no redundancy, a full member is never failed). */
+static int shard_write(struct rfile *rf, uint32_t j, const void *buf, size_t len, uint64_t off, bool *wrote)
 {
 	struct iovec v = { (void *)buf, len };
 	int r = put_member(rf, j, &v, 1, off);
-	return r < 0 ? write_failed(rf, j, off, r) : 0;
+	if (r < 0)
+		return write_failed(rf, j, off, r, wrote && *wrote);
+	if (wrote)
+		*wrote = true;
+	return 0;
 }
 
 /* rfile_usable_at() (file.h): may be read; writable: must receive writes
@@ -244,7 +261,7 @@ static int reserve(struct rfile *rf, uint64_t off, uint64_t end)
 		    fallocate(rf->fd[j], FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) == 0)
 			continue;
 		if (errno == ENOSPC)
-			return write_failed(rf, j, from, -ENOSPC);
+			return write_failed(rf, j, from, -ENOSPC, false);
 		/* cannot allocate ahead (EOPNOTSUPP...): the writes will tell */
 	}
 	while (have < end && !__atomic_compare_exchange_n(&rf->reserved, &have, end, false,
@@ -411,18 +428,19 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 			if (!w->src[j])
 				continue;
 			uint32_t mj = layout_slot_member(l, s, g, j);
-			ret = rfile_usable_at(rf, mj, s) ? shard_write(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j])
+			ret = rfile_usable_at(rf, mj, s) ? shard_write(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j], NULL)
 					     : -EIO;
 			if (ret == 0 && !rfile_usable_at(rf, mj, s))
 				ret = -EIO;	/* raid0: nothing else holds it */
 		}
 		return ret;
 	}
+	bool wrote = false;	/* (shard_write()) */
 	if (l->red == RED_MIRROR) {
 		for (uint32_t c = 0; c < l->k + l->m && !ret; c++) {
 			uint32_t mj = layout_slot_member(l, s, g, c);
 			if (writable(rf, mj))
-				ret = shard_write(rf, mj, w->src[0], w->b[0] - w->a[0], base + w->a[0]);
+				ret = shard_write(rf, mj, w->src[0], w->b[0] - w->a[0], base + w->a[0], &wrote);
 		}
 		return ret ? ret : group_alive(rf, s, g);
 	}
@@ -477,12 +495,12 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 	for (uint32_t j = 0; j < l->k && !ret; j++) {
 		uint32_t mj = layout_slot_member(l, s, g, j);
 		if (w->src[j] && writable(rf, mj))
-			ret = shard_write(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j]);
+			ret = shard_write(rf, mj, w->src[j], w->b[j] - w->a[j], base + w->a[j], &wrote);
 	}
 	for (uint32_t p = l->k; p < n && !ret; p++) {
 		uint32_t mj = layout_slot_member(l, s, g, p);
 		if (writable(rf, mj))
-			ret = shard_write(rf, mj, blk[p], len, base + w->lo);
+			ret = shard_write(rf, mj, blk[p], len, base + w->lo, &wrote);
 	}
 	guard_done(rf, gs);
 	return ret ? ret : group_alive(rf, s, g);
@@ -582,8 +600,13 @@ static int write_full_stripes(struct rfile *rf, uint64_t s0, uint32_t ns, const 
 			continue;
 		if (sh[i].ret < 0)
 			return sh[i].ret;
+		/* (a member refused while others took their chunks: partial) */
+		bool took = false;
+		for (uint32_t j = 0; j < width; j++)
+			took |= writable(rf, j) && sh[i].mret[j] == 0;
 		for (uint32_t j = 0; j < width; j++) {
-			int r = sh[i].mret[j] < 0 ? write_failed(rf, j, sh[i].s0 * l->chunk, sh[i].mret[j]) : 0;
+			int r = sh[i].mret[j] < 0 ? write_failed(rf, j, sh[i].s0 * l->chunk, sh[i].mret[j],
+								   took && l->red != RED_NONE) : 0;
 			if (r < 0)
 				return r;
 		}
@@ -1038,16 +1061,17 @@ rcw:
 	}
 write:;
 	int gs = -1;
+	bool wrote = false;	/* (shard_write()) */
 	ret = guard_absent(rf, s, g, lo, len, blk, absent, &gs);
 	for (uint32_t j = 0; j < k && ret == 0; j++) {
 		uint32_t mj = layout_slot_member(l, s, g, j);
 		if ((dirty_slots >> j & 1) && writable(rf, mj))
-			ret = shard_write(rf, mj, blk[j] + (a[j] - lo), b[j] - a[j], base + a[j]);
+			ret = shard_write(rf, mj, blk[j] + (a[j] - lo), b[j] - a[j], base + a[j], &wrote);
 	}
 	for (uint32_t p = k; p < n && ret == 0; p++) {
 		uint32_t mj = layout_slot_member(l, s, g, p);
 		if (writable(rf, mj))
-			ret = shard_write(rf, mj, blk[p], len, base + lo);
+			ret = shard_write(rf, mj, blk[p], len, base + lo, &wrote);
 	}
 	guard_done(rf, gs);
 	return ret ? ret : group_alive(rf, s, g);
@@ -1254,11 +1278,12 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit)
 		else if (cbeg + chunk > limit)
 			memset(blk[j] + (limit - cbeg), 0, cbeg + chunk - limit);
 	}
+	bool wrote = false;	/* (shard_write()) */
 	if (l->red == RED_MIRROR) {
 		for (uint32_t c = 0; c < n && !ret; c++) {
 			uint32_t mj = layout_slot_member(l, s, g, c);
 			if (writable(rf, mj))
-				ret = shard_write(rf, mj, blk[0], chunk, base);
+				ret = shard_write(rf, mj, blk[0], chunk, base, &wrote);
 		}
 		return ret ? ret : group_alive(rf, s, g);
 	}
@@ -1266,7 +1291,7 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit)
 	for (uint32_t p = l->k; p < n && !ret; p++) {
 		uint32_t mj = layout_slot_member(l, s, g, p);
 		if (writable(rf, mj))
-			ret = shard_write(rf, mj, blk[p], chunk, base);
+			ret = shard_write(rf, mj, blk[p], chunk, base, &wrote);
 	}
 	return ret ? ret : group_alive(rf, s, g);
 }
@@ -1569,10 +1594,11 @@ static int regen_mirror(struct rfile *rf, uint64_t s, uint32_t g)
 	if (!best)
 		return regen_group(rf, s, g, rf->size);
 	int ret = 0;
+	bool wrote = false;	/* (shard_write()) */
 	for (uint32_t c = 0; c < n && !ret; c++) {
 		uint32_t mj = layout_slot_member(l, s, g, c);
 		if (copy[c] != best && (!copy[c] || memcmp(copy[c], best, chunk)) && writable(rf, mj))
-			ret = shard_write(rf, mj, best, chunk, s * chunk);
+			ret = shard_write(rf, mj, best, chunk, s * chunk, &wrote);
 	}
 	return ret ? ret : group_alive(rf, s, g);
 }

@@ -15,6 +15,13 @@
 #    (raid5 and raid6, write-through and write-back): every stripe keeps
 #    its parity in step with its data (offline check clean), because a
 #    write that does not fit is refused before any member is written.
+# 4. A member full in the middle of a stripe (ENOSPC injected on the P
+#    member of a degraded raid5 and raid6, after the data member took its
+#    part): the stripe must not keep new data beside old parity - the
+#    failed member's chunk would then be read from it as other bytes.
+#    The full member is failed as on a write error: raid6 completes the
+#    write and reads every byte as written; raid5, out of members, fails
+#    the write and reads no wrong byte.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
@@ -90,5 +97,60 @@ PYEOF
 		"$RAIDFS" check "$mcolon" >"$T/check.out" 2>&1 ||
 			fail "$level ($opts): parity out of step after writes refused with ENOSPC: $(head -5 "$T/check.out")"
 	done
+done
+
+# 4.
+for cfg in "raid5 4" "raid6 5"; do
+	read -r level width <<<"$cfg"
+	C=$T/mid-$level
+	mkdir -p "$C"
+	mem=$(make_members "$width" "mid-$level/d")
+	"$RAIDFS" create --level "$level" --chunk 16K $mem >/dev/null || fail "create $level"
+	rfs_mount "$(join_members $mem)" "$C/mnt" -o write_policy=writethrough || fail "mount $level"
+	head -c 49152 /dev/urandom >"$C/ref"
+	cp "$C/ref" "$C/mnt/g" || fail "$level: write failed"
+	rfs_unmount "$C/mnt" || fail "$level: unmount"
+	# which member holds slot 0, slot 1 and P (the xor of the three)
+	read -r d0 d1 p < <("$PY" - "$C/ref" $mem <<'PYEOF'
+import sys
+ref = open(sys.argv[1], "rb").read()
+slots = [ref[i * 16384:(i + 1) * 16384] for i in range(3)]
+p = bytes(a ^ b ^ c for a, b, c in zip(*slots))
+found = {}
+for j, d in enumerate(sys.argv[2:]):
+    b = open(d + "/g", "rb").read()
+    for name, want in (("d0", slots[0]), ("d1", slots[1]), ("p", p)):
+        if b == want:
+            found[name] = j
+print(found["d0"], found["d1"], found["p"])
+PYEOF
+	)
+	[ -n "$p" ] || fail "$level: slots not found"
+	rfs_mount "$(join_members $mem)" "$C/mnt" -o write_policy=writethrough || fail "mount $level"
+	expect_rc 0 "$RAIDFS" fail "$C/mnt" "$d1"
+	expect_rc 0 "$RAIDFS" inject "$C/mnt" "$p" write-error every ENOSPC
+	head -c 4096 /dev/urandom >"$C/new"
+	cp "$C/ref" "$C/ref2"
+	dd if="$C/new" of="$C/ref2" bs=4096 conv=notrunc 2>/dev/null
+	if dd if="$C/new" of="$C/mnt/g" bs=4096 conv=notrunc 2>"$C/dd.err"; then
+		cp "$C/ref2" "$C/ref"
+		[ "$level" = raid6 ] || fail "$level: the write succeeded with two members out"
+	elif [ "$level" = raid6 ]; then
+		fail "$level: the write failed although the full member could be failed: $(cat "$C/dd.err")"
+	fi
+	"$RAIDFS" status "$C/mnt" >"$C/status.txt"
+	grep -q "^ *$p  faulty" "$C/status.txt" || fail "$level: the full member $p was not failed: $(cat "$C/status.txt")"
+	grep -q "member $p .* is full in the middle of a stripe" "$T/daemon.log" || fail "$level: no message about the full member"
+	# (raid5: the failed write may have reached slot 0, or not; reading
+	# may fail - the array is out of members - but never return a slot 1
+	# made from the stale parity)
+	if cat "$C/mnt/g" >"$C/read" 2>/dev/null; then
+		cmp -s "$C/ref" "$C/read" || cmp -s "$C/ref2" "$C/read" ||
+			fail "$level: g reads $(cmp -l "$C/ref" "$C/read" | wc -l) bytes other than written (slot 1 read from stale parity?)"
+	else
+		[ "$level" = raid5 ] || fail "$level: g cannot be read"
+	fi
+	rfs_unmount "$C/mnt" || fail "$level: unmount"
+	log "ok: $level: a member full in the middle of a degraded stripe write was failed; no wrong byte read"
 done
 log "ok"
