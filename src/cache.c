@@ -85,6 +85,15 @@ struct lhdr {
 
 enum { L_FREE, L_CLEAN, L_DIRTY };
 
+/* A truncate's record in the file log, kept (the log's tail does not pass
+ * it) while the truncate runs: a tail moved past it later syncs the
+ * members first (cachelog.c), so until its changes are durable the
+ * record is there to do it again. */
+struct log_pin {
+	uint64_t v, seq;
+	struct log_pin *next;
+};
+
 struct line {
 	struct lhdr *h;
 	uint8_t *data;
@@ -120,6 +129,7 @@ static struct {
 	uint32_t hmask;
 	struct lru free, clean, dirty;
 	uint64_t dirty_sectors;
+	struct log_pin *pins;		/* truncates in flight (file log) */
 	uint32_t high, low;		/* dirty-line water marks */
 	/* policy and battery */
 	enum cache_wpolicy configured;
@@ -887,6 +897,11 @@ void cache_log_tail(uint64_t *v, uint64_t *seq)
 			*v = ln->log_v;
 			*seq = ln->log_seq;
 		}
+	for (struct log_pin *p = C.pins; p; p = p->next)
+		if (p->v < *v) {
+			*v = p->v;
+			*seq = p->seq;
+		}
 	pthread_mutex_unlock(&C.lock);
 }
 
@@ -1054,6 +1069,21 @@ static int record_part(struct rfile *rf, const uint8_t *buf, uint64_t off, uint6
 	return cachelog_put_writev(rf->id, start, v, n, rec_end);
 }
 
+/* The size grows first: a destage running meanwhile (it holds rf->rw
+ * shared too) must not cut the new bytes off at the old end.  Only
+ * truncate, which holds rf->rw exclusively, makes it smaller.  Returns the
+ * size now. */
+static uint64_t grow_to(struct rfile *rf, uint64_t end)
+{
+	uint64_t cur = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	while (cur < end && !__atomic_compare_exchange_n(&rf->size, &cur, end, false,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+	if (cur < end)
+		rf->meta_stale = true;
+	return end > cur ? end : cur;
+}
+
 static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
 {
 	uint64_t lb = C.line_bytes, end = off + len;
@@ -1070,16 +1100,7 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 	uint64_t rec_from = off, rec_end = 0;	/* what has no record yet; where the last ends */
 	if (logged)
 		pthread_mutex_lock(&rf->log_order);
-	/* The size grows first: a destage running meanwhile (it holds rf->rw
-	 * shared too) must not cut the new bytes off at the old end.  Only
-	 * truncate, which holds rf->rw exclusively, makes it smaller. */
-	uint64_t cur = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
-	while (cur < end && !__atomic_compare_exchange_n(&rf->size, &cur, end, false,
-							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		;
-	if (cur < end)
-		rf->meta_stale = true;
-	uint64_t new_size = end > cur ? end : cur;
+	uint64_t new_size = grow_to(rf, end);
 	struct edges e = { .hlen = off % SECTOR };
 	for (uint64_t pos = off; pos < end;) {
 		uint64_t s = pos / lb, sbeg = s * lb;
@@ -1114,6 +1135,9 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 			pthread_rwlock_rdlock(&rf->rw);
 			if (logged)
 				pthread_mutex_lock(&rf->log_order);
+			/* (a truncate meanwhile may have cut the file short of
+			 * the part written so far: the rest must show) */
+			new_size = grow_to(rf, end);
 			continue;
 		}
 		pos = y;
@@ -1448,29 +1472,49 @@ static void *ra_main(void *arg)
 
 /* ------------------------------------------------------ truncate, fsync */
 
+static void pin_drop(struct log_pin *pin)
+{
+	pthread_mutex_lock(&C.lock);
+	struct log_pin **pp = &C.pins;
+	while (*pp && *pp != pin)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = pin->next;
+	pthread_mutex_unlock(&C.lock);
+}
+
 /*
  * Take rf->rw exclusively for a truncate to `size`, with the truncate in
- * the file log first when the log holds records (a replay puts the writes
- * before it back, and may reach past the new end: the truncate's record
- * after them cuts them off again, and it finishes a truncate cut short).
- * Written ahead, durably.  A full log is waited for with no lock held:
- * its room comes from destaging lines, which takes rf->rw; so is
- * log_order when busy (a write-through write of this file holds it
- * without rf->rw while it waits for room).
+ * the file log first (bbu=file) - always when its file has the cache's
+ * mark (`covered`: the replay is what makes it consistent again), else
+ * when the log holds records (a replay puts the writes before it back,
+ * which may reach past the new end: the truncate's record after them cuts
+ * them off again).  Written ahead, durably, and pinned (struct log_pin)
+ * until the caller drops the pin after the truncate.  A full log is
+ * waited for with no lock held: its room comes from destaging lines,
+ * which takes rf->rw; so is log_order when busy (a write-through write of
+ * this file holds it without rf->rw while it waits for room).
  */
-static int lock_for_truncate(struct rfile *rf, uint64_t size)
+static int lock_for_truncate(struct rfile *rf, uint64_t size, bool covered, struct log_pin *pin)
 {
 	for (;;) {
 		pthread_rwlock_wrlock(&rf->rw);
-		if (cache_opts.bbu != BBU_FILE || !cachelog_live())
+		if (cache_opts.bbu != BBU_FILE || (!covered && !cachelog_live()))
 			return 0;
 		int r = -EAGAIN;
 		uint64_t end = 0;
 		if (pthread_mutex_trylock(&rf->log_order) == 0) {
+			pthread_mutex_lock(&C.lock);
+			cachelog_position(&pin->v, &pin->seq);	/* (at or before the record) */
+			pin->next = C.pins;
+			C.pins = pin;
+			pthread_mutex_unlock(&C.lock);
 			r = cachelog_try_put_truncate(rf->id, size, &end);
 			pthread_mutex_unlock(&rf->log_order);
 			if (r == 0)
 				r = cachelog_commit(end);
+			if (r < 0)
+				pin_drop(pin);
 		}
 		if (r != -EAGAIN) {
 			if (r < 0)
@@ -1496,9 +1540,10 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 	 * cut short; its guard keeps what a cut could change in a degraded
 	 * stripe. */
 	bool covered = kept() && log_noted();
+	struct log_pin pin = { 0, 0, NULL };
 	int r = covered ? stripe_mark_cached(rf) : 0;
 	if (r == 0)
-		r = lock_for_truncate(rf, size);
+		r = lock_for_truncate(rf, size, covered, &pin);
 	if (r < 0)
 		return r;
 	uint64_t lb = C.line_bytes;
@@ -1544,6 +1589,7 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 	r = stripe_truncate_locked(rf, size);
 	stripe_log_covered(false);
 	pthread_rwlock_unlock(&rf->rw);
+	pin_drop(&pin);
 	if (release)
 		rfile_release(rf);
 	return r;

@@ -359,7 +359,7 @@ int cachelog_replay_file(struct rfile *rf)
 		if (r->fid != rf->id)
 			continue;
 		if (r->kind == REC_TRUNCATE) {
-			ret = stripe_truncate_locked(rf, r->off);
+			ret = stripe_truncate_replayed(rf, r->off);
 			continue;
 		}
 		if (dcap < r->len) {

@@ -266,6 +266,11 @@ ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint6
  * of groups, or -errno. */
 int stripe_regen_at(struct rfile *rf, const uint64_t *off, int n);
 int stripe_truncate_locked(struct rfile *rf, uint64_t size);
+/* A truncate's record replayed from the cache's log: the same, and the
+ * stripe across the size made again even when the file has that size
+ * already (a power loss can keep a shard's new length and lose the parity
+ * written before it; its file, with the cache's mark, gets no resync). */
+int stripe_truncate_replayed(struct rfile *rf, uint64_t size);
 /* Whole stripes [s0, s0+ns) (ns <= 16): sd[i] holds stripe s0+i's data
  * bytes.  Parity comes from the buffers, nothing is read. */
 int stripe_write_stripes_locked(struct rfile *rf, uint64_t s0, uint32_t ns, const uint8_t *const *sd);

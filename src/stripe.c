@@ -1436,8 +1436,11 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 	/* a shrink says so first: cut short, it is finished at the next
 	 * mount (a size found from shards cut in part would keep some old
 	 * bytes and zeros in place of others) */
-	if (ret == 0 && size < rf->size)
+	bool said = false;
+	if (ret == 0 && size < rf->size) {
 		ret = rfile_record_truncate(rf, size);
+		said = ret == 0;
+	}
 	int gs = -1;
 	uint8_t *kept = NULL;
 	if (ret == 0 && regen)
@@ -1463,8 +1466,34 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 		if (rf->reserved > size)
 			__atomic_store_n(&rf->reserved, size, __ATOMIC_RELEASE);
 		ret = rfile_write_meta(rf, 0);
+	} else if (said) {
+		/* failed after it said it began: the next mount finishes it
+		 * (and the log may hold its record), so the file is as short
+		 * from now on too - plainly marked: the resync remakes what the
+		 * failure left undone */
+		log_err("file %016" PRIx64 ": truncate to %" PRIu64 " bytes failed in the middle (%s): the file is that "
+			"long now; its redundancy is made again at the next mount", rf->id, size, strerror(-ret));
+		__atomic_store_n(&rf->size, size, __ATOMIC_RELEASE);
+		__atomic_store_n(&rf->acked, size, __ATOMIC_RELEASE);
+		rf->meta_stale = true;
+		pthread_mutex_lock(&mark_lock);
+		mark_dirty(rf);
+		pthread_mutex_unlock(&mark_lock);
 	}
 	return ret;
+}
+
+int stripe_truncate_replayed(struct rfile *rf, uint64_t size)
+{
+	bool same = size == rf->size;
+	int ret = stripe_truncate_locked(rf, size);
+	const struct layout *l = &rf->lay;
+	if (ret < 0 || !same || size == 0 || l->red != RED_PARITY)
+		return ret;
+	uint64_t s = (size - 1) / layout_stripe_data_bytes(l);
+	for (uint32_t g = 0; g < l->groups && ret == 0; g++)
+		ret = regen_group(rf, s, g, size);
+	return ret == 0 ? trim_shards(rf, size) : ret;
 }
 
 int stripe_fsync(struct rfile *rf, bool datasync)

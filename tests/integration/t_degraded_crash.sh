@@ -314,6 +314,58 @@ cut_round() {
 	log "ok: $what: the mount finished the truncate, also rebuilt"
 }
 
+# stripe0_file NAME LEVEL WIDTH: a new raid5 array (bbu=file) with g (64K)
+# on the members, unmounted; sets the caller's d0 and p: the members of
+# stripe 0's first data slot and of its parity
+stripe0_file() {
+	local j i f data
+	new_array "$1" "$2" "$3" file
+	head -c 65536 /dev/urandom >"$C/ref/g"
+	cp "$C/ref/g" "$mnt/g" || fail "$what: write failed"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	for j in $(seq 0 $(($3 - 1))); do
+		f=$C/d$((j + 1))/g
+		data=""
+		for i in $(seq 0 $(($3 - 2))); do
+			cmp -s -n 16384 -i 0:$((i * 16384)) "$f" "$C/ref/g" && data=$i
+		done
+		[ "$data" = 0 ] && d0=$j
+		[ -z "$data" ] && p=$j
+	done
+	[ -n "$p" ] && [ -n "$d0" ] || fail "$what: stripe 0's members not found"
+}
+
+# lostparity_round: a truncate through the cache (bbu=file) whose parity
+# write a power loss undid.  raid5 over 3 members (chunk 16K), g 64K on
+# the members; g held open and truncated to 3000 (its file keeps the
+# cache's mark), kill -9, then stripe 0's parity shard given back its old
+# first 3000 bytes - what a power loss leaves that kept the shards' new
+# lengths but not the overwrite.  The mount must make the parity again
+# (it replays the truncate's record; the file gets no resync): with slot
+# 0's member gone, g must still read as truncated.
+lostparity_round() {
+	local C mem members mnt opts p="" d0=""
+	what="raid5 truncate, its parity write lost"
+	stripe0_file r5p raid5 3
+	head -c 3000 "$C/d$((p + 1))/g" >"$C/oldp"
+	head -c 3000 "$C/ref/g" >"$C/cut"
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	exec 8<>"$mnt/g"
+	"$PY" -c 'import os; os.ftruncate(8, 3000)' || fail "$what: truncate failed"
+	rfs_kill "$mnt" || fail "$what: kill failed"
+	exec 8<&-
+	dd if="$C/oldp" of="$C/d$((p + 1))/g" conv=notrunc 2>/dev/null
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: the mount after the kill failed"
+	cmp -s "$C/cut" "$mnt/g" || fail "$what: g is not as truncated after the mount"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	away "$C" "$d0"
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount without slot 0's member failed"
+	cmp -s "$C/cut" "$mnt/g" ||
+		fail "$what: with slot 0's member gone, $(cmp -l "$C/cut" "$mnt/g" 2>/dev/null | wc -l) bytes of g read wrong (the parity was not made again)"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	log "ok: $what: the replay of its record made the parity again"
+}
+
 # regrow_round: a truncate cut short in an optimal raid5 (bbu=file), with
 # a write past the new end in the cache's log.  g (64K) is on the
 # members; 8000 bytes at 40000 are written back (a dirty line, a log
@@ -323,18 +375,9 @@ cut_round() {
 # longer again, then the truncate's record (written before it began)
 # cuts it off - and finishes the truncate: g as after it, 3000 bytes.
 regrow_round() {
-	local level=raid5 width=4 C mem members mnt opts j p="" f
-	what="$level truncate cut short, a write past its end in the log"
-	new_array r5t "$level" "$width" file
-	head -c 65536 /dev/urandom >"$C/ref/g"
-	cp "$C/ref/g" "$mnt/g" || fail "$what: write failed"
-	rfs_unmount "$mnt" || fail "$what: unmount failed"
-	for j in $(seq 0 $((width - 1))); do
-		f=$C/d$((j + 1))/g
-		cmp -s -n 16384 "$f" "$C/ref/g" || cmp -s -n 16384 -i 0:16384 "$f" "$C/ref/g" ||
-			cmp -s -n 16384 -i 0:32768 "$f" "$C/ref/g" || p=$j
-	done
-	[ -n "$p" ] || fail "$what: stripe 0's parity member not found"
+	local C mem members mnt opts p="" d0=""
+	what="raid5 truncate cut short, a write past its end in the log"
+	stripe0_file r5t raid5 4
 	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
 	head -c 8000 /dev/urandom >"$C/new"
 	dd if="$C/new" of="$mnt/g" bs=8000 seek=40000 oflag=seek_bytes conv=notrunc 2>/dev/null ||
@@ -485,6 +528,7 @@ cut_round c6s shm pq
 cut_round c6o shm pq optimal
 cut_round c7f file cut
 regrow_round
+lostparity_round
 tail_round t5f file
 tail_round t5s shm
 
