@@ -1541,11 +1541,20 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 	 * stripe. */
 	bool covered = kept() && log_noted();
 	struct log_pin pin = { 0, 0, NULL };
-	int r = covered ? stripe_mark_cached(rf) : 0;
+	int r = covered ? stripe_mark_cached(rf) : stripe_mark_dirty(rf);
 	if (r == 0)
 		r = lock_for_truncate(rf, size, covered, &pin);
 	if (r < 0)
 		return r;
+	/* a shrink says it began before dirty lines past the new end go:
+	 * failing from then on, it is finished (stripe_truncate_locked()) */
+	if (size < rf->size)
+		r = rfile_record_truncate(rf, size);
+	if (r < 0) {
+		pthread_rwlock_unlock(&rf->rw);
+		pin_drop(&pin);
+		return r;
+	}
 	uint64_t lb = C.line_bytes;
 	bool release = false;
 	pthread_mutex_lock(&C.lock);

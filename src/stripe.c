@@ -1438,7 +1438,9 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 	 * bytes and zeros in place of others) */
 	bool said = false;
 	if (ret == 0 && size < rf->size) {
-		ret = rfile_record_truncate(rf, size);
+		/* (the cache's truncate said so already) */
+		if (!(rf->meta_flags & META_F_TRUNC) || rf->size_recorded != size)
+			ret = rfile_record_truncate(rf, size);
 		said = ret == 0;
 	}
 	int gs = -1;
