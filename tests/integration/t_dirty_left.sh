@@ -46,8 +46,14 @@ entry=$(ls "$1/.raidfs/dirty")
 [ -n "$entry" ] || fail "the dirty log is empty although the resync failed"
 
 # an open, still out of space: the resync fails again; a write and the
-# close leave the entry where it is
-dd if=/dev/urandom of="$mnt/f" bs=4096 count=1 conv=notrunc status=none 2>/dev/null
+# close leave the entry where it is.  (The write goes to chunk 5, in
+# stripe 1 on member 0 with its parity on member 1: member 3, full, has
+# no part in it - a member full in the middle of a stripe the others took
+# is failed, and the array would be degraded.)
+dd if=/dev/urandom of="$mnt/f" bs=4096 seek=5 count=1 conv=notrunc status=none 2>/dev/null ||
+	fail "the write to f failed"
+grep -q "is full in the middle of a stripe" "$T/daemon.log" && fail "the write reached member 3"
+
 grep -q "file 'f': the mount could not resync it, nor can this open" "$T/daemon.log" ||
 	fail "the open did not try the resync: $(tail -n 5 "$T/daemon.log")"
 rfs_unmount_wait "$mnt" || fail "unmount after the write"	# (every release is in)
