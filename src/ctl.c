@@ -377,12 +377,20 @@ static void status_json(struct array *a, struct out *o)
 		     __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED),
 		     __atomic_load_n(&a->m[j].corrected, __ATOMIC_RELAXED));
 		json_str(o, a->m[j].fail_reason);
+		char inj[256];
+		member_inject_describe(a, j, inj, sizeof(inj));
+		outf(o, ", \"faults\": ");
+		json_str(o, inj);
 		/* the directory it is being copied onto (replace in place) */
 		outf(o, ", \"replacement\": ");
-		if ((int)j == shadow_of(a))
+		if ((int)j == shadow_of(a)) {
 			json_str(o, a->m[SHADOW].path);
-		else
-			outf(o, "null");
+			member_inject_describe(a, SHADOW, inj, sizeof(inj));
+			outf(o, ", \"replacement_faults\": ");
+			json_str(o, inj);
+		} else {
+			outf(o, "null, \"replacement_faults\": null");
+		}
 		outf(o, "}");
 	}
 	outf(o, "], \"spares\": [");

@@ -98,11 +98,13 @@ ssize_t member_pread(struct array *a, uint32_t j, int fd, void *buf, size_t len,
 	return n;
 }
 
-int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov, int n, uint64_t off)
+int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov, int n, uint64_t off, bool *some)
 {
 	int e = inject(a, j, FOP_WRITE);
+	if (some)
+		*some = false;
 	if (e == 0)
-		e = io_pwritev(fd, iov, n, off);
+		e = io_pwritev_some(fd, iov, n, off, some);
 	if (e < 0) {
 		count_error(a, j);
 		return e;
@@ -114,7 +116,7 @@ int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov,
 int member_pwrite(struct array *a, uint32_t j, int fd, const void *buf, size_t len, uint64_t off)
 {
 	struct iovec v = { (void *)buf, len };
-	return member_pwritev(a, j, fd, &v, 1, off);
+	return member_pwritev(a, j, fd, &v, 1, off, NULL);
 }
 
 int member_fsync(struct array *a, uint32_t j, int fd, bool datasync)

@@ -58,9 +58,10 @@ struct member_faults {
 };
 
 ssize_t member_pread(struct array *a, uint32_t j, int fd, void *buf, size_t len, uint64_t off);
-/* all of iov[0..n) at off, in one call when the kernel takes it */
+/* all of iov[0..n) at off, in one call when the kernel takes it; *some
+ * (when not NULL): whether any byte went out, also when it failed */
 struct iovec;
-int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov, int n, uint64_t off);
+int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov, int n, uint64_t off, bool *some);
 int member_pwrite(struct array *a, uint32_t j, int fd, const void *buf, size_t len, uint64_t off);
 int member_fsync(struct array *a, uint32_t j, int fd, bool datasync);
 /* syncfs() of member j's filesystem (fault injection: fsync) */

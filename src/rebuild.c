@@ -567,7 +567,7 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 			continue;
 		}
 		if (niov) {
-			int r = member_pwritev(w->a, w->j, tfd, iov, niov, (v->s0 + x - niov) * chunk);
+			int r = member_pwritev(w->a, w->j, tfd, iov, niov, (v->s0 + x - niov) * chunk, NULL);
 			if (r < 0) {
 				target_error(w, r);
 				return r;

@@ -124,7 +124,7 @@ static int shard_read(struct rfile *rf, uint32_t j, void *buf, size_t len, uint6
  * that stripe: what lies there stays current and is read, and nothing
  * lengthens the shard past what it lost, so the next open still finds it
  * short and rebuilds it from there. */
-static int put_damaged(struct rfile *rf, uint32_t j, const struct iovec *iov, int n, uint64_t off)
+static int put_damaged(struct rfile *rf, uint32_t j, const struct iovec *iov, int n, uint64_t off, bool *some)
 {
 	uint64_t len = rf->damaged_from[j] * rf->lay.chunk, at = off;
 	struct iovec v[n];
@@ -136,21 +136,23 @@ static int put_damaged(struct rfile *rf, uint32_t j, const struct iovec *iov, in
 		at += iov[i].iov_len;
 		m++;
 	}
-	return m ? member_pwritev(rf->a, j, rf->fd[j], v, m, off) : 0;
+	return m ? member_pwritev(rf->a, j, rf->fd[j], v, m, off, some) : 0;
 }
 
 /* Write to member j, and to j's replacement while j is being replaced in
  * place (if the replacement cannot take it, the replacement is abandoned;
- * j itself is fine).  The caller judges j's errors (write_failed()). */
-static int put_member(struct rfile *rf, uint32_t j, const struct iovec *iov, int n, uint64_t off)
+ * j itself is fine).  The caller judges j's errors (write_failed()).
+ * *some: whether any byte reached j (also when it then failed). */
+static int put_member(struct rfile *rf, uint32_t j, const struct iovec *iov, int n, uint64_t off, bool *some)
 {
 	int r = 0;
+	*some = false;
 	if (rf->damaged >> j & 1)
-		r = put_damaged(rf, j, iov, n, off);
+		r = put_damaged(rf, j, iov, n, off, some);
 	else
-		r = member_pwritev(rf->a, j, rf->fd[j], iov, n, off);
+		r = member_pwritev(rf->a, j, rf->fd[j], iov, n, off, some);
 	if (r == 0 && (int)j == shadow_of(rf->a) && rf->fd[SHADOW] >= 0) {
-		int e = member_pwritev(rf->a, SHADOW, rf->fd[SHADOW], iov, n, off);
+		int e = member_pwritev(rf->a, SHADOW, rf->fd[SHADOW], iov, n, off, NULL);
 		if (e < 0) {
 			log_err("write error on the replacement of member %u '%s': %s", j,
 				rf->a->m[SHADOW].path, strerror(-e));
@@ -163,11 +165,12 @@ static int put_member(struct rfile *rf, uint32_t j, const struct iovec *iov, int
 /* A write to member j failed.  md's way: the member is failed and the
  * caller carries on with the survivors (checking afterwards whether the
  * group still has its data).  A full member is not broken, and its
- * -ENOSPC is the caller's error - unless other members of the stripe took
- * their part of the write already (`partial`): the stripe would then keep
- * new bytes on them and old ones on this member, and a reconstruction
- * would mix the two (a chunk of an absent member, read from the parity,
- * would be other bytes), so the member is failed as for any write error. */
+ * -ENOSPC is the caller's error - unless the stripe took part of the
+ * write already (`partial`: other members, or this one before it filled
+ * up): the stripe would then keep new bytes beside old ones, and a
+ * reconstruction would mix the two (a chunk of an absent member, read
+ * from the parity, would be other bytes), so the member is failed as for
+ * any write error. */
 static int write_failed(struct rfile *rf, uint32_t j, uint64_t off, int r, bool partial)
 {
 	if (r == -ENOSPC && partial) {
@@ -199,15 +202,17 @@ static int write_failed(struct rfile *rf, uint32_t j, uint64_t off, int r, bool 
 }
 
 /* A write to member j; 0 also when it failed the member (see above).
- * *wrote: whether a member of the same stripe took its part already (set
- * here when j does; NULL: no redundancy, a full member is never failed). */
+ * *wrote: whether a member of the same stripe took bytes of it already
+ * (set here when j does; NULL: no redundancy, a full member is never
+ * failed). */
 static int shard_write(struct rfile *rf, uint32_t j, const void *buf, size_t len, uint64_t off, bool *wrote)
 {
 	struct iovec v = { (void *)buf, len };
-	int r = put_member(rf, j, &v, 1, off);
+	bool some;
+	int r = put_member(rf, j, &v, 1, off, &some);
 	if (r < 0)
-		return write_failed(rf, j, off, r, wrote && *wrote);
-	if (wrote)
+		return write_failed(rf, j, off, r, wrote && (*wrote || some));
+	if (wrote && some)
 		*wrote = true;
 	return 0;
 }
@@ -397,7 +402,8 @@ repair:
 			continue;	/* (a read-only mount writes nothing) */
 		const uint8_t *src = l->red == RED_MIRROR ? blk[0] : blk[j];
 		struct iovec v = { (void *)src, len };
-		if (put_member(rf, mj, &v, 1, off) == 0) {
+		bool some;
+		if (put_member(rf, mj, &v, 1, off, &some) == 0) {
 			array_member_corrected(rf->a, mj);
 			log_warn("member %u '%s': read error at offset %" PRIu64 " of file %016" PRIx64 " repaired from redundancy",
 				 mj, rf->a->m[mj].path, off, rf->id);
@@ -530,6 +536,7 @@ struct full_share {
 	const uint8_t *const *sd;
 	int ret;				/* 0 or a parity error */
 	int mret[LAYOUT_MAX_WIDTH];		/* each member's write: 0 or -errno */
+	bool msome[LAYOUT_MAX_WIDTH];		/* and whether any byte went out */
 };
 
 /* share t of the two in arg (pair_run()) */
@@ -545,6 +552,7 @@ static void write_share(void *arg, int t)
 	uint8_t *par = scratch((size_t)ns * l->groups * m * chunk);
 	sh->ret = par ? 0 : -ENOMEM;
 	memset(sh->mret, 0, sizeof(sh->mret));
+	memset(sh->msome, 0, sizeof(sh->msome));
 	if (!par)
 		return;
 #define DATA(s, g, i) (sh->sd[(s) - s0] + (uint64_t)layout_data_index(l, (g), (i)) * chunk)
@@ -575,7 +583,7 @@ static void write_share(void *arg, int t)
 			iov[s - s0].iov_base = (void *)(slot < k ? DATA(s, g, slot) : PAR(s, g, slot - k));
 			iov[s - s0].iov_len = chunk;
 		}
-		sh->mret[j] = put_member(rf, j, iov, ns, s0 * chunk);
+		sh->mret[j] = put_member(rf, j, iov, ns, s0 * chunk, &sh->msome[j]);
 	}
 #undef DATA
 #undef PAR
@@ -595,22 +603,26 @@ static int write_full_stripes(struct rfile *rf, uint64_t s0, uint32_t ns, const 
 		write_share(sh, 1);
 	else
 		pair_run(write_share, sh);
+	/* every refusal judged, in both halves, before an error returns */
+	int ret = 0;
 	for (int i = 0; i < 2; i++) {
 		if (sh[i].ns == 0)
 			continue;
-		if (sh[i].ret < 0)
-			return sh[i].ret;
-		/* (a member refused while others took their chunks: partial) */
+		if (sh[i].ret < 0 && ret == 0)
+			ret = sh[i].ret;
+		/* (a member refused while the half took bytes: partial) */
 		bool took = false;
 		for (uint32_t j = 0; j < width; j++)
-			took |= writable(rf, j) && sh[i].mret[j] == 0;
+			took |= writable(rf, j) && sh[i].msome[j];
 		for (uint32_t j = 0; j < width; j++) {
 			int r = sh[i].mret[j] < 0 ? write_failed(rf, j, sh[i].s0 * l->chunk, sh[i].mret[j],
 								   took && l->red != RED_NONE) : 0;
-			if (r < 0)
-				return r;
+			if (r < 0 && ret == 0)
+				ret = r;
 		}
 	}
+	if (ret < 0)
+		return ret;
 	/* (the last stripe: a damaged shard's loss is a tail, so the first
 	 * may still have it where the last does not) */
 	for (uint32_t g = 0; g < l->groups; g++)
@@ -1481,6 +1493,9 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 		pthread_mutex_lock(&mark_lock);
 		mark_dirty(rf);
 		pthread_mutex_unlock(&mark_lock);
+		/* the shards cut all the same (ftruncate needs no room): the
+		 * bytes past the end must not come back if the file grows */
+		trim_shards(rf, size);
 	}
 	return ret;
 }

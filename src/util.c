@@ -175,10 +175,12 @@ ssize_t io_pread(int fd, void *buf, size_t len, off_t off)
 	return done;
 }
 
-int io_pwritev(int fd, const struct iovec *iov, int n, off_t off)
+int io_pwritev_some(int fd, const struct iovec *iov, int n, off_t off, bool *some)
 {
 	struct iovec v[n];
 	memcpy(v, iov, n * sizeof(*v));
+	if (some)
+		*some = false;
 	for (int i = 0; i < n;) {
 		ssize_t w = pwritev(fd, v + i, n - i, off);
 		if (w < 0) {
@@ -188,6 +190,8 @@ int io_pwritev(int fd, const struct iovec *iov, int n, off_t off)
 		}
 		if (w == 0)
 			return -EIO;
+		if (some)
+			*some = true;
 		off += w;
 		/* a short write: skip what went out, go on with the rest */
 		for (; i < n && (size_t)w >= v[i].iov_len; i++)
@@ -198,6 +202,11 @@ int io_pwritev(int fd, const struct iovec *iov, int n, off_t off)
 		}
 	}
 	return 0;
+}
+
+int io_pwritev(int fd, const struct iovec *iov, int n, off_t off)
+{
+	return io_pwritev_some(fd, iov, n, off, NULL);
 }
 
 int io_pwrite(int fd, const void *buf, size_t len, off_t off)

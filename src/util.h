@@ -10,6 +10,7 @@
 #define RAIDFS_UTIL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <dirent.h>
 #include <stdint.h>
@@ -61,6 +62,9 @@ ssize_t io_pread(int fd, void *buf, size_t len, off_t off);
 int io_pwrite(int fd, const void *buf, size_t len, off_t off);
 struct iovec;
 int io_pwritev(int fd, const struct iovec *iov, int n, off_t off);
+/* The same; *some (when not NULL): whether any byte went out, also when
+ * it fails after a short write. */
+int io_pwritev_some(int fd, const struct iovec *iov, int n, off_t off, bool *some);
 
 /* opendir() of path under dirfd (no symlink at the end); NULL with errno
  * set on failure. */

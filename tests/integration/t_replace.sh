@@ -361,6 +361,8 @@ for fault in fsync truncate; do
 	grep -q "the replacement of member 1 '$C/new1': $fault-error" "$OUT" || fail "replacement $fault error: inject said: $(cat "$OUT")"
 	"$RAIDFS" status "$mnt" | grep -q "injected faults on the replacement: $fault-error" ||
 		fail "replacement $fault error: status does not show the fault: $("$RAIDFS" status "$mnt")"
+	"$RAIDFS" status --json "$mnt" | "$PY" -c 'import json,sys; m=json.load(sys.stdin)["members"][1]; assert m["replacement_faults"].startswith(sys.argv[1] + "-error"), m' "$fault" ||
+		fail "replacement $fault error: status --json does not show the fault"
 	# (a file made now: its shard on the replacement is made with it)
 	cp "$C/ref/small" "$C/ref/n-$fault"
 	if [ "$fault" = fsync ]; then
