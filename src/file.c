@@ -1257,6 +1257,17 @@ int rfile_release(struct rfile *rf)
 	/* (a read-only mount writes nothing, not even a repaired record) */
 	if (!rf->a->readonly && (rf->meta_stale || rf->marked || rf->cmarked)) {
 		ret = rfile_write_meta(rf, 0);
+		/* Written to during the sync, through references all gone now
+		 * (their releases, not the last, left the marks to this one):
+		 * nothing can write to it any more, so one more sync covers
+		 * those writes - under the table lock (an open meanwhile would
+		 * mark it again, and a clear after that would undo its mark;
+		 * rare).  Else a file deleted since kept its dirty-log entry
+		 * until the next mount. */
+		if (ret == 0 && synced && marks_wait_sync(rf) && __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE) != wgen) {
+			wgen = __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE);
+			synced = array_sync_members(rf->a) == 0;
+		}
 		/* (the marks stay when the sync failed: the next mount
 		 * resyncs the file and replays its log) */
 		if (ret == 0 && (rf->marked || rf->cmarked) &&
