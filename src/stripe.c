@@ -1262,9 +1262,13 @@ ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off
 /*
  * Recompute the redundancy of group g in stripe s over the whole chunk,
  * treating data at or beyond logical offset `limit` as zero.  Used by
- * truncate (limit = new size) and resync (limit = size).
+ * truncate (limit = new size) and resync (limit = size).  `changing`: the
+ * stripe's data changes whatever this does (a truncate cuts it next, a
+ * put-back wrote it), so a member that cannot take its part even of the
+ * first write is failed (write_failed(), partial) - its old parity would
+ * not match.
  */
-static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit)
+static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit, bool changing)
 {
 	const struct layout *l = &rf->lay;
 	uint32_t chunk = l->chunk, n = l->k + l->m;
@@ -1290,7 +1294,7 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit)
 		else if (cbeg + chunk > limit)
 			memset(blk[j] + (limit - cbeg), 0, cbeg + chunk - limit);
 	}
-	bool wrote = false;	/* (shard_write()) */
+	bool wrote = changing;	/* (shard_write()) */
 	if (l->red == RED_MIRROR) {
 		for (uint32_t c = 0; c < n && !ret; c++) {
 			uint32_t mj = layout_slot_member(l, s, g, c);
@@ -1407,7 +1411,7 @@ int stripe_regen_at(struct rfile *rf, const uint64_t *off, int n)
 		if (seen || ndone == LAYOUT_MAX_WIDTH)
 			continue;
 		done[ndone++] = key;
-		ret = regen_group(rf, s, d % l->groups, rf->size);
+		ret = regen_group(rf, s, d % l->groups, rf->size, true);
 	}
 	/* (the parity slots as long as the file's size makes them) */
 	if (ret == 0 && ndone)
@@ -1463,7 +1467,7 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 		/* bytes past the new end in the last stripe become zero:
 		 * parity must stop covering them */
 		for (uint32_t g = 0; g < l->groups && ret == 0; g++)
-			ret = regen_group(rf, s, g, size);
+			ret = regen_group(rf, s, g, size, true);
 	}
 	if (ret == 0)
 		ret = trim_shards(rf, size);
@@ -1509,7 +1513,7 @@ int stripe_truncate_replayed(struct rfile *rf, uint64_t size)
 		return ret;
 	uint64_t s = (size - 1) / layout_stripe_data_bytes(l);
 	for (uint32_t g = 0; g < l->groups && ret == 0; g++)
-		ret = regen_group(rf, s, g, size);
+		ret = regen_group(rf, s, g, size, true);
 	return ret == 0 ? trim_shards(rf, size) : ret;
 }
 
@@ -1561,7 +1565,7 @@ int stripe_resync(struct rfile *rf)
 
 	for (uint64_t s = 0; s < nstripes && ret == 0; s++)
 		for (uint32_t g = 0; g < l->groups && ret == 0; g++)
-			ret = regen_group(rf, s, g, rf->size);
+			ret = regen_group(rf, s, g, rf->size, false);
 	if (l->red == RED_MIRROR)	/* (the copies now hold the first one's bytes) */
 		cache_forget_clean(rf, 0, UINT64_MAX);
 	if (ret == 0)
@@ -1638,7 +1642,7 @@ static int regen_mirror(struct rfile *rf, uint64_t s, uint32_t g)
 			best = copy[c];
 	}
 	if (!best)
-		return regen_group(rf, s, g, rf->size);
+		return regen_group(rf, s, g, rf->size, false);
 	int ret = 0;
 	bool wrote = false;	/* (shard_write()) */
 	for (uint32_t c = 0; c < n && !ret; c++) {
@@ -1652,7 +1656,7 @@ static int regen_mirror(struct rfile *rf, uint64_t s, uint32_t g)
 int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g)
 {
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
-	int r = rf->lay.red == RED_MIRROR ? regen_mirror(rf, s, g) : regen_group(rf, s, g, rf->size);
+	int r = rf->lay.red == RED_MIRROR ? regen_mirror(rf, s, g) : regen_group(rf, s, g, rf->size, false);
 	if (rf->lay.red == RED_MIRROR)	/* (the vote may have taken another copy than the one cached) */
 		cache_forget_clean(rf, s * sbytes, (s + 1) * sbytes);
 	if (r == 0 && (s + 1) * sbytes >= rf->size)

@@ -99,18 +99,19 @@ PYEOF
 	done
 done
 
-# 4.
-for cfg in "raid5 4" "raid6 5"; do
-	read -r level width <<<"$cfg"
-	C=$T/mid-$level
+# one_stripe NAME LEVEL WIDTH: a new array (chunk 16K) under $T/NAME with
+# g, one full stripe of three data slots, on the members; unmounted.
+# Sets C, mem, and d0 d1 p: the members of slot 0, slot 1 and P (the xor
+# of the three slots)
+one_stripe() {
+	C=$T/$1
 	mkdir -p "$C"
-	mem=$(make_members "$width" "mid-$level/d")
-	"$RAIDFS" create --level "$level" --chunk 16K $mem >/dev/null || fail "create $level"
-	rfs_mount "$(join_members $mem)" "$C/mnt" -o write_policy=writethrough || fail "mount $level"
+	mem=$(make_members "$3" "$1/d")
+	"$RAIDFS" create --level "$2" --chunk 16K $mem >/dev/null || fail "create $2"
+	rfs_mount "$(join_members $mem)" "$C/mnt" -o write_policy=writethrough || fail "mount $2"
 	head -c 49152 /dev/urandom >"$C/ref"
-	cp "$C/ref" "$C/mnt/g" || fail "$level: write failed"
-	rfs_unmount "$C/mnt" || fail "$level: unmount"
-	# which member holds slot 0, slot 1 and P (the xor of the three)
+	cp "$C/ref" "$C/mnt/g" || fail "$2: write failed"
+	rfs_unmount "$C/mnt" || fail "$2: unmount"
 	read -r d0 d1 p < <("$PY" - "$C/ref" $mem <<'PYEOF'
 import sys
 ref = open(sys.argv[1], "rb").read()
@@ -125,7 +126,13 @@ for j, d in enumerate(sys.argv[2:]):
 print(found["d0"], found["d1"], found["p"])
 PYEOF
 	)
-	[ -n "$p" ] || fail "$level: slots not found"
+	[ -n "$p" ] || fail "$2: slots not found"
+}
+
+# 4.
+for cfg in "raid5 4" "raid6 5"; do
+	read -r level width <<<"$cfg"
+	one_stripe "mid-$level" "$level" "$width"
 	rfs_mount "$(join_members $mem)" "$C/mnt" -o write_policy=writethrough || fail "mount $level"
 	expect_rc 0 "$RAIDFS" fail "$C/mnt" "$d1"
 	expect_rc 0 "$RAIDFS" inject "$C/mnt" "$p" write-error every ENOSPC
@@ -153,4 +160,23 @@ PYEOF
 	rfs_unmount "$C/mnt" || fail "$level: unmount"
 	log "ok: $level: a member full in the middle of a degraded stripe write was failed; no wrong byte read"
 done
+
+# 5. A truncate whose parity member is full (ENOSPC injected on P of
+#    raid6): the stripe across the new end changes whatever happens - its
+#    data is cut - so P's member is failed and the truncate succeeds with
+#    Q; with slot 0's member failed too, g reads as truncated, and grown
+#    again, zeros.  (Before: the truncate failed with ENOSPC half done.)
+one_stripe cut raid6 5
+rfs_mount "$(join_members $mem)" "$C/mnt" -o write_policy=writethrough || fail "cut: mount"
+expect_rc 0 "$RAIDFS" inject "$C/mnt" "$p" write-error every ENOSPC
+truncate -s 3000 "$C/mnt/g" || fail "cut: the truncate failed with P's member full (Q could take the change)"
+"$RAIDFS" status "$C/mnt" >"$C/status.txt"
+grep -q "^ *$p  faulty" "$C/status.txt" || fail "cut: P's full member $p was not failed: $(cat "$C/status.txt")"
+expect_rc 0 "$RAIDFS" fail "$C/mnt" "$d0"
+head -c 3000 "$C/ref" >"$C/cut"
+cmp -s "$C/cut" "$C/mnt/g" || fail "cut: g does not read as truncated with slot 0's member failed"
+truncate -s 49152 "$C/mnt/g" "$C/cut"
+cmp -s "$C/cut" "$C/mnt/g" || fail "cut: g grown again does not read zeros past 3000"
+rfs_unmount "$C/mnt" || fail "cut: unmount"
+log "ok: raid6: a truncate with P's member full failed that member and read right with Q"
 log "ok"
