@@ -1266,7 +1266,9 @@ ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off
  * stripe's data changes whatever this does (a truncate cuts it next, a
  * put-back wrote it), so a member that cannot take its part even of the
  * first write is failed (write_failed(), partial) - its old parity would
- * not match.
+ * not match.  Otherwise (a resync) a full member is the caller's error,
+ * also after part of the stripe went out: the data did not change, and
+ * its file stays in the dirty log for the next resync.
  */
 static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit, bool changing)
 {
@@ -1294,12 +1296,12 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit,
 		else if (cbeg + chunk > limit)
 			memset(blk[j] + (limit - cbeg), 0, cbeg + chunk - limit);
 	}
-	bool wrote = changing;	/* (shard_write()) */
+	bool wrote = true, *part = changing ? &wrote : NULL;	/* (shard_write()) */
 	if (l->red == RED_MIRROR) {
 		for (uint32_t c = 0; c < n && !ret; c++) {
 			uint32_t mj = layout_slot_member(l, s, g, c);
 			if (writable(rf, mj))
-				ret = shard_write(rf, mj, blk[0], chunk, base, &wrote);
+				ret = shard_write(rf, mj, blk[0], chunk, base, part);
 		}
 		return ret ? ret : group_alive(rf, s, g);
 	}
@@ -1307,7 +1309,7 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit,
 	for (uint32_t p = l->k; p < n && !ret; p++) {
 		uint32_t mj = layout_slot_member(l, s, g, p);
 		if (writable(rf, mj))
-			ret = shard_write(rf, mj, blk[p], chunk, base, &wrote);
+			ret = shard_write(rf, mj, blk[p], chunk, base, part);
 	}
 	return ret ? ret : group_alive(rf, s, g);
 }

@@ -46,13 +46,27 @@ entry=$(ls "$1/.raidfs/dirty")
 [ -n "$entry" ] || fail "the dirty log is empty although the resync failed"
 
 # an open, still out of space: the resync fails again; a write and the
-# close leave the entry where it is.  (The write goes to chunk 5, in
-# stripe 1 on member 0 with its parity on member 1: member 3, full, has
-# no part in it - a member full in the middle of a stripe the others took
-# is failed, and the array would be degraded.)
-dd if=/dev/urandom of="$mnt/f" bs=4096 seek=5 count=1 conv=notrunc status=none 2>/dev/null ||
-	fail "the write to f failed"
-grep -q "is full in the middle of a stripe" "$T/daemon.log" && fail "the write reached member 3"
+# close leave the entry where it is.  (The write goes to a chunk whose
+# stripe has its parity and that chunk on members 0-2: member 3, full,
+# has no part in it - a member full in the middle of a stripe the others
+# took is failed, and the array would be degraded.  Found from the
+# shards: each file has its own rotation.  The write itself may fail
+# with ENOSPC: room for it is reserved on every member first.)
+c=$("$PY" - "$T/ref" "$1/f" "$2/f" "$3/f" <<'PYEOF'
+import sys
+ref = open(sys.argv[1], "rb").read()
+chunks = {ref[i:i + 4096]: i // 4096 for i in range(0, len(ref), 4096)}
+shards = [open(p, "rb").read() for p in sys.argv[2:]]
+for s in range(len(shards[0]) // 4096):
+    got = [chunks.get(b[s * 4096:(s + 1) * 4096]) for b in shards]
+    if sum(g is None for g in got) == 1:	# the parity here, member 3 data
+        print(next(g for g in got if g is not None))
+        break
+PYEOF
+)
+[ -n "$c" ] || fail "no stripe with its parity on members 0-2 found"
+dd if=/dev/urandom of="$mnt/f" bs=4096 seek="$c" count=1 conv=notrunc status=none 2>/dev/null
+grep -q "is full in the middle of a stripe" "$T/daemon.log" && fail "the write failed member 3 for its ENOSPC"
 
 grep -q "file 'f': the mount could not resync it, nor can this open" "$T/daemon.log" ||
 	fail "the open did not try the resync: $(tail -n 5 "$T/daemon.log")"
