@@ -1314,6 +1314,16 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit,
 	return ret ? ret : group_alive(rf, s, g);
 }
 
+/* Every group of stripe s, which a truncate to `size` cuts (bytes past
+ * it zero). */
+static int regen_stripe(struct rfile *rf, uint64_t s, uint64_t size)
+{
+	int ret = 0;
+	for (uint32_t g = 0; g < rf->lay.groups && ret == 0; g++)
+		ret = regen_group(rf, s, g, size, true);
+	return ret;
+}
+
 /* A truncate to `size` rewrites the parity of stripe s, then cuts the
  * data shards: between the two, an absent slot's bytes in s would read
  * otherwise - up to the old end: the truncate was not done, and the next
@@ -1465,12 +1475,10 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 	uint8_t *kept = NULL;
 	if (ret == 0 && regen)
 		ret = guard_cut(rf, s, size, &gs, &kept);
-	if (ret == 0 && regen) {
-		/* bytes past the new end in the last stripe become zero:
-		 * parity must stop covering them */
-		for (uint32_t g = 0; g < l->groups && ret == 0; g++)
-			ret = regen_group(rf, s, g, size, true);
-	}
+	/* bytes past the new end in the last stripe become zero: parity
+	 * must stop covering them */
+	if (ret == 0 && regen)
+		ret = regen_stripe(rf, s, size);
 	if (ret == 0)
 		ret = trim_shards(rf, size);
 	guard_done(rf, gs);
@@ -1513,9 +1521,7 @@ int stripe_truncate_replayed(struct rfile *rf, uint64_t size)
 	const struct layout *l = &rf->lay;
 	if (ret < 0 || !same || size == 0 || l->red != RED_PARITY)
 		return ret;
-	uint64_t s = (size - 1) / layout_stripe_data_bytes(l);
-	for (uint32_t g = 0; g < l->groups && ret == 0; g++)
-		ret = regen_group(rf, s, g, size, true);
+	ret = regen_stripe(rf, (size - 1) / layout_stripe_data_bytes(l), size);
 	return ret == 0 ? trim_shards(rf, size) : ret;
 }
 
