@@ -1548,7 +1548,8 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 		return r;
 	/* a shrink says it began before dirty lines past the new end go:
 	 * failing from then on, it is finished (stripe_truncate_locked()) */
-	if (size < rf->size)
+	bool said = size < rf->size;
+	if (said)
 		r = rfile_record_truncate(rf, size);
 	if (r < 0) {
 		pthread_rwlock_unlock(&rf->rw);
@@ -1595,7 +1596,7 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 	}
 	pthread_mutex_unlock(&C.lock);
 	stripe_log_covered(covered);
-	r = stripe_truncate_locked(rf, size);
+	r = stripe_truncate_locked(rf, size, said);
 	stripe_log_covered(false);
 	pthread_rwlock_unlock(&rf->rw);
 	pin_drop(&pin);

@@ -474,6 +474,39 @@ static bool extend_shards(struct rfile *rf, uint64_t size)
 	return all;
 }
 
+/*
+ * A member that did not take a file's metadata record (the others did)
+ * would keep an older size and layout beside them: should the others be
+ * lost later, that record wins and the file reads as other bytes.  So, as
+ * for a data write (write_failed() in stripe.c), the member is failed (a
+ * record changes while its file is in the dirty log: the failure notes the
+ * file as missed by the member, for its re-add).  The daemon's own
+ * shortage, and a full member's -ENOSPC when no member took the record
+ * (nothing changed), stay the caller's error.  `refused`: the members that failed, err[j]
+ * their errors.  0, or -errno for the caller.
+ */
+static int meta_refused(struct rfile *rf, uint64_t refused, const int *err, bool took)
+{
+	int ret = 0;
+	for (uint32_t j = 0; j < rf->a->width; j++) {
+		if (!(refused >> j & 1))
+			continue;
+		if (member_error_is_own(err[j]) || (err[j] == -ENOSPC && !took)) {
+			log_err("cannot write metadata of file %016" PRIx64 " on member %u '%s': %s", rf->id, j,
+				rf->a->m[j].path, strerror(-err[j]));
+			if (!ret)
+				ret = err[j];
+			continue;
+		}
+		log_err("cannot write metadata of file %016" PRIx64 " on member %u '%s': %s; the member is failed, "
+			"as on a write error", rf->id, j, rf->a->m[j].path, strerror(-err[j]));
+		array_member_io_error(rf->a, j, err[j], true);
+	}
+	if (ret == 0 && !array_writable(rf->a))
+		ret = -EIO;
+	return ret;
+}
+
 /* extend: give the shards their lengths first (the caller holds rf->rw
  * exclusively: a write beside it could be cut short by the extension) */
 static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size, bool extend)
@@ -485,23 +518,31 @@ static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size, bool exte
 	int sj = shadow_of(rf->a);
 	if (sj >= 0 && rf->fd[SHADOW] >= 0) {
 		fm.index = sj;	/* the shadow becomes member sj */
-		if (meta_set(rf->fd[SHADOW], &fm) < 0)
-			log_warn("cannot write metadata of file %016" PRIx64 " on the replacement of member %d",
-				 rf->id, sj);
+		int r = member_meta_set(rf->a, SHADOW, rf->fd[SHADOW], &fm);
+		if (r < 0) {
+			log_err("cannot write metadata of file %016" PRIx64 " on the replacement '%s': %s; the "
+				"replacement is given up (the member it was copying keeps serving; start it again "
+				"with 'raidfs replace')", rf->id, rf->a->m[SHADOW].path, strerror(-r));
+			rebuild_abandon_replace();
+		}
 	}
+	uint64_t refused = 0;
+	int err[MEMBER_SLOTS] = { 0 };
+	bool took = false;
 	for (uint32_t j = 0; j < rf->a->width; j++) {
 		/* (a damaged shard's too: its damage shows in its length, and a
 		 * stat of the closed file reads the primary's record) */
 		if (rf->fd[j] < 0 || !member_writable(rf->a, j))
 			continue;
 		fm.index = j;
-		int r = meta_set(rf->fd[j], &fm);
-		if (r < 0 && !ret) {
-			ret = r;
-			log_err("cannot write metadata of file %016" PRIx64 " on member %u '%s': %s",
-				rf->id, j, rf->a->m[j].path, strerror(-r));
-		}
+		err[j] = member_meta_set(rf->a, j, rf->fd[j], &fm);
+		if (err[j] < 0)
+			refused |= 1ull << j;
+		else
+			took = true;
 	}
+	if (refused)
+		ret = meta_refused(rf, refused, err, took);
 	if (ret == 0) {
 		rf->size_recorded = size;
 		/* (cleared, then the size looked at again: a write that grew
@@ -510,7 +551,7 @@ static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size, bool exte
 		if (__atomic_load_n(&rf->size, __ATOMIC_SEQ_CST) != size)
 			__atomic_store_n(&rf->meta_stale, true, __ATOMIC_SEQ_CST);
 	}
-	rf->meta_agree = ret == 0 && !(flags & META_F_DIRTY);
+	rf->meta_agree = ret == 0 && !refused && !(flags & META_F_DIRTY);
 	rf->meta_flags = flags;
 	return ret;
 }
@@ -548,7 +589,7 @@ int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
 	int sj = j == SHADOW ? shadow_of(rf->a) : (int)j;
 	struct file_meta fm = meta_record(rf, rf->meta_version, rf->meta_flags, rf->size_recorded);	/* (the shard has its length) */
 	fm.index = (uint32_t)sj;
-	int r = sj >= 0 ? meta_set(rf->fd[j], &fm) : -EINVAL;
+	int r = sj >= 0 ? member_meta_set(rf->a, j, rf->fd[j], &fm) : -EINVAL;
 	if (r < 0)
 		log_err("cannot write metadata of file %016" PRIx64 " on the new shard of member %d: %s", rf->id, sj,
 			strerror(-r));

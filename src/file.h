@@ -265,7 +265,10 @@ ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint6
  * put-back, after a write cut short (rf->rw held or private).  The number
  * of groups, or -errno. */
 int stripe_regen_at(struct rfile *rf, const uint64_t *off, int n);
-int stripe_truncate_locked(struct rfile *rf, uint64_t size);
+/* rf->rw held exclusively.  said: the caller wrote the shrink's "began"
+ * record (rfile_record_truncate()) already (the cache does, before it
+ * drops the lines past the new end); else it is written here. */
+int stripe_truncate_locked(struct rfile *rf, uint64_t size, bool said);
 /* A truncate's record replayed from the cache's log: the same, and the
  * stripe across the size made again even when the file has that size
  * already (a power loss can keep a shard's new length and lose the parity

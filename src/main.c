@@ -70,8 +70,8 @@ static void usage(FILE *f)
 "  bbu MOUNTPOINT [show|learn|fail|restore]\n"
 "        the emulated battery: a learn cycle or a failed battery turn write-back off\n"
 "  inject MOUNTPOINT MEMBER FAULT...\n"
-"        fault injection: read-error|write-error|fsync-error|open-error|truncate-error\n"
-"        [every|after N|count N|prob P] [ERRNO], latency MS [read|write|fsync|open|truncate]...,\n"
+"        fault injection: read-error|write-error|fsync-error|open-error|truncate-error|meta-error\n"
+"        [every|after N|count N|prob P] [ERRNO], latency MS [read|write|fsync|open|truncate|meta]...,\n"
 "        corrupt P, vanish, clear\n"
 "\n"
 "fstab:  /srv/disk1:/srv/disk2:/srv/disk3  /srv/pool  fuse.raidfs  defaults,allow_other,nofail  0 0\n");
@@ -403,7 +403,7 @@ int main(int argc, char **argv)
 		return cmd_control("fail", argc - 1, argv + 1, 1, 0, 0x1, "fail MOUNTPOINT MEMBER");
 	if (!strcmp(cmd, "inject"))
 		return cmd_control("inject", argc - 1, argv + 1, 2, 0, 0x1,
-				   "inject MOUNTPOINT MEMBER read-error|write-error|fsync-error|open-error|truncate-error [every|after N|count N|prob P] [ERRNO] | latency MS [read|write|fsync|open|truncate]... | corrupt P | vanish | clear");
+				   "inject MOUNTPOINT MEMBER read-error|write-error|fsync-error|open-error|truncate-error|meta-error [every|after N|count N|prob P] [ERRNO] | latency MS [read|write|fsync|open|truncate|meta]... | corrupt P | vanish | clear");
 	if (!strcmp(cmd, "remove"))
 		return cmd_control("remove", argc - 1, argv + 1, 1, 0, 0x1, "remove MOUNTPOINT MEMBER|SPARE");
 	if (!strcmp(cmd, "add"))

@@ -16,10 +16,11 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "meta.h"
 #include "superblock.h"
 #include "util.h"
 
-static const char *const op_name[FOP_COUNT] = { "read", "write", "fsync", "open", "truncate" };
+static const char *const op_name[FOP_COUNT] = { "read", "write", "fsync", "open", "truncate", "meta" };
 
 static double rand01(void)
 {
@@ -149,6 +150,16 @@ int member_ftruncate(struct array *a, uint32_t j, int fd, uint64_t len)
 	return e;
 }
 
+int member_meta_set(struct array *a, uint32_t j, int fd, const struct file_meta *fm)
+{
+	int e = inject(a, j, FOP_META);
+	if (e == 0)
+		e = meta_set(fd, fm);
+	if (e < 0)
+		count_error(a, j);
+	return e;
+}
+
 int member_openat(struct array *a, uint32_t j, const char *relpath, int flags, mode_t mode)
 {
 	int e = inject(a, j, FOP_OPEN);
@@ -266,7 +277,7 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 {
 	struct member *m = &a->m[j];
 	if (argc < 1) {
-		snprintf(err, errlen, "inject: say what to inject (read-error, write-error, fsync-error, open-error, truncate-error, latency, corrupt, vanish, clear)");
+		snprintf(err, errlen, "inject: say what to inject (read-error, write-error, fsync-error, open-error, truncate-error, meta-error, latency, corrupt, vanish, clear)");
 		return -EINVAL;
 	}
 	const char *what = argv[0];
@@ -284,7 +295,7 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 		long ms = argc > 1 ? strtol(argv[1], &end, 10) : -1;
 		if (argc < 2 || *end || ms < 0 || ms > 60000) {
 			snprintf(err, errlen, "inject: latency needs milliseconds (0..60000), for example 'latency 20' "
-				 "(or 'latency 20 write': only the writes; read, write, fsync, open, truncate)");
+				 "(or 'latency 20 write': only the writes; read, write, fsync, open, truncate, meta)");
 			return -EINVAL;
 		}
 		f.latency_ms = ms;
@@ -295,7 +306,7 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 				if (!strcmp(argv[i], op_name[k]))
 					op = k;
 			if (op == FOP_COUNT) {
-				snprintf(err, errlen, "inject: latency of '%s'? (read, write, fsync, open, truncate; none: all of them)", argv[i]);
+				snprintf(err, errlen, "inject: latency of '%s'? (read, write, fsync, open, truncate, meta; none: all of them)", argv[i]);
 				return -EINVAL;
 			}
 			f.latency_ops |= 1u << op;
@@ -317,7 +328,7 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 				op = i;
 		}
 		if (op == FOP_COUNT) {
-			snprintf(err, errlen, "inject: unknown fault '%s' (read-error, write-error, fsync-error, open-error, truncate-error, latency, corrupt, vanish, clear)", what);
+			snprintf(err, errlen, "inject: unknown fault '%s' (read-error, write-error, fsync-error, open-error, truncate-error, meta-error, latency, corrupt, vanish, clear)", what);
 			return -EINVAL;
 		}
 		struct fault_rule r = { .mode = FM_EVERY, .err = EIO };

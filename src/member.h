@@ -8,7 +8,8 @@
  * that redundancy can hide.
  *
  * Fault injection rules (one per operation: read, write, fsync, open,
- * truncate - ftruncate of a shard):
+ * truncate - ftruncate of a shard, meta - the write of a shard's metadata
+ * record):
  *   every          every operation fails
  *   after N        operations after the first N fail
  *   prob P         each operation fails with probability P (0..1)
@@ -36,7 +37,7 @@
 
 struct array;
 
-enum fault_op { FOP_READ, FOP_WRITE, FOP_FSYNC, FOP_OPEN, FOP_TRUNCATE, FOP_COUNT };
+enum fault_op { FOP_READ, FOP_WRITE, FOP_FSYNC, FOP_OPEN, FOP_TRUNCATE, FOP_META, FOP_COUNT };
 
 enum fault_mode { FM_OFF, FM_EVERY, FM_AFTER, FM_PROB, FM_COUNT };
 
@@ -68,6 +69,9 @@ int member_fsync(struct array *a, uint32_t j, int fd, bool datasync);
 int member_syncfs(struct array *a, uint32_t j);
 int member_openat(struct array *a, uint32_t j, const char *relpath, int flags, mode_t mode);
 int member_ftruncate(struct array *a, uint32_t j, int fd, uint64_t len);
+/* the file's metadata record on its shard (meta_set(); injection: meta) */
+struct file_meta;
+int member_meta_set(struct array *a, uint32_t j, int fd, const struct file_meta *fm);
 
 /* Is the member's disk gone (injected vanish, or its root directory
  * deleted or replaced)?  Cheap enough for a 1 s monitor. */

@@ -175,8 +175,9 @@ static int write_failed(struct rfile *rf, uint32_t j, uint64_t off, int r, bool 
 {
 	if (r == -ENOSPC && partial) {
 		log_err("member %u '%s' is full in the middle of a stripe the other members took (file %016" PRIx64
-			", offset %" PRIu64 "): it is failed, as on a write error",
-			j, rf->a->m[j].path, rf->id, off);
+			", offset %" PRIu64 "): it is failed, as on a write error; free space on its filesystem, "
+			"then put it back with 'raidfs add %s %s' (resyncs only what changed)",
+			j, rf->a->m[j].path, rf->id, off, rf->a->mountpoint, rf->a->m[j].path);
 		array_member_io_error(rf->a, j, r, true);
 		return 0;
 	}
@@ -1438,7 +1439,7 @@ int stripe_truncate(struct rfile *rf, uint64_t size)
 	if (!array_writable(rf->a))
 		return rf->a->readonly ? -EROFS : -EIO;
 	pthread_rwlock_wrlock(&rf->rw);
-	ret = stripe_truncate_locked(rf, size);
+	ret = stripe_truncate_locked(rf, size, false);
 	pthread_rwlock_unlock(&rf->rw);
 	return ret;
 }
@@ -1453,7 +1454,7 @@ static void drop_cut_damage(struct rfile *rf)
 			rf->damaged &= ~(1ull << j);
 }
 
-int stripe_truncate_locked(struct rfile *rf, uint64_t size)
+int stripe_truncate_locked(struct rfile *rf, uint64_t size, bool said)
 {
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
@@ -1464,11 +1465,8 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 	/* a shrink says so first: cut short, it is finished at the next
 	 * mount (a size found from shards cut in part would keep some old
 	 * bytes and zeros in place of others) */
-	bool said = false;
-	if (ret == 0 && size < rf->size) {
-		/* (the cache's truncate said so already) */
-		if (!(rf->meta_flags & META_F_TRUNC) || rf->size_recorded != size)
-			ret = rfile_record_truncate(rf, size);
+	if (ret == 0 && !said && size < rf->size) {
+		ret = rfile_record_truncate(rf, size);
 		said = ret == 0;
 	}
 	int gs = -1;
@@ -1517,7 +1515,7 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size)
 int stripe_truncate_replayed(struct rfile *rf, uint64_t size)
 {
 	bool same = size == rf->size;
-	int ret = stripe_truncate_locked(rf, size);
+	int ret = stripe_truncate_locked(rf, size, false);
 	const struct layout *l = &rf->lay;
 	if (ret < 0 || !same || size == 0 || l->red != RED_PARITY)
 		return ret;

@@ -138,5 +138,39 @@ cmp -s "$C/ref/g" "$mnt/g" || fail "cut: g differs after the rebuild of member 1
 rfs_unmount_wait "$mnt" || fail "cut: unmount"
 log "ok: raid5, a shard that could not be cut failed its member; the file reads as truncated, also rebuilt"
 
+# a metadata record that one member does not take (injected meta error
+# on member 1, raid1 over two): the member is failed (its older record
+# would win once member 0 is gone: the file would read as its old size),
+# the shrink succeeds, the file is noted as missed, and when member 1 is
+# put back its re-add resyncs that file, so it alone holds it right
+C=$T/rec
+mkdir -p "$C/ref"
+mem=$(make_members 2 rec/d)
+mnt=$C/mnt
+expect_rc 0 "$RAIDFS" create --level raid1 --name rec $mem
+rfs_mount "$(join_members $mem)" "$mnt" || fail "rec: mount"
+head -c 100000 /dev/urandom >"$C/ref/g"
+head -c 30000 /dev/urandom >"$C/ref/h"
+cp "$C/ref/g" "$C/ref/h" "$mnt/" || fail "rec: write failed"
+sync "$mnt/g" "$mnt/h"
+expect_rc 0 "$RAIDFS" inject "$mnt" 1 meta-error count 1
+truncate -s 3000 "$mnt/g" || fail "rec: the truncate failed although one member's error is within the tolerance"
+truncate -s 3000 "$C/ref/g"
+expect_rc 1 "$RAIDFS" status "$mnt"
+grep -A1 "^   1  faulty" "$OUT" | grep -q "failed: write error (Input/output error)" ||
+	fail "rec: member 1 is not failed for the record it did not take: $(cat "$OUT")"
+grep -q "cannot write metadata of file .* on member 1 .*the member is failed" "$T/daemon.log" ||
+	fail "rec: no message about the record"
+cmp -s "$C/ref/g" "$mnt/g" || fail "rec: g is not as truncated"
+expect_rc 0 "$RAIDFS" add "$mnt" "$C/d2"
+wait_member "$mnt" 1 online || fail "rec: member 1 did not come back: $("$RAIDFS" status "$mnt")"
+grep -q "re-add of member 1: 1 file recorded as changed while it was away" "$T/daemon.log" ||
+	fail "rec: the re-add did not resync exactly g: $(grep "re-add" "$T/daemon.log")"
+expect_rc 0 "$RAIDFS" fail "$mnt" 0
+cmp -s "$C/ref/g" "$mnt/g" || fail "rec: g differs on member 1 alone ($(stat -c %s "$mnt/g") bytes)"
+cmp -s "$C/ref/h" "$mnt/h" || fail "rec: h differs on member 1 alone"
+rfs_unmount_wait "$mnt" || fail "rec: unmount"
+log "ok: raid1, a metadata record one member did not take failed it; re-added, it alone holds the file right"
+
 log "all passed in ${SECONDS}s"
 exit 0
