@@ -305,3 +305,46 @@ overwrite_files() {
 			fail "${what:-overwrite}: write failed"
 	done
 }
+
+# stripe0_slots REF CHUNK NDATA DIR...: what each member's shard of the
+# file g (REF's bytes, in each DIR) holds of stripe 0, found from its first
+# CHUNK bytes: one word per DIR, in order - the data slot (0..NDATA-1;
+# a slot wholly past the file's end: an empty shard), p (the xor parity)
+# or q (another parity)
+stripe0_slots() {
+	"$PY" - "$@" <<'PYEOF'
+import sys
+ref = open(sys.argv[1], "rb").read()
+chunk, ndata = int(sys.argv[2]), int(sys.argv[3])
+slots = [ref[i * chunk:(i + 1) * chunk] for i in range(ndata)]
+p = bytearray(chunk)
+for s in slots:
+    for k, b in enumerate(s):
+        p[k] ^= b
+words = []
+for d in sys.argv[4:]:
+    first = open(d + "/g", "rb").read()[:chunk]
+    w = "q"
+    for i, s in enumerate(slots):
+        if first == s:
+            w = str(i)
+            break
+    else:
+        if first and first == bytes(p[:len(first)]):
+            w = "p"
+    words.append(w)
+print(" ".join(words))
+PYEOF
+}
+
+# slot_member "WORD..." WORDS...: the members (indexes into WORDS, as
+# printed by stripe0_slots) holding one of the WORDs, space-separated
+slot_member() {
+	local want=" $1 " i=0 w out=""
+	shift
+	for w in "$@"; do
+		[ "${want/ $w /}" != "$want" ] && out="$out${out:+ }$i"
+		i=$((i + 1))
+	done
+	echo "$out"
+}

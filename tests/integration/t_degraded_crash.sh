@@ -179,29 +179,29 @@ cut_destage() {
 	crash_mount "$fpid" "$2"
 }
 
-# short_stripe_file: g, one short stripe over three data slots of 16K:
-# slot 0 full, slot 1 holding 5000 bytes, slot 2 wholly past the end;
-# written, the array unmounted, and which member holds which slot found
-# from the shards: sets the caller's d0, d1, e (slot 2) and parity
-short_stripe_file() {
-	local j
-	head -c 21384 /dev/urandom >"$C/ref/g"
-	head -c 16384 "$C/ref/g" >"$C/slot0"
-	tail -c 5000 "$C/ref/g" >"$C/slot1"
+# g_slots SIZE NDATA: SIZE random bytes written as g (reference and
+# mount), the array unmounted, and the members holding stripe 0's slots
+# found from the shards (chunk 16K, NDATA data slots): sets the caller's
+# d0, d1, d2 (slots 0 to 2) and parity
+g_slots() {
+	local slots
+	head -c "$1" /dev/urandom >"$C/ref/g"
 	cp "$C/ref/g" "$mnt/g" || fail "$what: write failed"
 	rfs_unmount "$mnt" || fail "$what: unmount failed"
-	for j in $(seq 0 $((width - 1))); do
-		if [ ! -s "$C/d$((j + 1))/g" ]; then
-			e=$j
-		elif cmp -s "$C/slot0" "$C/d$((j + 1))/g"; then
-			d0=$j
-		elif cmp -s "$C/slot1" "$C/d$((j + 1))/g"; then
-			d1=$j
-		else
-			parity="$parity $j"
-		fi
-	done
-	[ -n "$d0" ] && [ -n "$d1" ] && [ -n "$e" ] || fail "$what: slots not found: '$d0' '$d1' '$e'"
+	read -ra slots < <(stripe0_slots "$C/ref/g" 16384 "$2" $mem)
+	d0=$(slot_member 0 "${slots[@]}")
+	d1=$(slot_member 1 "${slots[@]}")
+	d2=$(slot_member 2 "${slots[@]}")
+	parity=$(slot_member "p q" "${slots[@]}")
+	[ -n "$d0" ] && [ -n "$d1" ] && [ -n "$parity" ] || fail "$what: slots not found: '$d0' '$d1' '$parity'"
+}
+
+# short_stripe_file: g, one short stripe over three data slots: slot 0
+# full, slot 1 holding 5000 bytes, slot 2 wholly past the end (its
+# member: e); g_slots
+short_stripe_file() {
+	g_slots 21384 3
+	e=$d2
 }
 
 # eof_round NAME LEVEL WIDTH BBU: the absent chunks past the file's end.
@@ -217,7 +217,7 @@ short_stripe_file() {
 # parity again, it read the cut write's change there.)
 eof_round() {
 	local name=$1 level=$2 width=$3 bbu=$4
-	local C mem members mnt opts j d0="" d1="" e="" parity="" failed
+	local C mem members mnt opts j d0="" d1="" d2="" e="" parity="" failed
 	what="$level past the end, bbu=$bbu"
 	new_array "$name" "$level" "$width" "$bbu"
 	short_stripe_file
@@ -261,7 +261,7 @@ eof_round() {
 # so after the rebuild with slot 0's member gone.
 cut_round() {
 	local name=$1 bbu=$2 where=$3 state=${4:-degraded} level=raid6 width=5
-	local C mem members mnt opts j d0="" d1="" e="" parity="" failed=""
+	local C mem members mnt opts j d0="" d1="" d2="" e="" parity="" failed=""
 	what="$level truncate cut short ($where), bbu=$bbu, $state"
 	new_array "$name" "$level" "$width" "$bbu"
 	short_stripe_file
@@ -318,21 +318,9 @@ cut_round() {
 # on the members, unmounted; sets the caller's d0 and p: the members of
 # stripe 0's first data slot and of its parity
 stripe0_file() {
-	local j i f data
 	new_array "$1" "$2" "$3" file
-	head -c 65536 /dev/urandom >"$C/ref/g"
-	cp "$C/ref/g" "$mnt/g" || fail "$what: write failed"
-	rfs_unmount "$mnt" || fail "$what: unmount failed"
-	for j in $(seq 0 $(($3 - 1))); do
-		f=$C/d$((j + 1))/g
-		data=""
-		for i in $(seq 0 $(($3 - 2))); do
-			cmp -s -n 16384 -i 0:$((i * 16384)) "$f" "$C/ref/g" && data=$i
-		done
-		[ "$data" = 0 ] && d0=$j
-		[ -z "$data" ] && p=$j
-	done
-	[ -n "$p" ] && [ -n "$d0" ] || fail "$what: stripe 0's members not found"
+	g_slots 65536 $(($3 - 1))
+	p=$parity
 }
 
 # lostparity_round: a truncate through the cache (bbu=file) whose parity
@@ -344,7 +332,7 @@ stripe0_file() {
 # (it replays the truncate's record; the file gets no resync): with slot
 # 0's member gone, g must still read as truncated.
 lostparity_round() {
-	local C mem members mnt opts p="" d0=""
+	local C mem members mnt opts p="" d0="" d1="" d2="" parity=""
 	what="raid5 truncate, its parity write lost"
 	stripe0_file r5p raid5 3
 	head -c 3000 "$C/d$((p + 1))/g" >"$C/oldp"
@@ -375,7 +363,7 @@ lostparity_round() {
 # longer again, then the truncate's record (written before it began)
 # cuts it off - and finishes the truncate: g as after it, 3000 bytes.
 regrow_round() {
-	local C mem members mnt opts p="" d0=""
+	local C mem members mnt opts p="" d0="" d1="" d2="" parity=""
 	what="raid5 truncate cut short, a write past its end in the log"
 	stripe0_file r5t raid5 4
 	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
@@ -399,6 +387,27 @@ regrow_round() {
 	log "ok: $what: the mount finished the truncate after the replay"
 }
 
+# tail_file NAME BBU: a new raid5 array over 4 members (chunk 16K) with
+# g of 16385 bytes (slot 0 full, 1 byte in slot 1), held open (fd 8: the
+# size is recorded at the last close); sets the caller's d0, d1 and e
+# (the members of slots 0, 1 and 2)
+tail_file() {
+	new_array "$1" raid5 4 "$2"
+	g_slots 16385 3
+	e=$d2
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	exec 8<"$mnt/g"
+}
+
+# append_tail: 5119 bytes appended to g (into slot 1 only), destaged
+append_tail() {
+	head -c 5119 /dev/urandom >"$C/tail"
+	dd if="$C/tail" of="$C/ref/g" bs=1 seek=16385 conv=notrunc 2>/dev/null
+	dd if="$C/tail" of="$mnt/g" bs=5119 seek=16385 oflag=seek_bytes conv=notrunc 2>/dev/null ||
+		fail "$what: append failed"
+	expect_rc 0 "$RAIDFS" cache "$mnt" flush
+}
+
 # tail_round NAME BBU: a tail only the absent member holds.  raid5 over
 # 4 members: g has 16385 bytes (slot 0 full, 1 byte in slot 1); slot 1's
 # member is failed; with g held open (the size is recorded at the last
@@ -409,27 +418,11 @@ regrow_round() {
 # and slot 2) destaged with slot 2's member slow, and kill -9 in the
 # middle: the put-back must keep the tail too.
 tail_round() {
-	local name=$1 bbu=$2 level=raid5 width=4
-	local C mem members mnt opts j d1="" e="" what="$level tail on the absent member, bbu=$bbu"
-	new_array "$name" "$level" "$width" "$bbu"
-	head -c 16385 /dev/urandom >"$C/ref/g"
-	cp "$C/ref/g" "$mnt/g" || fail "$what: write failed"
-	rfs_unmount "$mnt" || fail "$what: unmount failed"
-	for j in $(seq 0 $((width - 1))); do
-		case $(stat -c %s "$C/d$((j + 1))/g") in
-		0) e=$j ;;
-		1) d1=$j ;;
-		esac
-	done
-	[ -n "$d1" ] && [ -n "$e" ] || fail "$what: slots not found"
-	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+	local name=$1 bbu=$2 level=raid5
+	local C mem members mnt opts d0="" d1="" d2="" e="" parity="" what="$level tail on the absent member, bbu=$bbu"
+	tail_file "$name" "$bbu"
 	expect_rc 0 "$RAIDFS" fail "$mnt" "$d1"
-	exec 8<"$mnt/g"
-	head -c 5119 /dev/urandom >"$C/tail"
-	dd if="$C/tail" of="$C/ref/g" bs=1 seek=16385 conv=notrunc 2>/dev/null
-	dd if="$C/tail" of="$mnt/g" bs=5119 seek=16385 oflag=seek_bytes conv=notrunc 2>/dev/null ||
-		fail "$what: append failed"
-	expect_rc 0 "$RAIDFS" cache "$mnt" flush
+	append_tail
 	local put
 	crash_mount "" "put back as"
 	exec 8<&-
@@ -453,6 +446,38 @@ tail_round() {
 	log "ok: $what: the tail survived kill -9, also with a guarded write cut short after it"
 }
 
+# busy_round: the record of a tail only a member that fails holds, while
+# the file is busy.  raid5 over 4 members, all there, bbu=shm: g has
+# 16385 bytes (slot 0 full, 1 byte in slot 1); g held open, 5119 bytes
+# appended (into slot 1: no other shard's length shows them) and
+# destaged.  A read of slot 0, held up 3 s on its member, holds g while
+# slot 1's member is failed: the monitor cannot record g's size then and
+# must try again until it can.  kill -9 after the read: g must come back
+# whole (without the record, the mount takes the 16385 bytes of the last
+# close: the shards left show no more).
+busy_round() {
+	local level=raid5
+	local C mem members mnt opts d0="" d1="" d2="" e="" parity="" rpid what="$level tail of a failed member, file busy"
+	tail_file busy shm
+	append_tail
+	expect_rc 0 "$RAIDFS" inject "$mnt" "$d0" latency 3000 read
+	local t0=$SECONDS
+	dd if="$mnt/g" of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null &
+	rpid=$!
+	sleep 0.5
+	expect_rc 0 "$RAIDFS" fail "$mnt" "$d1"
+	wait "$rpid" || fail "$what: the read failed"
+	[ $((SECONDS - t0)) -ge 2 ] || fail "$what: the read was not held up: the test proves nothing"
+	sleep 0.5	# (the monitor's ticks: 100 ms)
+	local put
+	crash_mount "" "put back as"
+	exec 8<&-
+	cmp -s "$C/ref/g" "$mnt/g" ||
+		fail "$what: g is $(stat -c %s "$mnt/g") bytes after kill -9, $(stat -c %s "$C/ref/g") were written and destaged"
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	log "ok: $what: the size was recorded once the file was free, and g survived kill -9"
+}
+
 # sector_round NAME LEVEL WIDTH BBU: a sector a write covers only in part,
 # on a failed member.  g is one full stripe (chunk 16K, three data slots);
 # slot 1's member is failed (raid6: slot 2's too).  512 bytes are written
@@ -466,28 +491,10 @@ tail_round() {
 # slot 0 the new).
 sector_round() {
 	local name=$1 level=$2 width=$3 bbu=$4
-	local C mem members mnt opts j d0="" d1="" d2="" parity="" failed f
+	local C mem members mnt opts j d0="" d1="" d2="" parity="" failed
 	what="$level sector filled by a read, bbu=$bbu"
 	new_array "$name" "$level" "$width" "$bbu"
-	head -c 49152 /dev/urandom >"$C/ref/g"
-	for j in 0 1 2; do
-		dd if="$C/ref/g" of="$C/slot$j" bs=16384 skip=$j count=1 2>/dev/null
-	done
-	cp "$C/ref/g" "$mnt/g" || fail "$what: write failed"
-	rfs_unmount "$mnt" || fail "$what: unmount failed"
-	for j in $(seq 0 $((width - 1))); do
-		f=$C/d$((j + 1))/g
-		if cmp -s "$C/slot0" "$f"; then
-			d0=$j
-		elif cmp -s "$C/slot1" "$f"; then
-			d1=$j
-		elif cmp -s "$C/slot2" "$f"; then
-			d2=$j
-		else
-			parity="$parity $j"
-		fi
-	done
-	[ -n "$d0" ] && [ -n "$d1" ] && [ -n "$d2" ] || fail "$what: slots not found: '$d0' '$d1' '$d2'"
+	g_slots 49152 3
 	failed=$d1
 	[ "$level" = raid6 ] && failed="$d1 $d2"
 	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
@@ -531,6 +538,7 @@ regrow_round
 lostparity_round
 tail_round t5f file
 tail_round t5s shm
+busy_round
 
 cfgs=("h5f raid5 4 file 2 1" "h5s raid5 4 shm 2 1" "h6f raid6 6 file 3 1 2")
 for cfg in "${cfgs[@]}"; do

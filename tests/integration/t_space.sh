@@ -112,20 +112,10 @@ one_stripe() {
 	head -c 49152 /dev/urandom >"$C/ref"
 	cp "$C/ref" "$C/mnt/g" || fail "$2: write failed"
 	rfs_unmount "$C/mnt" || fail "$2: unmount"
-	read -r d0 d1 p < <("$PY" - "$C/ref" $mem <<'PYEOF'
-import sys
-ref = open(sys.argv[1], "rb").read()
-slots = [ref[i * 16384:(i + 1) * 16384] for i in range(3)]
-p = bytes(a ^ b ^ c for a, b, c in zip(*slots))
-found = {}
-for j, d in enumerate(sys.argv[2:]):
-    b = open(d + "/g", "rb").read()
-    for name, want in (("d0", slots[0]), ("d1", slots[1]), ("p", p)):
-        if b == want:
-            found[name] = j
-print(found["d0"], found["d1"], found["p"])
-PYEOF
-	)
+	read -ra slots < <(stripe0_slots "$C/ref" 16384 3 $mem)
+	d0=$(slot_member 0 "${slots[@]}")
+	d1=$(slot_member 1 "${slots[@]}")
+	p=$(slot_member p "${slots[@]}")
 	[ -n "$p" ] || fail "$2: slots not found"
 }
 
@@ -147,7 +137,7 @@ for cfg in "raid5 4" "raid6 5"; do
 	fi
 	"$RAIDFS" status "$C/mnt" >"$C/status.txt"
 	grep -q "^ *$p  faulty" "$C/status.txt" || fail "$level: the full member $p was not failed: $(cat "$C/status.txt")"
-	grep -q "member $p .* is full in the middle of a stripe" "$T/daemon.log" || fail "$level: no message about the full member"
+	grep -q "member $p .* is full in the middle of a stripe.*put it back with .raidfs add" "$T/daemon.log" || fail "$level: no message about the full member (with what to do)"
 	# (raid5: the failed write may have reached slot 0, or not; reading
 	# may fail - the array is out of members - but never return a slot 1
 	# made from the stale parity)
