@@ -35,6 +35,7 @@
 #include "fsops.h"
 #include "file.h"
 #include "meta.h"
+#include "hidden.h"
 #include "nsintent.h"
 #include "rebuild.h"
 #include "util.h"
@@ -463,11 +464,17 @@ static int remove_everywhere(const char *path, int flags)
 	return _e;
 }
 
+static bool hidden_by_libfuse(const char *path);
+
 static int fs_unlink(const char *path)
 {
 	CHECK_HIDDEN(path);
 	int r = note_write();
-	return r < 0 ? r : remove_everywhere(path, 0);
+	if (r == 0)
+		r = remove_everywhere(path, 0);
+	if (r == 0 && hidden_by_libfuse(path))
+		hidden_unmark(A, rel(path));	/* (libfuse's at the last close) */
+	return r;
 }
 
 static int fs_rmdir(const char *path)
@@ -612,6 +619,8 @@ static int remove_hidden(const char *path)
 	remove_on_others(path, 0);
 	r = ON_PRIMARY(unlinkat(PRIMARY, rel(path), 0));
 	nsintent_end(A, slot);
+	if (r == 0)
+		hidden_unmark(A, rel(path));
 	return r;
 }
 
@@ -644,9 +653,32 @@ static void sweep_hidden(struct array *a)
 	nslock_unlock(&a->ns_lock);
 }
 
+/* A hidden name noted by an earlier mount (hidden.h): its file was open
+ * when that daemon stopped, and nobody holds it now - the sweep removes
+ * it.  A note whose name is gone, or is no regular file, just goes. */
+static void hidden_noted(const char *relpath, void *arg)
+{
+	struct array *a = arg;
+	char path[PATH_MAX];
+	struct stat st;
+	snprintf(path, sizeof(path), "/%s", relpath);
+	if (hidden_by_libfuse(path) && fstatat(PRIMARY, relpath, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode)) {
+		log_info("'%s' is the hidden name of a file open when raidfs stopped: it is removed", path);
+		hidden_note(path, st.st_ino);
+	} else {
+		hidden_unmark(a, relpath);
+	}
+}
+
 /* once a second (array.c's monitor) */
 static void tick(struct array *a)
 {
+	static bool noted;
+	if (!noted) {
+		noted = true;
+		hidden_each(a, hidden_noted, a);
+	}
 	sweep_hidden(a);
 	nsintent_refresh(a);
 }
@@ -670,6 +702,8 @@ static bool rename_between_links(const char *from, const char *to)
 				 "could not link '%s' back; the open file's hidden name "
 				 "goes back instead", from, to, to);
 			same = rename_everywhere(hide.hidden, to, 0) == 0;
+			if (same)
+				hidden_unmark(A, rel(hide.hidden));
 		}
 	}
 	return same;
@@ -687,17 +721,26 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 		uint64_t epoch = rfile_epoch();
 		bool note = fstatat(PRIMARY, rel(from), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 			    rfile_in_use(st.st_ino, epoch, HIDDEN_CLOSED_MS);
+		/* (noted first: a crash right after the rename leaves it;
+		 * a user's own file under such a name is not noted) */
+		if (note)
+			hidden_mark(A, rel(to));
 		r = rename_everywhere(from, to, flags);
 		if (r == 0) {
 			hide_remember(from, to);
 			if (note)
 				hidden_note(to, st.st_ino);
 		}
+		if (r < 0 ? note : !note)
+			hidden_unmark(A, rel(to));
 		return r;
 	}
 	bool no_op = flags == 0 && rename_between_links(from, to);
 	hide.armed = false;
-	return no_op ? 0 : rename_everywhere(from, to, flags);
+	r = no_op ? 0 : rename_everywhere(from, to, flags);
+	if (r == 0 && !no_op && hidden_by_libfuse(from))
+		hidden_unmark(A, rel(from));
+	return r;
 }
 
 static int fs_link(const char *from, const char *to)

@@ -6,7 +6,9 @@
 # moment ago, and removes the name once nobody has the file open.  The
 # race itself cannot be forced from outside, so the test makes the state
 # it leaves: a libfuse-form name on a file closed a moment before.  A name
-# of any other form, or given to a file closed long before, stays.
+# of any other form, or given to a file closed long before, stays.  A
+# hidden name whose file was open when the daemon was killed is removed
+# by the next mount.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
@@ -48,6 +50,45 @@ done
 gone .fuse_hidden0000abcd00000002 || fail "the hidden name stayed after its file's last close"
 rm "$mnt/d/.fuse_hidden_mine" "$mnt/d/.fuse_hidden0000abcd00000003"
 rmdir "$mnt/d" || fail "rmdir of the emptied directory"
+
+# An open file unlinked: libfuse keeps it under a hidden name until its
+# last close, which a daemon killed before never gets.  raidfs notes the
+# name on the members (.raidfs/hidden) before the rename and drops the
+# note with the name; the next mount removes a name still noted - and
+# not a user's own file of that form.
+notes() { local m n=0; for m in $mem; do n=$((n + $(ls -A "$m/.raidfs/hidden" 2>/dev/null | wc -l))); done; echo $n; }
+mkdir "$mnt/e"
+echo closed >"$mnt/e/c"
+exec 7<"$mnt/e/c"
+rm "$mnt/e/c"
+[ "$(notes)" = 4 ] || fail "the hidden name of an unlinked open file is not noted on every member ($(notes) notes)"
+exec 7<&-
+for i in $(seq 1 100); do
+	[ -z "$(ls -A "$mnt/e")" ] && [ "$(notes)" = 0 ] && break
+	sleep 0.1
+done
+[ -z "$(ls -A "$mnt/e")" ] && [ "$(notes)" = 0 ] || fail "the hidden name or its note stayed after the last close: $(ls -A "$mnt/e"), $(notes) notes"
+head -c 300000 /dev/urandom >"$mnt/e/big"
+echo mine >"$mnt/e/.fuse_hidden00000000000000ff"	# the user's own
+exec 7<"$mnt/e/big"
+rm "$mnt/e/big"
+hid=$(cd "$mnt/e" && ls -A | grep -v 00000000000000ff)
+[[ $hid == .fuse_hidden* ]] || fail "no hidden name for the unlinked open file: '$hid'"
+rfs_kill "$mnt" || fail "kill"
+exec 7<&-
+rfs_mount "$(join_members $mem)" "$mnt" || fail "mount after the kill"
+gone2() { for m in $mem; do [ ! -e "$m/e/$hid" ] || return 1; done; }
+for i in $(seq 1 100); do
+	gone2 && break
+	sleep 0.1
+done
+gone2 || fail "the hidden name $hid of the file open at the kill is still there 10 s after the mount"
+grep -q "'/e/$hid' is the hidden name of a file open when raidfs stopped" "$T/daemon.log" ||
+	fail "no log line for the removal after the restart"
+[ "$(notes)" = 0 ] || fail "notes left after the sweep: $(notes)"
+[ "$(cat "$mnt/e/.fuse_hidden00000000000000ff")" = mine ] || fail "the user's own file of the hidden form was touched"
+rm "$mnt/e/.fuse_hidden00000000000000ff"
+rmdir "$mnt/e" || fail "rmdir of the emptied directory after the restart"
 rfs_unmount_wait "$mnt" || fail "unmount"
 expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
 log "ok"
