@@ -1923,6 +1923,10 @@ static void *monitor(void *arg)
 			if (member_vanished_now(a, j, &why)) {
 				a->m[j].went_away = true;
 				array_fail_member(a, j, why);
+			} else if (!a->readonly && member_online(a, j) && member_fs_readonly(a, j)) {
+				/* (its writes would fail; its shards would go
+				 * stale while it still served reads) */
+				array_fail_member(a, j, "its filesystem is mounted read-only (after an error on its disk?)");
 			}
 		}
 		const char *swhy;

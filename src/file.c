@@ -667,6 +667,27 @@ static struct rfile *insert_or_share(struct rfile *rf, uint64_t epoch, bool reke
 	return rf;
 }
 
+/*
+ * A shard that cannot be opened for a member error (EIO, EROFS: its
+ * filesystem went read-only after an error, ...) fails the member, as a
+ * write error does: the file would be opened without that shard, its
+ * writes would skip the member, and once the member worked again the
+ * shard would read as its old bytes - with no record that they are old.
+ * True when the member was failed.  (A shard that is not there, ENOENT,
+ * is missing: the file is served from the others.)
+ */
+static bool shard_open_failed(struct array *a, uint32_t j, const char *relpath, int err)
+{
+	if (!member_error_is_fatal(err) || !member_online(a, j) || a->readonly)
+		return false;	/* (a read-only mount only reads) */
+	if (err == -ENXIO || err == -ENODEV || err == -ENOTCONN)
+		return array_member_io_error(a, j, err, false);	/* its disk went away */
+	char why[160];
+	snprintf(why, sizeof(why), "cannot open a shard for writing ('%.60s': %s)", relpath, strerror(-err));
+	array_fail_member(a, j, why);
+	return true;
+}
+
 static int open_shard(struct array *a, uint32_t j, const char *relpath)
 {
 	int fd = member_openat(a, j, relpath, O_RDWR | O_NOFOLLOW, 0);
@@ -989,7 +1010,7 @@ static void resync_left(struct rfile *rf, const char *relpath)
 int rfile_open(struct array *a, const char *relpath, struct rfile **out)
 {
 	struct stat st;
-	int tries = 0;
+	int tries = 0, moved = 0;
 again:;
 	uint64_t epoch = rfile_epoch();
 	int p = a->primary;
@@ -997,8 +1018,9 @@ again:;
 	if (fd < 0 && rfile_epoch() != epoch)
 		goto again;	/* (the directory just left the array) */
 	if (fd < 0) {
-		if (member_error_is_fatal(fd))
-			array_member_io_error(a, p, fd, false);
+		/* (the next primary serves it, while the level allows) */
+		if (shard_open_failed(a, p, relpath, fd) && ++moved < LAYOUT_MAX_WIDTH && array_writable(a))
+			goto again;
 		return fd;
 	}
 	if (fstat(fd, &st) < 0) {
@@ -1051,10 +1073,9 @@ again:;
 		if (fds[j] < 0 && member_rebuilding(a, j)) {
 			fds[j] = -1;	/* not rebuilt yet: the rebuild opens it */
 		} else if (fds[j] < 0) {
-			log_err("file '%s': shard missing on member %u '%s': %s",
-				relpath, j, a->m[j].path, strerror(-fds[j]));
-			if (member_error_is_fatal(fds[j]))
-				array_member_io_error(a, j, fds[j], false);
+			if (!shard_open_failed(a, j, relpath, fds[j]))
+				log_err("file '%s': shard missing on member %u '%s': %s",
+					relpath, j, a->m[j].path, strerror(-fds[j]));
 			fds[j] = -1;
 		}
 	}

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -204,6 +205,12 @@ bool member_error_is_own(int err)
 	}
 	errno = saved;
 	return true;
+}
+
+bool member_fs_readonly(struct array *a, uint32_t j)
+{
+	struct statvfs vfs;
+	return a->m[j].dirfd >= 0 && fstatvfs(a->m[j].dirfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
 }
 
 bool member_vanished(struct array *a, uint32_t j, const char **why)

@@ -73,6 +73,10 @@ int member_ftruncate(struct array *a, uint32_t j, int fd, uint64_t len);
 struct file_meta;
 int member_meta_set(struct array *a, uint32_t j, int fd, const struct file_meta *fm);
 
+/* Is the member's filesystem mounted read-only (as ext4 does after an
+ * error with errors=remount-ro)?  Cheap enough for a 1 s monitor. */
+bool member_fs_readonly(struct array *a, uint32_t j);
+
 /* Is the member's disk gone (injected vanish, or its root directory
  * deleted or replaced)?  Cheap enough for a 1 s monitor. */
 bool member_vanished(struct array *a, uint32_t j, const char **why);

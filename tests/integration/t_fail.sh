@@ -172,5 +172,51 @@ cmp -s "$C/ref/h" "$mnt/h" || fail "rec: h differs on member 1 alone"
 rfs_unmount_wait "$mnt" || fail "rec: unmount"
 log "ok: raid1, a metadata record one member did not take failed it; re-added, it alone holds the file right"
 
+# a shard that cannot be opened for writing (an injected EROFS on member
+# 1's next open; a member filesystem remounted read-only after an error
+# gives the same): the member is failed - opened without that shard, the
+# file's writes would skip member 1, and once it worked again its old
+# bytes would read as the file's.  Put back, its re-add resyncs the file,
+# and with member 0 failed the file still reads right.  Then a member
+# filesystem remounted read-only with no I/O at all: the monitor fails
+# the member within a few seconds.
+C=$T/ro
+mkdir -p "$C/ref"
+mem=$(make_members 4 ro/d)
+mnt=$C/mnt
+mount -t tmpfs -o size=64M tmpfs "$C/d3" || fail "ro: tmpfs for member 2"
+MOUNTS+=("$C/d3")	# (unmounted lazily by the cleanup, also when busy)
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K --name ro $mem
+rfs_mount "$(join_members $mem)" "$mnt" || fail "ro: mount"
+head -c 300000 /dev/urandom >"$C/ref/g"
+cp "$C/ref/g" "$mnt/g" || fail "ro: write failed"
+expect_rc 0 "$RAIDFS" inject "$mnt" 1 open-error count 1 EROFS
+head -c 100000 /dev/urandom >"$C/new"
+dd if="$C/new" of="$C/ref/g" bs=100000 seek=1 conv=notrunc 2>/dev/null
+dd if="$C/new" of="$mnt/g" bs=100000 seek=1 conv=notrunc 2>/dev/null || fail "ro: the overwrite failed"
+expect_rc 1 "$RAIDFS" status "$mnt"
+grep -A1 "^   1  faulty" "$OUT" | grep -q "failed: cannot open a shard for writing ('g': Read-only file system)" ||
+	fail "ro: member 1 is not failed for the shard it could not open: $(cat "$OUT")"
+cmp -s "$C/ref/g" "$mnt/g" || fail "ro: g differs"
+expect_rc 0 "$RAIDFS" add "$mnt" "$C/d2"
+wait_member "$mnt" 1 online || fail "ro: member 1 did not come back: $("$RAIDFS" status "$mnt")"
+expect_rc 0 "$RAIDFS" fail "$mnt" 0
+cmp -s "$C/ref/g" "$mnt/g" || fail "ro: g differs with member 0 failed after member 1's re-add"
+expect_rc 0 "$RAIDFS" add "$mnt" "$C/d1"
+wait_member "$mnt" 0 online || fail "ro: member 0 did not come back: $("$RAIDFS" status "$mnt")"
+mount -o remount,ro "$C/d3" || fail "ro: remount of member 2's filesystem"
+for i in $(seq 1 50); do
+	"$RAIDFS" status --json "$mnt" | grep -q '"index": 2, [^}]*"state": "faulty"' && break
+	sleep 0.1
+done
+expect_rc 1 "$RAIDFS" status "$mnt"
+grep -A1 "^   2  faulty" "$OUT" | grep -q "failed: its filesystem is mounted read-only" ||
+	fail "ro: member 2 is not failed for its read-only filesystem: $(cat "$OUT")"
+cmp -s "$C/ref/g" "$mnt/g" || fail "ro: g differs with member 2's filesystem read-only"
+mount -o remount,rw "$C/d3"
+rfs_unmount_wait "$mnt" || fail "ro: unmount"
+umount "$C/d3" || fail "ro: unmount of member 2's tmpfs"
+log "ok: raid5, a shard that could not be opened for writing failed its member (re-added, it holds the file right); a member filesystem gone read-only was failed by the monitor"
+
 log "all passed in ${SECONDS}s"
 exit 0
