@@ -586,19 +586,18 @@ static int fs_link(const char *from, const char *to);
 #define HIDDEN_CLOSED_MS 2000
 static struct hidden_name {
 	char *path;
-	uint64_t ino;
+	uint64_t ino;		/* on the primary of key epoch `epoch` */
+	uint64_t epoch;
 } hidden_names[HIDDEN_MAX];
 static size_t nhidden_names;
 static pthread_mutex_t hidden_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void hidden_note(const char *path, uint64_t ino)
+static void hidden_note(const char *path, uint64_t ino, uint64_t epoch)
 {
 	pthread_mutex_lock(&hidden_lock);
 	char *p = nhidden_names < HIDDEN_MAX ? strdup(path) : NULL;
-	if (p) {
-		hidden_names[nhidden_names].path = p;
-		hidden_names[nhidden_names++].ino = ino;
-	}
+	if (p)
+		hidden_names[nhidden_names++] = (struct hidden_name){ p, ino, epoch };
 	pthread_mutex_unlock(&hidden_lock);
 }
 
@@ -639,7 +638,15 @@ static void sweep_hidden(struct array *a)
 		struct stat st;
 		uint64_t epoch = rfile_epoch();
 		bool keep = false;
-		if (fstatat(PRIMARY, rel(mine[i].path), &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == mine[i].ino) {
+		if (fstatat(PRIMARY, rel(mine[i].path), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			/* (gone: libfuse removed it) */
+		} else if (epoch != mine[i].epoch) {
+			/* another member serves the namespace since: its inode
+			 * of the name, looked at again next time */
+			keep = true;
+			mine[i].ino = st.st_ino;
+			mine[i].epoch = epoch;
+		} else if (st.st_ino == mine[i].ino) {
 			/* (a file released right now: libfuse removes the name
 			 * itself, or finds it gone) */
 			keep = rfile_in_use(mine[i].ino, epoch, 0);
@@ -647,7 +654,7 @@ static void sweep_hidden(struct array *a)
 				log_info("removed '%s', a hidden name libfuse left behind", mine[i].path);
 		}
 		if (keep)
-			hidden_note(mine[i].path, mine[i].ino);
+			hidden_note(mine[i].path, mine[i].ino, mine[i].epoch);
 		free(mine[i].path);
 	}
 	nslock_unlock(&a->ns_lock);
@@ -665,7 +672,7 @@ static void hidden_noted(const char *relpath, void *arg)
 	if (hidden_by_libfuse(path) && fstatat(PRIMARY, relpath, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(st.st_mode)) {
 		log_info("'%s' is the hidden name of a file open when raidfs stopped: it is removed", path);
-		hidden_note(path, st.st_ino);
+		hidden_note(path, st.st_ino, rfile_epoch());
 	} else {
 		hidden_unmark(a, relpath);
 	}
@@ -729,7 +736,7 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 		if (r == 0) {
 			hide_remember(from, to);
 			if (note)
-				hidden_note(to, st.st_ino);
+				hidden_note(to, st.st_ino, epoch);
 		}
 		if (r < 0 ? note : !note)
 			hidden_unmark(A, rel(to));

@@ -89,6 +89,21 @@ grep -q "'/e/$hid' is the hidden name of a file open when raidfs stopped" "$T/da
 [ "$(cat "$mnt/e/.fuse_hidden00000000000000ff")" = mine ] || fail "the user's own file of the hidden form was touched"
 rm "$mnt/e/.fuse_hidden00000000000000ff"
 rmdir "$mnt/e" || fail "rmdir of the emptied directory after the restart"
+
+# A name left behind, and the primary failed before the sweep's next
+# look: another member serves the namespace (its inodes differ), and the
+# name must still go.
+echo orphan >"$mnt/o"
+ren "$mnt/o" "$mnt/.fuse_hidden0000abcd00000009"
+expect_rc 0 "$RAIDFS" fail "$mnt" 0
+gone3() { [ ! -e "$mnt/.fuse_hidden0000abcd00000009" ] && for m in ${mem#* }; do [ ! -e "$m/.fuse_hidden0000abcd00000009" ] || return 1; done; }
+for i in $(seq 1 100); do
+	gone3 && break
+	sleep 0.1
+done
+gone3 || fail "a hidden name left behind stayed after the primary failed"
+expect_rc 0 "$RAIDFS" add "$mnt" "${mem%% *}"
+wait_member "$mnt" 0 online || fail "member 0 did not come back: $("$RAIDFS" status "$mnt")"
 rfs_unmount_wait "$mnt" || fail "unmount"
 expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
 log "ok"
