@@ -858,21 +858,37 @@ static void dirty_name(uint64_t id, char *buf, size_t len, const char *suffix)
 }
 
 
-/* One dirty-log link of shard fd on member j: 0 or -errno. */
+/* One dirty-log link of shard fd on member j: 1 made, 0 there already
+ * (or nothing to protect, or the member failed for it), or -errno. */
 static int mark_one(struct array *a, uint32_t j, uint64_t id, int fd, const char *name)
 {
-	if (link_fd(fd, a->m[j].dirfd, name) == 0 || errno == EEXIST)
-		return 0;
-	if (errno == ENOENT) {
+	int e = member_link_mark(a, j, fd, name);
+	if (e == -ENOENT) {
 		/* the dirty directory was removed by hand, or the shard
 		 * was unlinked (then there is nothing to protect) */
 		mkdirat(a->m[j].dirfd, SB_DIRTY_DIR, 0700);
-		if (link_fd(fd, a->m[j].dirfd, name) == 0 || errno == EEXIST || errno == ENOENT)
-			return 0;
+		e = member_link_mark(a, j, fd, name);
 	}
-	int e = errno;
-	log_err("cannot mark file %016" PRIx64 " dirty on member %u '%s': %s", id, j, a->m[j].path, strerror(e));
-	return -e;
+	if (e == 0)
+		return 1;
+	if (e == -EEXIST || e == -ENOENT)
+		return 0;
+	if (member_error_is_fatal(e) && member_online(a, j)) {
+		/* a member error, as on a write: the member goes, the
+		 * change goes on with the others (which note it as missed) */
+		log_err("cannot mark file %016" PRIx64 " dirty on member %u '%s': %s; the member is failed, as on a "
+			"write error", id, j, a->m[j].path, strerror(-e));
+		array_member_io_error(a, j, e, true);
+		return array_writable(a) ? 0 : -EIO;
+	}
+	/* (a full member refuses every file's first write: said once
+	 * every 10 s) */
+	static struct log_every full;
+	unsigned long held = 0;
+	if (e != -ENOSPC || log_every(&full, 10, &held))
+		log_err("cannot mark file %016" PRIx64 " dirty on member %u '%s': %s%s", id, j, a->m[j].path,
+			strerror(-e), e == -ENOSPC ? "; writes to files not marked yet fail with ENOSPC until it has room" : "");
+	return e;
 }
 
 /*
@@ -892,20 +908,30 @@ static int mark_links(struct array *a, uint64_t id, const int *fds, const char *
 	for (uint32_t j = 0; j < a->width && p < 0; j++)
 		if (member_online(a, j) && fds[j] >= 0)
 			p = (int)j;
+	uint64_t made = 0;
 	for (uint32_t j = 0; j < a->width; j++) {
 		if ((int)j == p || !member_writable(a, j) || fds[j] < 0)
 			continue;
 		int r = mark_one(a, j, id, fds[j], name);
 		if (r < 0)
 			ret = r;
+		else if (r > 0)
+			made |= 1ull << j;
 	}
-	if (ret == 0 && p >= 0)
-		ret = mark_one(a, (uint32_t)p, id, fds[p], name);
+	if (ret == 0 && p >= 0 && (ret = mark_one(a, (uint32_t)p, id, fds[p], name)) > 0) {
+		made |= 1ull << p;
+		ret = 0;
+	}
 	if (array_state(a) != ARRAY_OPTIMAL) {
 		int r = array_missed_file(a, id, path);
 		if (r < 0 && ret == 0)
 			ret = r;	/* the write must not go ahead unrecorded */
 	}
+	/* refused: the change does not happen, and no link may stay behind
+	 * (a clean unmount would leave it, a file "in the dirty log") */
+	for (uint32_t j = 0; ret < 0 && j < a->width; j++)
+		if (made >> j & 1)
+			unlinkat(a->m[j].dirfd, name, 0);
 	return ret;
 }
 
@@ -968,7 +994,8 @@ int array_mark_member(struct array *a, uint64_t id, uint32_t j, int fd, bool cac
 {
 	char name[64];
 	dirty_name(id, name, sizeof(name), cached ? CACHED_SUFFIX : "");
-	return mark_one(a, j, id, fd, name);
+	int r = mark_one(a, j, id, fd, name);
+	return r > 0 ? 0 : r;
 }
 
 /*

@@ -161,6 +161,16 @@ int member_meta_set(struct array *a, uint32_t j, int fd, const struct file_meta 
 	return e;
 }
 
+int member_link_mark(struct array *a, uint32_t j, int fd, const char *name)
+{
+	int e = inject(a, j, FOP_META);
+	if (e == 0 && link_fd(fd, a->m[j].dirfd, name) < 0)
+		e = -errno;
+	if (e < 0 && e != -EEXIST && e != -ENOENT)
+		count_error(a, j);
+	return e;
+}
+
 int member_openat(struct array *a, uint32_t j, const char *relpath, int flags, mode_t mode)
 {
 	int e = inject(a, j, FOP_OPEN);

@@ -9,7 +9,7 @@
  *
  * Fault injection rules (one per operation: read, write, fsync, open,
  * truncate - ftruncate of a shard, meta - the write of a shard's metadata
- * record):
+ * record or of its mark in the dirty log):
  *   every          every operation fails
  *   after N        operations after the first N fail
  *   prob P         each operation fails with probability P (0..1)
@@ -72,6 +72,9 @@ int member_ftruncate(struct array *a, uint32_t j, int fd, uint64_t len);
 /* the file's metadata record on its shard (meta_set(); injection: meta) */
 struct file_meta;
 int member_meta_set(struct array *a, uint32_t j, int fd, const struct file_meta *fm);
+/* a link of shard fd at `name` in the member's own directory (the dirty
+ * log's mark; injection: meta) */
+int member_link_mark(struct array *a, uint32_t j, int fd, const char *name);
 
 /* Is the member's filesystem mounted read-only (as ext4 does after an
  * error with errors=remount-ro)?  Cheap enough for a 1 s monitor. */

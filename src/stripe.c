@@ -183,17 +183,12 @@ static int write_failed(struct rfile *rf, uint32_t j, uint64_t off, int r, bool 
 	}
 	if (r == -ENOSPC) {
 		/* said once every 10 s, not for every chunk refused */
-		static time_t last;
-		static unsigned long more;
-		time_t now = time(NULL);
-		if (now - __atomic_load_n(&last, __ATOMIC_RELAXED) >= 10) {
-			__atomic_store_n(&last, now, __ATOMIC_RELAXED);
+		static struct log_every full;
+		unsigned long held;
+		if (log_every(&full, 10, &held))
 			log_err("member %u '%s' is full: writes to it fail with ENOSPC (file %016" PRIx64
 				", offset %" PRIu64 ")%s", j, rf->a->m[j].path, rf->id, off,
-				__atomic_exchange_n(&more, 0, __ATOMIC_RELAXED) ? "; more since the last message" : "");
-		} else {
-			__atomic_add_fetch(&more, 1, __ATOMIC_RELAXED);
-		}
+				held ? "; more since the last message" : "");
 		return r;
 	}
 	log_err("write error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 "): %s",

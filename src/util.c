@@ -40,6 +40,21 @@ int log_open(const char *sink)
 	return 0;
 }
 
+bool log_every(struct log_every *r, int secs, unsigned long *held)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t last = __atomic_load_n(&r->last, __ATOMIC_RELAXED);
+	if ((last && ts.tv_sec - last < secs) ||
+	    !__atomic_compare_exchange_n(&r->last, &last, (int64_t)ts.tv_sec, false, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED)) {
+		__atomic_add_fetch(&r->held, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	*held = __atomic_exchange_n(&r->held, 0, __ATOMIC_RELAXED);
+	return true;
+}
+
 void log_msg(enum log_level lvl, const char *fmt, ...)
 {
 	static const char *const tag[] = { "error", "warning", "info", "debug" };

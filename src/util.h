@@ -28,6 +28,16 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 #define log_info(...) log_msg(LOG_L_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_L_DEBUG, __VA_ARGS__)
 
+/* One kind of message said at most once every `secs` seconds: a burst of
+ * the same refusal (a full member) must not flood the log.  True when it
+ * may be said now; *held then gets how many were held back since the
+ * last time it was said. */
+struct log_every {
+	int64_t last;		/* seconds (CLOCK_MONOTONIC) */
+	unsigned long held;
+};
+bool log_every(struct log_every *r, int secs, unsigned long *held);
+
 /* Little-endian field access for on-disk formats. */
 static inline void put_le16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
 static inline void put_le32(uint8_t *p, uint32_t v)
