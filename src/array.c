@@ -873,14 +873,8 @@ static int mark_one(struct array *a, uint32_t j, uint64_t id, int fd, const char
 		return 1;
 	if (e == -EEXIST || e == -ENOENT)
 		return 0;
-	if (member_error_is_fatal(e) && member_online(a, j)) {
-		/* a member error, as on a write: the member goes, the
-		 * change goes on with the others (which note it as missed) */
-		log_err("cannot mark file %016" PRIx64 " dirty on member %u '%s': %s; the member is failed, as on a "
-			"write error", id, j, a->m[j].path, strerror(-e));
-		array_member_io_error(a, j, e, true);
-		return array_writable(a) ? 0 : -EIO;
-	}
+	if (member_error_is_fatal(e))
+		return e;	/* (judged by the caller) */
 	/* (a full member refuses every file's first write: said once
 	 * every 10 s) */
 	static struct log_every full;
@@ -908,20 +902,43 @@ static int mark_links(struct array *a, uint64_t id, const int *fds, const char *
 	for (uint32_t j = 0; j < a->width && p < 0; j++)
 		if (member_online(a, j) && fds[j] >= 0)
 			p = (int)j;
-	uint64_t made = 0;
-	for (uint32_t j = 0; j < a->width; j++) {
-		if ((int)j == p || !member_writable(a, j) || fds[j] < 0)
+	uint64_t made = 0, bad = 0;
+	int err[LAYOUT_MAX_WIDTH];
+	bool held = false;
+	for (uint32_t k = 0; k <= a->width && ret == 0; k++) {
+		uint32_t j = k < a->width ? k : (uint32_t)p;	/* (p last) */
+		if (k == a->width ? p < 0 : ((int)j == p || !member_writable(a, j) || fds[j] < 0))
 			continue;
 		int r = mark_one(a, j, id, fds[j], name);
-		if (r < 0)
+		if (r < 0 && member_error_is_fatal(r)) {
+			bad |= 1ull << j;	/* a member error */
+			err[j] = r;
+		} else if (r < 0) {
 			ret = r;
-		else if (r > 0)
-			made |= 1ull << j;
+		} else {
+			held = true;
+			made |= (uint64_t)(r > 0) << j;
+		}
 	}
-	if (ret == 0 && p >= 0 && (ret = mark_one(a, (uint32_t)p, id, fds[p], name)) > 0) {
-		made |= 1ull << p;
-		ret = 0;
+	/* A member error on a mark the others took fails the member, as on
+	 * a write (also one being rebuilt: its rebuild stops), and the
+	 * change goes on with the others, which note it as missed.  When no
+	 * member took it, the error is the caller's. */
+	for (uint32_t j = 0; ret == 0 && bad && j < a->width; j++) {
+		if (!(bad >> j & 1))
+			continue;
+		log_err("cannot mark file %016" PRIx64 " dirty on member %u '%s': %s%s", id, j, a->m[j].path,
+			strerror(-err[j]), held ? "; the member is failed, as on a write error" : "");
+		if (!held) {
+			ret = err[j];
+			break;
+		}
+		char why[64];
+		snprintf(why, sizeof(why), "a dirty-log mark refused (%s)", strerror(-err[j]));
+		array_fail_member(a, j, why);
 	}
+	if (ret == 0 && bad && !array_writable(a))
+		ret = -EIO;
 	if (array_state(a) != ARRAY_OPTIMAL) {
 		int r = array_missed_file(a, id, path);
 		if (r < 0 && ret == 0)
@@ -1720,8 +1737,43 @@ static void pick_primary_locked(struct array *a)
 	}
 }
 
+#define DEFER_MAX 8
+static __thread struct {
+	bool on;
+	int n;
+	uint32_t j[DEFER_MAX];
+	char why[DEFER_MAX][128];
+} deferred;
+
+void array_defer_failures(struct array *a, bool on)
+{
+	if (on) {
+		deferred.on = true;
+		return;
+	}
+	deferred.on = false;
+	for (int i = 0; i < deferred.n; i++)
+		array_fail_member(a, deferred.j[i], deferred.why[i]);
+	deferred.n = 0;
+}
+
+bool array_failures_deferred(void)
+{
+	return deferred.n > 0;
+}
+
 int array_fail_member(struct array *a, uint32_t j, const char *why)
 {
+	if (deferred.on) {
+		bool seen = false;
+		for (int i = 0; i < deferred.n && !seen; i++)
+			seen = deferred.j[i] == j;
+		if (!seen && deferred.n < DEFER_MAX) {
+			deferred.j[deferred.n] = j;
+			snprintf(deferred.why[deferred.n++], sizeof(deferred.why[0]), "%s", why);
+		}
+		return 1;
+	}
 	pthread_mutex_lock(&a->lock);
 	bool rebuilding = j < a->width && member_rebuilding(a, j);
 	if (j >= a->width || (!member_online(a, j) && !rebuilding)) {

@@ -234,6 +234,14 @@ static inline bool member_rebuilding(const struct array *a, uint32_t i)
  * it, 0 if it was not online.
  */
 int array_fail_member(struct array *a, uint32_t j, const char *why);
+/* Failing a member takes the open-file table's lock (paths for the
+ * missed-write log, a new primary re-keys open files): a thread that holds
+ * it (rfile_release()) defers the failures it meets until it has let it
+ * go - array_defer_failures(a, true) before, array_defer_failures(a,
+ * false) after, which fails the members.  True when failures are waiting
+ * on this thread. */
+void array_defer_failures(struct array *a, bool on);
+bool array_failures_deferred(void);
 
 /* A member I/O error: fatal classes on writes fail the member at once;
  * read errors are counted and fail it past the threshold.  Returns true

@@ -475,36 +475,42 @@ static bool extend_shards(struct rfile *rf, uint64_t size)
 }
 
 /*
- * A member that did not take a file's metadata record (the others did)
+ * A member that did not take a file's metadata record while others did
  * would keep an older size and layout beside them: should the others be
  * lost later, that record wins and the file reads as other bytes.  So, as
- * for a data write (write_failed() in stripe.c), the member is failed (a
- * record changes while its file is in the dirty log: the failure notes the
- * file as missed by the member, for its re-add).  The daemon's own
- * shortage, and a full member's -ENOSPC when no member took the record
- * (nothing changed), stay the caller's error.  `refused`: the members that failed, err[j]
+ * for a data write (write_failed() in stripe.c), the member is failed -
+ * also one being rebuilt, whose rebuild stops (a record changes while its
+ * file is in the dirty log: the failure notes the file as missed by the
+ * member, for its re-add).  When no member took it nothing changed, and
+ * the error is the caller's.  `refused`: the members that failed, err[j]
  * their errors.  0, or -errno for the caller.
  */
 static int meta_refused(struct rfile *rf, uint64_t refused, const int *err, bool took)
 {
-	int ret = 0;
+	int first = 0;
 	for (uint32_t j = 0; j < rf->a->width; j++) {
 		if (!(refused >> j & 1))
 			continue;
-		if (member_error_is_own(err[j]) || (err[j] == -ENOSPC && !took)) {
+		if (!first)
+			first = err[j];
+		if (!took || member_error_is_own(err[j])) {
 			log_err("cannot write metadata of file %016" PRIx64 " on member %u '%s': %s", rf->id, j,
 				rf->a->m[j].path, strerror(-err[j]));
-			if (!ret)
-				ret = err[j];
 			continue;
 		}
-		log_err("cannot write metadata of file %016" PRIx64 " on member %u '%s': %s; the member is failed, "
-			"as on a write error", rf->id, j, rf->a->m[j].path, strerror(-err[j]));
-		array_member_io_error(rf->a, j, err[j], true);
+		char why[96];
+		snprintf(why, sizeof(why), "a file's metadata record refused (%s)", strerror(-err[j]));
+		log_err("cannot write metadata of file %016" PRIx64 " on member %u '%s' while the others took it: "
+			"%s; the member is failed, as on a write error", rf->id, j, rf->a->m[j].path,
+			strerror(-err[j]));
+		array_fail_member(rf->a, j, why);
 	}
-	if (ret == 0 && !array_writable(rf->a))
-		ret = -EIO;
-	return ret;
+	if (!took)
+		return first;
+	for (uint32_t j = 0; j < rf->a->width; j++)
+		if ((refused >> j & 1) && member_error_is_own(err[j]))
+			return err[j];	/* (the daemon's own shortage: not the member's) */
+	return array_writable(rf->a) ? 0 : -EIO;
 }
 
 /* extend: give the shards their lengths first (the caller holds rf->rw
@@ -1316,6 +1322,9 @@ int rfile_release(struct rfile *rf)
 	 * a fresh rfile from the metadata we are about to write, so write it
 	 * while still holding the table lock for this key's consistency. */
 	int ret = 0;
+	/* (a member failed meanwhile is failed once the table lock is let
+	 * go; its file keeps its marks, so the failure notes it as missed) */
+	array_defer_failures(rf->a, true);
 	/* (a read-only mount writes nothing, not even a repaired record) */
 	if (!rf->a->readonly && (rf->meta_stale || rf->marked || rf->cmarked)) {
 		ret = rfile_write_meta(rf, 0);
@@ -1332,7 +1341,7 @@ int rfile_release(struct rfile *rf)
 		}
 		/* (the marks stay when the sync failed: the next mount
 		 * resyncs the file and replays its log) */
-		if (ret == 0 && (rf->marked || rf->cmarked) &&
+		if (ret == 0 && (rf->marked || rf->cmarked) && !array_failures_deferred() &&
 		    (!marks_wait_sync(rf) || (synced && __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE) == wgen))) {
 			array_clear_dirty(rf->a, rf->id);
 			rf->marked = rf->cmarked = false;
@@ -1348,6 +1357,7 @@ int rfile_release(struct rfile *rf)
 	close_slot[h].seq = ++closed_next;
 	close_slot[h].ms = util_now_ms();
 	pthread_mutex_unlock(&table_lock);
+	array_defer_failures(rf->a, false);
 	close_rf_fds(rf);
 	rfile_free(rf);
 	return ret;

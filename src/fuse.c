@@ -660,17 +660,32 @@ static void sweep_hidden(struct array *a)
 	nslock_unlock(&a->ns_lock);
 }
 
+/* The raidfs id of the regular file at relpath on the primary (its
+ * metadata record): false when there is none. */
+static bool file_id_at(const char *relpath, uint64_t *id, struct stat *st)
+{
+	int fd = openat(PRIMARY, relpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct file_meta fm;
+	bool ok = fd >= 0 && fstat(fd, st) == 0 && S_ISREG(st->st_mode) && meta_get(fd, &fm) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (ok)
+		*id = fm.id;
+	return ok;
+}
+
 /* A hidden name noted by an earlier mount (hidden.h): its file was open
  * when that daemon stopped, and nobody holds it now - the sweep removes
- * it.  A note whose name is gone, or is no regular file, just goes. */
-static void hidden_noted(const char *relpath, void *arg)
+ * it, if the file there is still the one noted.  Any other note just
+ * goes. */
+static void hidden_noted(const char *relpath, uint64_t id, void *arg)
 {
 	struct array *a = arg;
 	char path[PATH_MAX];
 	struct stat st;
+	uint64_t now;
 	snprintf(path, sizeof(path), "/%s", relpath);
-	if (hidden_by_libfuse(path) && fstatat(PRIMARY, relpath, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode)) {
+	if (hidden_by_libfuse(path) && file_id_at(relpath, &now, &st) && now == id) {
 		log_info("'%s' is the hidden name of a file open when raidfs stopped: it is removed", path);
 		hidden_note(path, st.st_ino, rfile_epoch());
 	} else {
@@ -682,7 +697,7 @@ static void hidden_noted(const char *relpath, void *arg)
 static void tick(struct array *a)
 {
 	static bool noted;
-	if (!noted) {
+	if (!noted && !a->readonly) {
 		noted = true;
 		hidden_each(a, hidden_noted, a);
 	}
@@ -729,14 +744,18 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 		bool note = fstatat(PRIMARY, rel(from), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 			    rfile_in_use(st.st_ino, epoch, HIDDEN_CLOSED_MS);
 		/* (noted first: a crash right after the rename leaves it;
-		 * a user's own file under such a name is not noted) */
-		if (note)
-			hidden_mark(A, rel(to));
+		 * a file closed long ago under such a name is the user's) */
+		uint64_t id;
+		struct stat ist;
+		if (note && file_id_at(rel(from), &id, &ist) && ist.st_ino == st.st_ino)
+			hidden_mark(A, rel(to), id);
 		r = rename_everywhere(from, to, flags);
 		if (r == 0) {
 			hide_remember(from, to);
 			if (note)
 				hidden_note(to, st.st_ino, epoch);
+			if (hidden_by_libfuse(from))
+				hidden_unmark(A, rel(from));
 		}
 		if (r < 0 ? note : !note)
 			hidden_unmark(A, rel(to));

@@ -104,6 +104,28 @@ done
 gone3 || fail "a hidden name left behind stayed after the primary failed"
 expect_rc 0 "$RAIDFS" add "$mnt" "${mem%% *}"
 wait_member "$mnt" 0 online || fail "member 0 did not come back: $("$RAIDFS" status "$mnt")"
+# A note left stale must not remove another file: an open, unlinked
+# file's directory copied (the copy of the hidden name is the user's own
+# file), renamed away and replaced by the copy; the last close removes
+# the name under its new path, so the note of the old path stays.  After
+# a remount the user's file under the noted path survives (it is another
+# file: another id).
+mkdir "$mnt/s"
+echo "precious user data" >"$mnt/s/f"
+exec 7<"$mnt/s/f"
+rm "$mnt/s/f"
+hid=$(ls -A "$mnt/s")
+cp -a "$mnt/s" "$mnt/s.copy"
+mv "$mnt/s" "$mnt/s.old"
+mv "$mnt/s.copy" "$mnt/s"
+exec 7<&-
+rfs_unmount_wait "$mnt" || fail "unmount"
+rfs_mount "$(join_members $mem)" "$mnt" || fail "mount after the stale note"
+sleep 3
+[ "$(cat "$mnt/s/$hid" 2>/dev/null)" = "precious user data" ] ||
+	fail "a stale hidden-name note removed the user's own file s/$hid"
+[ "$(notes)" = 0 ] || fail "the stale note stayed: $(notes)"
+rm -r "$mnt/s" "$mnt/s.old"
 rfs_unmount_wait "$mnt" || fail "unmount"
 expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
 log "ok"
