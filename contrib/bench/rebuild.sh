@@ -2,11 +2,13 @@
 # contrib/bench/rebuild.sh - how long a rebuild and a re-add take.
 #
 #   contrib/bench/rebuild.sh [--raidfs PATH] [--size GIB] [--level raid6]
-#                            [--members 5] [--dir DIR] [--out FILE]
+#                            [--members 5] [--file-mib 1] [--dir DIR]
+#                            [--out FILE]
 #
 # On a fresh tmpfs (or under DIR, to measure real disks): create an array,
-# write SIZE GiB as files of 1 MiB (SIZE x 1024 files), then
-#   foreground  reading 256 files healthy, and while the last member is rebuilt
+# write SIZE GiB as files of FILE_MIB MiB (1 to 64; SIZE x 1024 / FILE_MIB
+# files), then
+#   foreground  reading 256 MiB of files healthy, and while the last member is rebuilt
 #            at the default rates (each the median of three reads, after
 #            one read to warm up; the rebuild must still run after the
 #            three, or the line says it ended);
@@ -20,7 +22,7 @@
 #            raid6 rebuild reads (n - 1 or n - 2 members), XORs them and
 #            writes one shard per file, on two threads (built with cc at
 #            run time; not measured for other levels);
-#   re-add   fail member 2, rewrite 1% of the files (every 100th), 'raidfs
+#   re-add   fail member 2, rewrite 1% of the files (at least one), 'raidfs
 #            add' the old directory back, time until online, and report
 #            how many files were resynced (from the log) and the time as a
 #            share of the full rebuild's.
@@ -38,6 +40,7 @@ RAIDFS=""
 SIZE=2
 LEVEL=raid6
 N=5
+FMIB=1
 BASE=""
 OUT=""
 while [ $# -gt 0 ]; do
@@ -46,12 +49,15 @@ while [ $# -gt 0 ]; do
 	--size) SIZE=$2; shift 2 ;;
 	--level) LEVEL=$2; shift 2 ;;
 	--members) N=$2; shift 2 ;;
+	--file-mib) FMIB=$2; shift 2 ;;
 	--dir) BASE=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	-h|--help) sed -n '2,20p' "$0"; exit 0 ;;
 	*) echo "rebuild.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
+[ "$FMIB" -ge 1 ] && [ "$FMIB" -le 64 ] && [ $(( (SIZE * 1024) % FMIB )) = 0 ] ||
+	{ echo "rebuild.sh: --file-mib takes 1 to 64, a divisor of SIZE x 1024" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/../.." && pwd)
 [ -n "$RAIDFS" ] || RAIDFS=$here/raidfs
 [ -x "$RAIDFS" ] || { echo "rebuild.sh: no raidfs binary at $RAIDFS (build first, or --raidfs)" >&2; exit 2; }
@@ -88,12 +94,12 @@ warm() {
 
 "$RAIDFS" create --level "$LEVEL" --name rbench $mem >/dev/null
 "$RAIDFS" mount -o "log=$log" "${mem// /:}" "$W/mnt"
-nfiles=$(( SIZE * 1024 ))
+nfiles=$(( SIZE * 1024 / FMIB ))
 mkdir "$W/mnt/data"
 for d in $(seq 0 $(( (nfiles - 1) / 256 ))); do mkdir "$W/mnt/data/$d"; done
 head -c $(( 64 << 20 )) /dev/urandom > "$W/rand"
 for i in $(seq 1 $nfiles); do
-	dd if="$W/rand" of="$W/mnt/data/$(( (i - 1) / 256 ))/f$i" bs=1M count=1 skip=$(( i % 64 )) status=none
+	dd if="$W/rand" of="$W/mnt/data/$(( (i - 1) / 256 ))/f$i" bs=1M count=$FMIB skip=$(( i % (65 - FMIB) )) status=none
 done
 sync
 
@@ -104,9 +110,11 @@ wait_online() {
 }
 member_bytes=$(du -sb --exclude=.raidfs "$BASE/d2" | cut -f1)
 
-# foreground read of 256 files: healthy, then during a rebuild at the
-# default rates (min 100 MB/s while users do I/O, no max)
-readset() { cat "$W"/mnt/data/0/f* > /dev/null; }
+# foreground read of 256 MiB (the first files): healthy, then during a
+# rebuild at the default rates (min 100 MB/s while users do I/O, no max)
+readfiles=()
+for i in $(seq 1 $(( 256 / FMIB ))); do readfiles+=("$W/mnt/data/0/f$i"); done
+readset() { cat "${readfiles[@]}" > /dev/null; }	# (one process: its start is not timed per file)
 # the median of three reads of the set
 readset3() {
 	local k t0 t1
@@ -173,7 +181,8 @@ rm -rf "$BASE/copy"
 # re-add after a few changes
 "$RAIDFS" fail "$W/mnt" 2 >/dev/null
 changed=0
-for i in $(seq 100 100 $nfiles); do
+nchange=$(( nfiles >= 200 ? nfiles / 100 : 1 ))	# about 1% of the files, at least one
+for i in $(seq $(( nfiles / nchange )) $(( nfiles / nchange )) $nfiles); do
 	dd if=/dev/urandom of="$W/mnt/data/$(( (i - 1) / 256 ))/f$i" bs=64K count=2 seek=3 conv=notrunc status=none
 	changed=$((changed + 1))
 done
@@ -191,17 +200,17 @@ mb() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", a / 1048576 / b }'; }
 report=$(cat <<EOF
 ### Rebuild and re-add, $(date -u +%Y-%m-%d), $LEVEL over $N members on $( [ $TMPFS = 1 ] && echo tmpfs || echo "$BASE" )
 
-Data: $SIZE GiB in $nfiles files of 1 MiB; one member holds
-$(mb "$member_bytes" 1) MiB.  Command: \`contrib/bench/rebuild.sh --size $SIZE --level $LEVEL --members $N\`.
+Data: $SIZE GiB in $nfiles files of $FMIB MiB; one member holds
+$(mb "$member_bytes" 1) MiB.  Command: \`contrib/bench/rebuild.sh --size $SIZE --level $LEVEL --members $N --file-mib $FMIB\`.
 
 | what | time | rate |
 |---|---|---|
 | rebuild of member 1 (replace, verify pass included, no rate limit) | ${rb_d} s (${rb} s to online, seen by the CLI) | $(mb "$member_bytes" "$rb_d") MiB/s of member data |
 | baseline: cp -a of one member directory, same storage | ${cpt} s | $(mb "$member_bytes" "$cpt") MiB/s |
 | ceiling: the rebuild's reads, XOR and writes alone (contrib/bench/rebuild-ceiling.c, $K sources) | ${ct:-not measured} s | $([ -n "$ct" ] && echo "$(mb "$member_bytes" "$ct") MiB/s of member data (it wrote $(mb "$cbytes" 1) MiB: every shard as long as the longest)" || echo "$LEVEL: only raid5 and raid6") |
-| foreground: reading 256 MiB (256 files), healthy (median of 3) | ${fg_healthy} s | $(mb 268435456 "$fg_healthy") MiB/s |
+| foreground: reading 256 MiB ($(( 256 / FMIB )) files), healthy (median of 3) | ${fg_healthy} s | $(mb 268435456 "$fg_healthy") MiB/s |
 | foreground: the same $fg_note | ${fg_rebuild} s | $(mb 268435456 "$fg_rebuild") MiB/s |
-| re-add of member 2 after rewriting 128 KiB in $changed files (1%) | ${ra_d} s (${ra} s seen by the CLI) | $summary |
+| re-add of member 2 after rewriting 128 KiB in $changed files ($(awk -v c=$changed -v n=$nfiles 'BEGIN { printf "%.1f%%", 100 * c / n }') of the files) | ${ra_d} s (${ra} s seen by the CLI) | $summary |
 
 Rebuild as a ratio of the copy baseline: $(awk -v a="$cpt" -v b="$rb_d" 'BEGIN { printf "%.2f", a / b }')x$([ -n "$ct" ] && awk -v r="$rb_d" -v t="$ct" 'BEGIN { printf ", of the ceiling: %.2fx", t / r }').
 Re-add time as a share of the full rebuild: $(awk -v a="$ra_d" -v b="$rb_d" 'BEGIN { printf "%.1f", 100 * a / b }')%.

@@ -202,6 +202,7 @@ g_slots() {
 short_stripe_file() {
 	g_slots 21384 3
 	e=$d2
+	[ -n "$e" ] || fail "$what: slot 2's member not found"
 }
 
 # eof_round NAME LEVEL WIDTH BBU: the absent chunks past the file's end.
@@ -461,14 +462,16 @@ busy_round() {
 	tail_file busy shm
 	append_tail
 	expect_rc 0 "$RAIDFS" inject "$mnt" "$d0" latency 3000 read
-	local t0=$SECONDS
+	local t0 t1
+	t0=$(date +%s%N)
 	dd if="$mnt/g" of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null &
 	rpid=$!
-	sleep 0.5
+	sleep 1
 	expect_rc 0 "$RAIDFS" fail "$mnt" "$d1"
 	wait "$rpid" || fail "$what: the read failed"
-	[ $((SECONDS - t0)) -ge 2 ] || fail "$what: the read was not held up: the test proves nothing"
-	sleep 0.5	# (the monitor's ticks: 100 ms)
+	t1=$(date +%s%N)
+	[ $(((t1 - t0) / 1000000)) -ge 2800 ] || fail "$what: the read was not held up: the test proves nothing"
+	sleep 1	# (the monitor's ticks: 100 ms)
 	local put
 	crash_mount "" "put back as"
 	exec 8<&-
