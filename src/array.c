@@ -916,7 +916,7 @@ static int mark_links(struct array *a, uint64_t id, const int *fds, const char *
 		} else if (r < 0) {
 			ret = r;
 		} else {
-			held = true;
+			held |= member_online(a, j);	/* (one being rebuilt is no copy yet) */
 			made |= (uint64_t)(r > 0) << j;
 		}
 	}
@@ -933,9 +933,7 @@ static int mark_links(struct array *a, uint64_t id, const int *fds, const char *
 			ret = err[j];
 			break;
 		}
-		char why[64];
-		snprintf(why, sizeof(why), "a dirty-log mark refused (%s)", strerror(-err[j]));
-		array_fail_member(a, j, why);
+		array_member_refused(a, j, err[j], "a dirty-log mark refused");
 	}
 	if (ret == 0 && bad && !array_writable(a))
 		ret = -EIO;
@@ -1737,7 +1735,7 @@ static void pick_primary_locked(struct array *a)
 	}
 }
 
-#define DEFER_MAX 8
+#define DEFER_MAX MEMBER_SLOTS
 static __thread struct {
 	bool on;
 	int n;
@@ -1818,6 +1816,15 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 		array_event(a, "DegradedArray", j);
 	}
 	return 1;
+}
+
+void array_member_refused(struct array *a, uint32_t j, int err, const char *what)
+{
+	char why[128];
+	snprintf(why, sizeof(why), "%s (%s)", what, strerror(-err));
+	if (err == -ENXIO || err == -ENODEV || err == -ENOTCONN)
+		a->m[j].went_away = true;	/* the disk is gone, not broken */
+	array_fail_member(a, j, why);
 }
 
 bool array_member_io_error(struct array *a, uint32_t j, int err, bool write)

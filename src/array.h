@@ -247,6 +247,11 @@ bool array_failures_deferred(void);
  * read errors are counted and fail it past the threshold.  Returns true
  * when the member is (now) failed. */
 bool array_member_io_error(struct array *a, uint32_t j, int err, bool write);
+/* Member j (in service or being rebuilt: its rebuild stops) refused
+ * `what` with err while the others took it: failed, as on a write error
+ * (a disk gone - ENXIO, ENODEV, ENOTCONN - is taken back when it
+ * returns). */
+void array_member_refused(struct array *a, uint32_t j, int err, const char *what);
 /* Everything written to the members in service so far made durable (one
  * syncfs per member filesystem; a member whose sync fails is failed, as
  * for a failed fsync).  For the cache log, which may forget a record only

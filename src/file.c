@@ -498,12 +498,10 @@ static int meta_refused(struct rfile *rf, uint64_t refused, const int *err, bool
 				rf->a->m[j].path, strerror(-err[j]));
 			continue;
 		}
-		char why[96];
-		snprintf(why, sizeof(why), "a file's metadata record refused (%s)", strerror(-err[j]));
 		log_err("cannot write metadata of file %016" PRIx64 " on member %u '%s' while the others took it: "
 			"%s; the member is failed, as on a write error", rf->id, j, rf->a->m[j].path,
 			strerror(-err[j]));
-		array_fail_member(rf->a, j, why);
+		array_member_refused(rf->a, j, err[j], "a file's metadata record refused");
 	}
 	if (!took)
 		return first;
@@ -545,7 +543,7 @@ static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size, bool exte
 		if (err[j] < 0)
 			refused |= 1ull << j;
 		else
-			took = true;
+			took |= member_online(rf->a, j);	/* (one being rebuilt is no copy yet) */
 	}
 	if (refused)
 		ret = meta_refused(rf, refused, err, took);
@@ -1322,8 +1320,10 @@ int rfile_release(struct rfile *rf)
 	 * a fresh rfile from the metadata we are about to write, so write it
 	 * while still holding the table lock for this key's consistency. */
 	int ret = 0;
+	bool clear_after = false;
 	/* (a member failed meanwhile is failed once the table lock is let
-	 * go; its file keeps its marks, so the failure notes it as missed) */
+	 * go; its file keeps its marks until then, so the failure notes it
+	 * as missed) */
 	array_defer_failures(rf->a, true);
 	/* (a read-only mount writes nothing, not even a repaired record) */
 	if (!rf->a->readonly && (rf->meta_stale || rf->marked || rf->cmarked)) {
@@ -1341,9 +1341,14 @@ int rfile_release(struct rfile *rf)
 		}
 		/* (the marks stay when the sync failed: the next mount
 		 * resyncs the file and replays its log) */
-		if (ret == 0 && (rf->marked || rf->cmarked) && !array_failures_deferred() &&
+		if (ret == 0 && (rf->marked || rf->cmarked) &&
 		    (!marks_wait_sync(rf) || (synced && __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE) == wgen))) {
-			array_clear_dirty(rf->a, rf->id);
+			/* (with a failure waiting: once it noted the file as
+			 * missed by its member, below) */
+			if (!array_failures_deferred())
+				array_clear_dirty(rf->a, rf->id);
+			else
+				clear_after = true;
 			rf->marked = rf->cmarked = false;
 		}
 	}
@@ -1358,6 +1363,14 @@ int rfile_release(struct rfile *rf)
 	close_slot[h].ms = util_now_ms();
 	pthread_mutex_unlock(&table_lock);
 	array_defer_failures(rf->a, false);
+	if (clear_after) {
+		/* (unless the file was opened again meanwhile: its release
+		 * clears them) */
+		pthread_mutex_lock(&table_lock);
+		if (!find_locked(rf->key))
+			array_clear_dirty(rf->a, rf->id);
+		pthread_mutex_unlock(&table_lock);
+	}
 	close_rf_fds(rf);
 	rfile_free(rf);
 	return ret;
