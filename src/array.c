@@ -922,21 +922,12 @@ static int mark_links(struct array *a, uint64_t id, const int *fds, const char *
 	}
 	/* A member error on a mark the others took fails the member, as on
 	 * a write (also one being rebuilt: its rebuild stops), and the
-	 * change goes on with the others, which note it as missed.  When no
-	 * member took it, the error is the caller's. */
-	for (uint32_t j = 0; ret == 0 && bad && j < a->width; j++) {
-		if (!(bad >> j & 1))
-			continue;
-		log_err("cannot mark file %016" PRIx64 " dirty on member %u '%s': %s%s", id, j, a->m[j].path,
-			strerror(-err[j]), held ? "; the member is failed, as on a write error" : "");
-		if (!held) {
-			ret = err[j];
-			break;
-		}
-		array_member_refused(a, j, err[j], "a dirty-log mark refused");
+	 * change goes on with the others, which note it as missed. */
+	if (ret == 0 && bad) {
+		char what[64];
+		snprintf(what, sizeof(what), "the dirty-log mark of file %016" PRIx64, id);
+		ret = array_judge_refusals(a, bad, err, held, what);
 	}
-	if (ret == 0 && bad && !array_writable(a))
-		ret = -EIO;
 	if (array_state(a) != ARRAY_OPTIMAL) {
 		int r = array_missed_file(a, id, path);
 		if (r < 0 && ret == 0)
@@ -1820,11 +1811,28 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 
 void array_member_refused(struct array *a, uint32_t j, int err, const char *what)
 {
-	char why[128];
-	snprintf(why, sizeof(why), "%s (%s)", what, strerror(-err));
+	char why[160];
+	snprintf(why, sizeof(why), "refused %s (%s)", what, strerror(-err));
 	if (err == -ENXIO || err == -ENODEV || err == -ENOTCONN)
 		a->m[j].went_away = true;	/* the disk is gone, not broken */
 	array_fail_member(a, j, why);
+}
+
+int array_judge_refusals(struct array *a, uint64_t refused, const int *err, bool held, const char *what)
+{
+	int ret = 0;
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (!(refused >> j & 1))
+			continue;
+		bool fail = held && !member_error_is_own(err[j]);
+		log_err("member %u '%s' refused %s: %s%s", j, a->m[j].path, what, strerror(-err[j]),
+			fail ? " while the others took it; the member is failed, as on a write error" : "");
+		if (fail)
+			array_member_refused(a, j, err[j], what);
+		else if (!ret)
+			ret = err[j];
+	}
+	return ret == 0 && !array_writable(a) ? -EIO : ret;
 }
 
 bool array_member_io_error(struct array *a, uint32_t j, int err, bool write)

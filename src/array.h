@@ -248,10 +248,18 @@ bool array_failures_deferred(void);
  * when the member is (now) failed. */
 bool array_member_io_error(struct array *a, uint32_t j, int err, bool write);
 /* Member j (in service or being rebuilt: its rebuild stops) refused
- * `what` with err while the others took it: failed, as on a write error
+ * `what` with err while the others took it: failed ("refused WHAT
+ * (error)"), as on a write error
  * (a disk gone - ENXIO, ENODEV, ENOTCONN - is taken back when it
  * returns). */
 void array_member_refused(struct array *a, uint32_t j, int err, const char *what);
+/* Members `refused` (err[j] their errors) did not take what the others
+ * did (`held`: a member in service took it): each is failed
+ * (array_member_refused()), unless the error is the daemon's own
+ * shortage.  When no member took it nothing changed: the first error is
+ * the caller's.  `what` for the log: "the metadata record of file X".
+ * 0, or -errno for the caller (-EIO when the array failed). */
+int array_judge_refusals(struct array *a, uint64_t refused, const int *err, bool held, const char *what);
 /* Everything written to the members in service so far made durable (one
  * syncfs per member filesystem; a member whose sync fails is failed, as
  * for a failed fsync).  For the cache log, which may forget a record only

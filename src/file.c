@@ -474,43 +474,6 @@ static bool extend_shards(struct rfile *rf, uint64_t size)
 	return all;
 }
 
-/*
- * A member that did not take a file's metadata record while others did
- * would keep an older size and layout beside them: should the others be
- * lost later, that record wins and the file reads as other bytes.  So, as
- * for a data write (write_failed() in stripe.c), the member is failed -
- * also one being rebuilt, whose rebuild stops (a record changes while its
- * file is in the dirty log: the failure notes the file as missed by the
- * member, for its re-add).  When no member took it nothing changed, and
- * the error is the caller's.  `refused`: the members that failed, err[j]
- * their errors.  0, or -errno for the caller.
- */
-static int meta_refused(struct rfile *rf, uint64_t refused, const int *err, bool took)
-{
-	int first = 0;
-	for (uint32_t j = 0; j < rf->a->width; j++) {
-		if (!(refused >> j & 1))
-			continue;
-		if (!first)
-			first = err[j];
-		if (!took || member_error_is_own(err[j])) {
-			log_err("cannot write metadata of file %016" PRIx64 " on member %u '%s': %s", rf->id, j,
-				rf->a->m[j].path, strerror(-err[j]));
-			continue;
-		}
-		log_err("cannot write metadata of file %016" PRIx64 " on member %u '%s' while the others took it: "
-			"%s; the member is failed, as on a write error", rf->id, j, rf->a->m[j].path,
-			strerror(-err[j]));
-		array_member_refused(rf->a, j, err[j], "a file's metadata record refused");
-	}
-	if (!took)
-		return first;
-	for (uint32_t j = 0; j < rf->a->width; j++)
-		if ((refused >> j & 1) && member_error_is_own(err[j]))
-			return err[j];	/* (the daemon's own shortage: not the member's) */
-	return array_writable(rf->a) ? 0 : -EIO;
-}
-
 /* extend: give the shards their lengths first (the caller holds rf->rw
  * exclusively: a write beside it could be cut short by the extension) */
 static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size, bool extend)
@@ -545,8 +508,15 @@ static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size, bool exte
 		else
 			took |= member_online(rf->a, j);	/* (one being rebuilt is no copy yet) */
 	}
-	if (refused)
-		ret = meta_refused(rf, refused, err, took);
+	/* A member that did not take the record while others did would keep
+	 * an older size and layout beside theirs, which wins once they are
+	 * lost: it is failed, as on a data write (write_failed()); the file,
+	 * in the dirty log now, is noted as missed by it for its re-add. */
+	if (refused) {
+		char what[64];
+		snprintf(what, sizeof(what), "the metadata record of file %016" PRIx64, rf->id);
+		ret = array_judge_refusals(rf->a, refused, err, took, what);
+	}
 	if (ret == 0) {
 		rf->size_recorded = size;
 		/* (cleared, then the size looked at again: a write that grew
@@ -684,11 +654,9 @@ static bool shard_open_failed(struct array *a, uint32_t j, const char *relpath, 
 {
 	if (!member_error_is_fatal(err) || !member_online(a, j) || a->readonly)
 		return false;	/* (a read-only mount only reads) */
-	if (err == -ENXIO || err == -ENODEV || err == -ENOTCONN)
-		return array_member_io_error(a, j, err, false);	/* its disk went away */
-	char why[160];
-	snprintf(why, sizeof(why), "cannot open a shard for writing ('%.60s': %s)", relpath, strerror(-err));
-	array_fail_member(a, j, why);
+	char what[96];
+	snprintf(what, sizeof(what), "to open a shard for writing ('%.60s')", relpath);
+	array_member_refused(a, j, err, what);
 	return true;
 }
 

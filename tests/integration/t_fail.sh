@@ -163,9 +163,9 @@ truncate -s 3000 "$mnt/g" || fail "rec: the truncate failed although one member'
 truncate -s 3000 "$C/ref/g"
 exec 9<&-
 expect_rc 1 "$RAIDFS" status "$mnt"
-grep -A1 "^   1  faulty" "$OUT" | grep -q "failed: a file's metadata record refused (Input/output error)" ||
+grep -A1 "^   1  faulty" "$OUT" | grep -q "failed: refused the metadata record of file [0-9a-f]* (Input/output error)" ||
 	fail "rec: member 1 is not failed for the record it did not take: $(cat "$OUT")"
-grep -q "cannot write metadata of file .* on member 1 .*the member is failed" "$T/daemon.log" ||
+grep -q "member 1 .* refused the metadata record of file .*the member is failed" "$T/daemon.log" ||
 	fail "rec: no message about the record"
 cmp -s "$C/ref/g" "$mnt/g" || fail "rec: g is not as truncated"
 expect_rc 0 "$RAIDFS" add "$mnt" "$C/d2"
@@ -201,7 +201,7 @@ head -c 100000 /dev/urandom >"$C/new"
 dd if="$C/new" of="$C/ref/g" bs=100000 seek=1 conv=notrunc 2>/dev/null
 dd if="$C/new" of="$mnt/g" bs=100000 seek=1 conv=notrunc 2>/dev/null || fail "ro: the overwrite failed"
 expect_rc 1 "$RAIDFS" status "$mnt"
-grep -A1 "^   1  faulty" "$OUT" | grep -q "failed: cannot open a shard for writing ('g': Read-only file system)" ||
+grep -A1 "^   1  faulty" "$OUT" | grep -q "failed: refused to open a shard for writing ('g') (Read-only file system)" ||
 	fail "ro: member 1 is not failed for the shard it could not open: $(cat "$OUT")"
 cmp -s "$C/ref/g" "$mnt/g" || fail "ro: g differs"
 expect_rc 0 "$RAIDFS" add "$mnt" "$C/d2"
@@ -252,7 +252,7 @@ head -c 4096 /dev/urandom >"$C/new"
 dd if="$C/new" of="$C/ref/g" conv=notrunc 2>/dev/null
 dd if="$C/new" of="$mnt/g" conv=notrunc 2>/dev/null || fail "mark: the write failed although member 2's error is within the tolerance"
 expect_rc 1 "$RAIDFS" status "$mnt"
-grep -A1 "^   2  faulty" "$OUT" | grep -q "failed: a dirty-log mark refused (Input/output error)" ||
+grep -A1 "^   2  faulty" "$OUT" | grep -q "failed: refused the dirty-log mark of file [0-9a-f]* (Input/output error)" ||
 	fail "mark: member 2 is not failed for the mark it refused: $(cat "$OUT")"
 expect_rc 0 "$RAIDFS" add "$mnt" "$C/d3"
 wait_member "$mnt" 2 online || fail "mark: member 2 did not come back: $("$RAIDFS" status "$mnt")"
@@ -281,7 +281,7 @@ expect_rc 0 "$RAIDFS" inject "$mnt" 1 meta-error count 1
 exec 9<&-
 timeout -s KILL 10 stat "$mnt/g" >/dev/null || fail "close: the daemon hangs after a record refused at a close"
 expect_rc 1 "$RAIDFS" status "$mnt"
-grep -A1 "^   1  faulty" "$OUT" | grep -q "failed: a file's metadata record refused" ||
+grep -A1 "^   1  faulty" "$OUT" | grep -q "failed: refused the metadata record of file" ||
 	fail "close: member 1 is not failed for the record it refused at the close: $(cat "$OUT")"
 cmp -s "$C/ref/g" "$mnt/g" || fail "close: g differs"
 # (the file's dirty-log marks go once the failure noted it: a clean
@@ -303,7 +303,7 @@ sync "$mnt/g" || fail "close: fsync failed"
 exec 9<&-
 expect_rc 0 "$RAIDFS" inject "$mnt" 1 clear
 expect_rc 1 "$RAIDFS" status "$mnt"
-grep -A1 "^   1  faulty" "$OUT" | grep -q "failed: a file's metadata record refused" ||
+grep -A1 "^   1  faulty" "$OUT" | grep -q "failed: refused the metadata record of file" ||
 	fail "close: member 1 being re-added is not failed for the record it refused: $(cat "$OUT")"
 cmp -s "$C/ref/g" "$mnt/g" || fail "close: g differs after the append"
 rfs_unmount_wait "$mnt" || fail "close: unmount"
