@@ -660,17 +660,16 @@ static void sweep_hidden(struct array *a)
 	nslock_unlock(&a->ns_lock);
 }
 
-/* The raidfs id of the regular file at relpath on the primary (its
- * metadata record): false when there is none. */
-static bool file_id_at(const char *relpath, uint64_t *id, struct stat *st)
+/* Is relpath a regular file on the primary?  *st its stat, *id its
+ * raidfs id (its metadata record's; 0: none). */
+static bool regular_at(const char *relpath, struct stat *st, uint64_t *id)
 {
 	int fd = openat(PRIMARY, relpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct file_meta fm;
-	bool ok = fd >= 0 && fstat(fd, st) == 0 && S_ISREG(st->st_mode) && meta_get(fd, &fm) == 0;
+	bool ok = fd >= 0 && fstat(fd, st) == 0 && S_ISREG(st->st_mode);
+	*id = ok && meta_get(fd, &fm) == 0 ? fm.id : 0;
 	if (fd >= 0)
 		close(fd);
-	if (ok)
-		*id = fm.id;
 	return ok;
 }
 
@@ -685,7 +684,7 @@ static void hidden_noted(const char *relpath, uint64_t id, void *arg)
 	struct stat st;
 	uint64_t now;
 	snprintf(path, sizeof(path), "/%s", relpath);
-	if (hidden_by_libfuse(path) && file_id_at(relpath, &now, &st) && now == id) {
+	if (hidden_by_libfuse(path) && regular_at(relpath, &st, &now) && now == id) {
 		log_info("'%s' is the hidden name of a file open when raidfs stopped: it is removed", path);
 		hidden_note(path, st.st_ino, rfile_epoch());
 	} else {
@@ -740,14 +739,11 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 		return r;
 	if (flags == 0 && hidden_by_libfuse(to)) {
 		struct stat st;
-		uint64_t epoch = rfile_epoch();
-		bool note = fstatat(PRIMARY, rel(from), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-			    rfile_in_use(st.st_ino, epoch, HIDDEN_CLOSED_MS);
+		uint64_t epoch = rfile_epoch(), id;
+		bool note = regular_at(rel(from), &st, &id) && rfile_in_use(st.st_ino, epoch, HIDDEN_CLOSED_MS);
 		/* (noted first: a crash right after the rename leaves it;
 		 * a file closed long ago under such a name is the user's) */
-		uint64_t id;
-		struct stat ist;
-		if (note && file_id_at(rel(from), &id, &ist) && ist.st_ino == st.st_ino)
+		if (note && id)
 			hidden_mark(A, rel(to), id);
 		r = rename_everywhere(from, to, flags);
 		if (r == 0) {
