@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -323,6 +324,7 @@ struct walk {
 				 * looked at, as in the verify pass */
 	uint64_t fixed;		/* chunks the verify pass had to rewrite */
 	uint64_t total;
+	uint64_t need;		/* bytes the source's shards take on its disk */
 	/* the file worker's and the walk's own (files are rebuilt two at a
 	 * time: see "two files at once" below) */
 	struct fctx fc[2];
@@ -1491,8 +1493,10 @@ static int walk_dir(struct walk *w, const char *rel)
 		if (w->count_only) {
 			if (S_ISDIR(st.st_mode))
 				ret = walk_dir(w, child);
-			else if (S_ISREG(st.st_mode))
+			else if (S_ISREG(st.st_mode)) {
 				w->total += st.st_size;
+				w->need += (uint64_t)st.st_blocks * 512;
+			}
 		} else {
 			ret = walk_entry(w, child, &st);
 		}
@@ -1799,6 +1803,35 @@ static int readd_targeted(struct walk *w, char **paths, size_t n)
 static char resume_path[PATH_MAX];
 static bool resume_set;
 
+/*
+ * A full rebuild onto a directory with less room than the member needs
+ * would fill it up somewhere in the middle, after hours perhaps: it is
+ * failed before the copy begins.  The need is judged by the room the
+ * source's shards take on their disk (a shard of the new member is about
+ * as large, holes stay holes); since that is an estimate, only a target
+ * short by more than an eighth of it is failed, and a closer one is
+ * warned about.  False when it was failed.
+ */
+static bool room_for_rebuild(struct walk *w)
+{
+	struct statvfs sv;
+	if (fstatvfs(w->dst, &sv) < 0)
+		return true;
+	uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (w->need <= avail)
+		return true;
+	char a[32], n[32], why[PATH_MAX + 256];
+	snprintf(why, sizeof(why), "'%s' has %s free, and member %u's files take about %s", w->a->m[w->j].path,
+		 fmt_size(avail, a, sizeof(a)), w->lj, fmt_size(w->need, n, sizeof(n)));
+	if (w->need - avail <= w->need / 8) {
+		log_warn("rebuild of member %u: %s: it may fill up before the rebuild ends", w->lj, why);
+		return true;
+	}
+	snprintf(why + strlen(why), sizeof(why) - strlen(why), ": too small to rebuild onto");
+	target_failed(w, why);
+	return false;
+}
+
 /* The rebuild is complete (namespace lock held): the member goes online,
  * unless it failed just now (false). */
 static bool rebuilt_online(struct walk *w)
@@ -1859,7 +1892,9 @@ static void *rebuild_thread(void *arg)
 	t_start_ms = window_start_ms = now_ms();
 	window_bytes = 0;
 	pthread_mutex_init(&w.lock, NULL);
-	int r = w.targeted ? readd_targeted(&w, targets, ntargets) : walk_dir(&w, ".");
+	/* (a re-add or a resumed rebuild finds much of it there already) */
+	bool room = w.readd || resume_set || room_for_rebuild(&w);
+	int r = !room ? -ENOSPC : w.targeted ? readd_targeted(&w, targets, ntargets) : walk_dir(&w, ".");
 	for (size_t i = 0; i < ntargets; i++)
 		free(targets[i]);
 	free(targets);

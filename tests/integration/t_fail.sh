@@ -81,18 +81,30 @@ for cfg in "${CONFIGS[@]}"; do
 		rm -rf "$C"
 	done
 done
+# make_array NAME LEVEL N [CHUNK [MOUNT ARGS...]]: LEVEL over N members
+# in $T/NAME (CHUNK "" for the default), with an empty $C/ref (sets C,
+# mem, members, mnt), mounted with MOUNT ARGS
+make_array() {
+	local name=$1 level=$2 n=$3 chunk=${4:-} copt=()
+	shift $(( $# > 3 ? 4 : 3 ))
+	[ -z "$chunk" ] || copt=(--chunk "$chunk")
+	C=$T/$name
+	mkdir -p "$C/ref"
+	mem=$(make_members "$n" "$name/d")
+	members=$(join_members $mem)
+	mnt=$C/mnt
+	expect_rc 0 "$RAIDFS" create --level "$level" "${copt[@]}" --name "$name" $mem
+	rfs_mount "$members" "$mnt" "$@" || fail "$name: mount"
+}
+
 # an rm -rf of the primary's directory that takes its .raidfs first: the
 # user's directories are still there, but a create (which links the new
 # file into .raidfs/dirty) found nothing to link into and returned ENOENT
 # for the second or so until the monitor noticed (a workload above saw it
 # once in CI); the member must be failed at once and the operation done
 # on the next primary
-C=$T/meta
-mkdir -p "$C/ref/d"
-mem=$(make_members 3 meta/d)
-mnt=$C/mnt
-expect_rc 0 "$RAIDFS" create --level raid1 --name meta $mem
-rfs_mount "$(join_members $mem)" "$mnt" || fail "meta: mount"
+make_array meta raid1 3
+mkdir "$C/ref/d"
 mkdir "$mnt/d"
 echo old >"$mnt/d/f0"; echo old >"$C/ref/d/f0"
 rm -rf "$C/d1/.raidfs"
@@ -110,13 +122,7 @@ log "ok: raid1 width 3, the primary's .raidfs deleted under the mount: failed at
 # again if the file grew), the truncate succeeds, and the file reads as
 # truncated - also grown again, and once member 1 is rebuilt with
 # another member gone
-C=$T/cut
-mkdir -p "$C/ref"
-mem=$(make_members 4 cut/d)
-members=$(join_members $mem)
-mnt=$C/mnt
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name cut $mem
-rfs_mount "$members" "$mnt" || fail "cut: mount"
+make_array cut raid5 4 4K
 head -c 100000 /dev/urandom >"$C/ref/g"
 cp "$C/ref/g" "$mnt/g" || fail "cut: write failed"
 expect_rc 0 "$RAIDFS" inject "$mnt" 1 truncate-error
@@ -143,12 +149,7 @@ log "ok: raid5, a shard that could not be cut failed its member; the file reads 
 # would win once member 0 is gone: the file would read as its old size),
 # the shrink succeeds, the file is noted as missed, and when member 1 is
 # put back its re-add resyncs that file, so it alone holds it right
-C=$T/rec
-mkdir -p "$C/ref"
-mem=$(make_members 2 rec/d)
-mnt=$C/mnt
-expect_rc 0 "$RAIDFS" create --level raid1 --name rec $mem
-rfs_mount "$(join_members $mem)" "$mnt" || fail "rec: mount"
+make_array rec raid1 2
 head -c 100000 /dev/urandom >"$C/ref/g"
 head -c 30000 /dev/urandom >"$C/ref/h"
 cp "$C/ref/g" "$C/ref/h" "$mnt/" || fail "rec: write failed"
@@ -187,13 +188,10 @@ log "ok: raid1, a metadata record one member did not take failed it; re-added, i
 # filesystem remounted read-only with no I/O at all: the monitor fails
 # the member within a few seconds.
 C=$T/ro
-mkdir -p "$C/ref"
-mem=$(make_members 4 ro/d)
-mnt=$C/mnt
+mkdir -p "$C/d3"
 mount -t tmpfs -o size=64M tmpfs "$C/d3" || fail "ro: tmpfs for member 2"
 MOUNTS+=("$C/d3")	# (unmounted lazily by the cleanup, also when busy)
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K --name ro $mem
-rfs_mount "$(join_members $mem)" "$mnt" || fail "ro: mount"
+make_array ro raid5 4 16K
 head -c 300000 /dev/urandom >"$C/ref/g"
 cp "$C/ref/g" "$mnt/g" || fail "ro: write failed"
 expect_rc 0 "$RAIDFS" inject "$mnt" 1 open-error count 1 EROFS
@@ -230,23 +228,18 @@ log "ok: raid5, a shard that could not be opened for writing failed its member (
 # them: after a clean unmount, 'raidfs check' found the file in the dirty
 # log); refused with EIO, member 2 is failed and the write goes on: its
 # re-add resyncs the file, and with member 0 failed it still reads right
-C=$T/mark
-mkdir -p "$C/ref"
-mem=$(make_members 4 mark/d)
-mnt=$C/mnt
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K --name mark $mem
-rfs_mount "$(join_members $mem)" "$mnt" || fail "mark: mount"
+make_array mark raid5 4 16K
 head -c 200000 /dev/urandom >"$C/ref/g"
 cp "$C/ref/g" "$mnt/g" || fail "mark: write failed"
 rfs_unmount_wait "$mnt" || fail "mark: unmount"
-rfs_mount "$(join_members $mem)" "$mnt" || fail "mark: mount"
+rfs_mount "$members" "$mnt" || fail "mark: mount"
 expect_rc 0 "$RAIDFS" inject "$mnt" 2 meta-error count 1 ENOSPC
 dd if=/dev/urandom of="$mnt/g" bs=4096 count=1 conv=notrunc 2>"$C/dd.err" && fail "mark: the write went on without its mark"
 grep -q "No space left" "$C/dd.err" || fail "mark: the write failed with another error: $(cat "$C/dd.err")"
 cmp -s "$C/ref/g" "$mnt/g" || fail "mark: g changed although its write failed"
 rfs_unmount_wait "$mnt" || fail "mark: unmount"
-expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
-rfs_mount "$(join_members $mem)" "$mnt" || fail "mark: mount"
+expect_rc 0 "$RAIDFS" check "$members"
+rfs_mount "$members" "$mnt" || fail "mark: mount"
 expect_rc 0 "$RAIDFS" inject "$mnt" 2 meta-error count 1
 head -c 4096 /dev/urandom >"$C/new"
 dd if="$C/new" of="$C/ref/g" conv=notrunc 2>/dev/null
@@ -266,12 +259,7 @@ log "ok: raid5, a dirty-log mark refused: ENOSPC left no mark behind; EIO failed
 # hung), and by a member being re-added (it must be failed - its re-add
 # stops - or it would finish with the old record): each fails its member,
 # and every byte reads right from the member left
-C=$T/close
-mkdir -p "$C/ref"
-mem=$(make_members 2 close/d)
-mnt=$C/mnt
-expect_rc 0 "$RAIDFS" create --level raid1 --name close $mem
-rfs_mount "$(join_members $mem)" "$mnt" -o rebuild_max_rate=1,rebuild_min_rate=1 || fail "close: mount"
+make_array close raid1 2 "" -o rebuild_max_rate=1,rebuild_min_rate=1
 head -c 100000 /dev/urandom >"$C/ref/g"
 cp "$C/ref/g" "$mnt/g" || fail "close: write failed"
 exec 9<"$mnt/g"	# (the append's mark stays until the last close)
@@ -287,7 +275,7 @@ cmp -s "$C/ref/g" "$mnt/g" || fail "close: g differs"
 # (the file's dirty-log marks go once the failure noted it: a clean
 # unmount leaves nothing to resync, and the degraded array mounts)
 rfs_unmount_wait "$mnt" || fail "close: unmount"
-rfs_mount "$(join_members $mem)" "$mnt" -o rebuild_max_rate=1,rebuild_min_rate=1 ||
+rfs_mount "$members" "$mnt" -o rebuild_max_rate=1,rebuild_min_rate=1 ||
 	fail "close: the degraded array does not mount after a clean unmount: $(tail -n 3 "$T/daemon.log")"
 cmp -s "$C/ref/g" "$mnt/g" || fail "close: g differs after the remount"
 for i in 1 2 3 4 5 6; do head -c 2000000 /dev/urandom >"$mnt/x$i"; done

@@ -14,7 +14,8 @@
 # writes since); nor is the old directory of a failed member that was
 # rebuilt onto another one, at mount; 'raidfs add' takes such a directory
 # back comparing every file's version (the missed-write log is the other
-# directory's), and it then holds the right bytes.
+# directory's), and it then holds the right bytes.  A directory too small
+# for the member is turned down before anything is copied onto it.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
@@ -397,5 +398,41 @@ expect_rc 0 "$RAIDFS" fail "$mnt" 2
 same_tree "replacement errors: tree differs after the replacement, with member 2 failed"
 rfs_unmount_wait "$mnt" || fail "replacement errors: unmount"
 log "ok: a replacement that cannot sync or cut a shard is given up; member 1 kept serving, nothing lost"
+rm -rf "$C"
+# a directory with less room than the member's files take (a 4 MiB
+# tmpfs; member 1 holds about 10 MiB): turned down before the copy begins,
+# in place (member 1 keeps serving) and for a failed member (it stays
+# faulty), with the sizes in the status; the data is untouched
+new_raid5 tiny
+write_fileset "$mnt" "$C/ref" "$SEED" 2 15 1048576 1048576
+mkdir -p "$C/small"
+MOUNTS+=("$C/small")
+mount -t tmpfs -o size=4m tmpfs "$C/small" || fail "too small: cannot mount a tmpfs"
+small_refused() {	# WHAT: member 1's rebuild onto small/ was turned down
+	local st
+	for _ in $(seq 1 100); do
+		st=$("$RAIDFS" status "$mnt")
+		grep -q "being replaced\|rebuilding" <<<"$st" || break
+		sleep 0.1
+	done
+	grep -q "'$C/small' has 4.0 MiB free, and member 1's files take about [0-9.]* MiB: too small to rebuild onto" \
+		"$T/daemon.log" || fail "too small, $1: no message: $(tail -n 5 "$T/daemon.log")"
+	grep -q "being replaced\|rebuilding" <<<"$st" && fail "too small, $1: still copying: $st"
+	[ -z "$(find "$C/small" -name 'f*' -print -quit)" ] || fail "too small, $1: files were copied: $(find "$C/small" | head)"
+	same_tree "too small, $1: tree differs"
+}
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/small"
+small_refused "in place"
+"$RAIDFS" status "$mnt" | grep -q "^   1  online .*$C/d2 " || fail "too small: member 1 does not serve: $("$RAIDFS" status "$mnt")"
+rm -rf "${C:?}/small/"* "$C/small/.raidfs"
+expect_rc 0 "$RAIDFS" fail "$mnt" 1
+expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$C/small"
+small_refused "failed member"
+"$RAIDFS" status "$mnt" >"$C/st.txt"
+grep -q "^   1  faulty .*$C/small " "$C/st.txt" || fail "too small: member 1 is not faulty: $(cat "$C/st.txt")"
+grep -q "failed: '$C/small' has 4.0 MiB free" "$C/st.txt" || fail "too small: status does not say why: $(cat "$C/st.txt")"
+rfs_unmount_wait "$mnt" || fail "too small: unmount"
+umount "$C/small"
+log "ok: a directory too small for the member is turned down before the copy begins"
 rm -rf "$C"
 exit 0
