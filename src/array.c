@@ -980,6 +980,7 @@ int array_note_cache_log(struct array *a, uint64_t log_id)
 int array_cache_log_check(struct array *a, uint64_t log_id)
 {
 	int seen = 0;
+	bool other = false;
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (!member_online(a, j))
 			continue;
@@ -989,11 +990,13 @@ int array_cache_log_check(struct array *a, uint64_t log_id)
 			continue;	/* (a member that joined since) */
 		ssize_t n = io_pread(fd, b, sizeof(b), 0);
 		close(fd);
-		if (n != sizeof(b) || get_le32(b + 8) != parity_crc32(0, b, 8) || get_le64(b) != log_id)
-			return -1;
+		bool ok = n == sizeof(b) && get_le32(b + 8) == parity_crc32(0, b, 8);
+		if (ok && get_le64(b) == 0)
+			return -2;	/* (one that missed the retirement was out of service) */
+		other |= !ok || get_le64(b) != log_id;
 		seen++;
 	}
-	return seen > 0;
+	return other ? -1 : seen > 0;
 }
 
 int array_mark_member(struct array *a, uint64_t id, uint32_t j, int fd, bool cached)

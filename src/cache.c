@@ -134,6 +134,7 @@ static struct {
 	/* policy and battery */
 	enum cache_wpolicy configured;
 	enum bbu_state bbu;
+	bool log_failed;		/* bbu=file: its log failed in this run */
 	uint64_t learn_end;		/* ns, while LEARNING */
 	int draining;			/* flush everything (count of requesters) */
 	/* members' free space (room_for()) */
@@ -317,6 +318,8 @@ static enum cache_wpolicy policy_locked(const char **why)
 	if (C.configured == WP_WRITEBACK) {
 		if (cache_opts.bbu == BBU_NONE)
 			w = "no battery";
+		else if (C.log_failed)
+			w = "the cache log failed";
 		else if (C.bbu == BBU_LEARNING)
 			w = "battery learn cycle";
 		else if (C.bbu != BBU_OPTIMAL)
@@ -534,7 +537,9 @@ static struct line *get_line_locked(struct rfile *rf, uint64_t s)
  * cache gets the cache's dirty mark: the replay alone makes it whole. */
 static bool kept(void)
 {
-	return cache_opts.bbu == BBU_FILE || (cache_opts.bbu == BBU_SHM && C.shm_up);
+	if (cache_opts.bbu == BBU_FILE)
+		return !cachelog_failed();
+	return cache_opts.bbu == BBU_SHM && C.shm_up;
 }
 
 /* bbu=file: before this run's first cache mark, the members note which log
@@ -908,6 +913,38 @@ void cache_log_tail(uint64_t *v, uint64_t *seq)
 /* The log is full: write the oldest lines out (called without locks). */
 static void wait_destage(bool for_line);
 
+bool cache_log_needed(void)
+{
+	uint64_t head, seq;
+	pthread_mutex_lock(&C.lock);
+	cachelog_position(&head, &seq);
+	bool need = false;
+	for (struct line *ln = C.dirty.head; ln && !need; ln = ln->next)
+		need = ln->log_v < head;
+	pthread_mutex_unlock(&C.lock);
+	return need;
+}
+
+/*
+ * A write or a truncate whose record the failed log could not take or
+ * make durable: its bytes are in the cache and nowhere else.  Made safe
+ * without the log: the file marked for a resync at the next mount (a
+ * crash before the log is retired would find it valid but without this
+ * record, and trust it for the file), the cache written out, the members
+ * synced and the log retired (cachelog_reset()).  Then the caller is
+ * told it succeeded, as a controller whose battery fails tells the host
+ * nothing.  No lock held.
+ */
+static int without_log(struct rfile *rf)
+{
+	int r = stripe_mark_dirty(rf);
+	if (r == 0)
+		r = flush_all();
+	if (r == 0)
+		r = cachelog_reset();
+	return r;
+}
+
 void cache_log_wait(void)
 {
 	wait_destage(false);
@@ -1098,6 +1135,7 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 	 * did. */
 	bool logged = cache_opts.bbu == BBU_FILE;
 	uint64_t rec_from = off, rec_end = 0;	/* what has no record yet; where the last ends */
+	int lr = 0;	/* the failed log's error: no more records (without_log()) */
 	if (logged)
 		pthread_mutex_lock(&rf->log_order);
 	uint64_t new_size = grow_to(rf, end);
@@ -1120,12 +1158,13 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 		if (r == 1) {
 			/* (the part already in the cache gets its record now:
 			 * another writer may take these bytes meanwhile) */
-			if (logged && pos > rec_from) {
+			if (logged && pos > rec_from && lr == 0) {
 				int e2 = record_part(rf, buf, off, end, rec_from, pos, &e, &rec_end);
-				if (e2 < 0) {
+				if (e2 < 0 && !cachelog_failed()) {
 					r = e2;
 					break;
 				}
+				lr = e2;
 				rec_from = pos;
 			}
 			if (logged)
@@ -1147,13 +1186,15 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 		static const struct timespec now[2] = { { 0, UTIME_OMIT }, { 0, UTIME_NOW } };
 		futimens(rf->fd[rf->a->primary], now);
 	}
-	if (r >= 0 && logged && end > rec_from)
-		r = record_part(rf, buf, off, end, rec_from, end, &e, &rec_end);
+	if (r >= 0 && logged && end > rec_from && lr == 0)
+		lr = record_part(rf, buf, off, end, rec_from, end, &e, &rec_end);
 	if (logged)
 		pthread_mutex_unlock(&rf->log_order);
 	pthread_rwlock_unlock(&rf->rw);
-	if (r >= 0 && logged)
-		r = cachelog_commit(rec_end);
+	if (r >= 0 && logged && lr == 0)
+		lr = cachelog_commit(rec_end);
+	if (r >= 0 && lr < 0)
+		r = cachelog_failed() ? without_log(rf) : lr;
 	return r < 0 ? r : (ssize_t)len;
 }
 
@@ -1209,7 +1250,9 @@ static int record_and_unlock(struct rfile *rf, bool done, uint64_t off, const vo
 	uint64_t end = 0;
 	int r = cachelog_put_write(rf->id, off, buf, len, &end);
 	pthread_mutex_unlock(&rf->log_order);
-	return r < 0 ? r : cachelog_commit(end);
+	if (r == 0)
+		r = cachelog_commit(end);
+	return r < 0 && cachelog_failed() ? without_log(rf) : r;
 }
 
 static ssize_t write_through(struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
@@ -1499,7 +1542,7 @@ static int lock_for_truncate(struct rfile *rf, uint64_t size, bool covered, stru
 {
 	for (;;) {
 		pthread_rwlock_wrlock(&rf->rw);
-		if (cache_opts.bbu != BBU_FILE || (!covered && !cachelog_live()))
+		if (cache_opts.bbu != BBU_FILE || cachelog_retired() || (!covered && !cachelog_live()))
 			return 0;
 		int r = -EAGAIN;
 		uint64_t end = 0;
@@ -1515,6 +1558,14 @@ static int lock_for_truncate(struct rfile *rf, uint64_t size, bool covered, stru
 				r = cachelog_commit(end);
 			if (r < 0)
 				pin_drop(pin);
+		}
+		if (r < 0 && r != -EAGAIN && cachelog_failed()) {
+			/* (then the truncate goes on without its record) */
+			pthread_rwlock_unlock(&rf->rw);
+			r = without_log(rf);
+			if (r < 0)
+				return r;
+			continue;
 		}
 		if (r != -EAGAIN) {
 			if (r < 0)
@@ -1654,6 +1705,19 @@ int cache_fsync(struct rfile *rf, bool datasync)
 }
 
 /* ---------------------------------------------------- battery, learning */
+
+static void bbu_set_locked(enum bbu_state s, const char *why);
+
+void cache_log_failed(void)
+{
+	pthread_mutex_lock(&C.lock);
+	C.log_failed = true;
+	enum bbu_state old = C.bbu;
+	bbu_set_locked(BBU_FAILED, "the cache log failed");
+	pthread_mutex_unlock(&C.lock);
+	if (old != BBU_FAILED)
+		array_event(C.a, "BbuFailed", -1);
+}
 
 static void bbu_set_locked(enum bbu_state s, const char *why)
 {
@@ -1797,13 +1861,30 @@ int cache_open(struct array *a, char *err, size_t errlen)
 		 * (a new one, one given by mistake): then the marks promise
 		 * nothing */
 		int who = cachelog_was_there() ? array_cache_log_check(a, cachelog_id()) : 0;
-		if (who < 0 && cachelog_replay_pending()) {
+		if (who == -2 && cachelog_replay_pending()) {
+			/* retired when it failed: the members hold all it had */
+			log_warn("array '%s': the cache log '%s' failed in an earlier run and was retired once the members held "
+				 "everything it had: its %" PRIu64 " bytes of old records are dropped", a->sb.name,
+				 cache_opts.bbu_path, cachelog_replay_bytes());
+			int r = cachelog_drop();
+			if (r < 0) {
+				snprintf(err, errlen, "cannot write the cache log '%s': %s (check its disk, or give another log)",
+					 cache_opts.bbu_path, strerror(-r));
+				return r;
+			}
+			C.old_has_log = false;
+		}
+		if (who == -1 && cachelog_replay_pending()) {
 			/* its records may be older than what the members hold */
 			snprintf(err, errlen, "the cache log '%s' holds writes, but it is not the log this array last wrote through: "
 				 "mount with that log (-o bbu=file:PATH), or, to drop these writes, move this log away",
 				 cache_opts.bbu_path);
 			return -EINVAL;
 		}
+		size_t nr = cachelog_replay_records();
+		if (nr)
+			log_warn("array '%s': the cache log '%s' holds %zu record%s (%" PRIu64 " bytes) not known to be on the members: replaying them",
+				 a->sb.name, cache_opts.bbu_path, nr, nr == 1 ? "" : "s", cachelog_replay_bytes());
 		C.last_guarded |= who > 0 && cachelog_had_guards();
 		C.last_found |= who > 0;
 	}
@@ -2111,6 +2192,8 @@ void cache_get_stats(struct cache_stats *st)
 	st->rpolicy = cache_opts.rpolicy;
 	st->bbu = cache_opts.bbu;
 	st->bbu_state = C.bbu;
+	st->log_error = C.log_failed ? -cachelog_error() : 0;
+	st->log_retired = C.log_failed && cachelog_retired();
 	st->learn_left = C.bbu == BBU_LEARNING && C.learn_end > t ? (C.learn_end - t + 999999999) / 1000000000 : 0;
 	st->preserved_bytes = cache_preserved_bytes();
 	st->offline = cache_offline();
@@ -2242,6 +2325,11 @@ int cache_bbu_ctl(int argc, char **argv, char *buf, size_t len)
 	} else if (!strcmp(what, "fail")) {
 		bbu_set_locked(BBU_FAILED, "failed by the administrator");
 		ev = "BbuFailed";
+	} else if (!strcmp(what, "restore") && C.log_failed) {
+		pthread_mutex_unlock(&C.lock);
+		snprintf(buf, len, "raidfs: bbu: the cache log '%s' failed in this run: write-back stays off until the next mount "
+			 "(check the disk that holds it, or give another log with -o bbu=file:PATH)\n", cache_opts.bbu_path);
+		return 1;
 	} else if (!strcmp(what, "restore")) {
 		bbu_set_locked(BBU_OPTIMAL, "restored by the administrator");
 		ev = "BbuRestored";

@@ -177,6 +177,8 @@ struct cache_stats {
 	bool offline;			/* the mount waits for members */
 	char offline_why[1024];		/* and why */
 	const char *bbu_path;
+	int log_error;			/* bbu=file: the error its log failed with (errno) */
+	bool log_retired;		/* and everything it held is on the members */
 	const char *why_wt;		/* why the effective policy is not the configured one */
 };
 void cache_get_stats(struct cache_stats *st);

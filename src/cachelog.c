@@ -30,6 +30,7 @@
 #include "cachelog.h"
 #include "file.h"
 #include "guard.h"
+#include "member.h"
 #include "parity.h"
 #include "util.h"
 
@@ -63,6 +64,14 @@ static struct {
 	uint64_t head_v, seq;		/* next record */
 	uint64_t tail_v, tail_seq;	/* durable in the header */
 	uint64_t synced_v;		/* everything before it is fdatasynced */
+	/* the log failed (its first error, negative; cachelog_failed()), and
+	 * then retired (retire()) */
+	int failed;
+	bool retired;
+	/* fault injection on its record writes and fdatasyncs */
+	pthread_mutex_t fault_lock;
+	struct fault_rule rule[2];
+	bool faults;
 	/* replay */
 	struct rec *recs;
 	size_t nrecs;
@@ -70,8 +79,105 @@ static struct {
 } L = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.sync_lock = PTHREAD_MUTEX_INITIALIZER,
+	.fault_lock = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
 };
+
+/* ------------------------------------------------------- I/O, injection */
+
+enum { LOG_WRITE, LOG_FSYNC };
+static const char *const log_op[2] = { "write", "fsync" };
+
+static int log_inject(int op)
+{
+	if (!__atomic_load_n(&L.faults, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&L.fault_lock);
+	int r = fault_rule_hit(&L.rule[op]);
+	pthread_mutex_unlock(&L.fault_lock);
+	return r;
+}
+
+static int log_pwritev(const struct iovec *iov, int n, uint64_t off)
+{
+	int r = log_inject(LOG_WRITE);
+	return r < 0 ? r : io_pwritev(L.fd, iov, n, off);
+}
+
+static int log_fdatasync(void)
+{
+	int r = log_inject(LOG_FSYNC);
+	return r < 0 ? r : fdatasync(L.fd) < 0 ? -errno : 0;
+}
+
+int cachelog_inject(int argc, char **argv, char *err, size_t errlen)
+{
+	struct fault_rule rule[2];
+	pthread_mutex_lock(&L.fault_lock);
+	memcpy(rule, L.rule, sizeof(rule));
+	pthread_mutex_unlock(&L.fault_lock);
+	if (argc == 1 && !strcmp(argv[0], "clear")) {
+		memset(rule, 0, sizeof(rule));
+	} else {
+		int op = argc < 1 ? -1 : !strcmp(argv[0], "write-error") ? LOG_WRITE : !strcmp(argv[0], "fsync-error") ? LOG_FSYNC : -1;
+		if (op < 0) {
+			snprintf(err, errlen, "inject: the cache log takes write-error, fsync-error or clear");
+			return -EINVAL;
+		}
+		if (fault_rule_parse(argc - 1, argv + 1, &rule[op], err, errlen) < 0)
+			return -EINVAL;
+	}
+	pthread_mutex_lock(&L.fault_lock);
+	memcpy(L.rule, rule, sizeof(rule));
+	__atomic_store_n(&L.faults, rule[0].mode != FM_OFF || rule[1].mode != FM_OFF, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&L.fault_lock);
+	log_warn("cache log '%s': fault injection: %s", L.path, argc ? argv[0] : "");
+	return 0;
+}
+
+void cachelog_inject_describe(char *buf, size_t len)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	pthread_mutex_lock(&L.fault_lock);
+	for (int i = 0; i < 2; i++)
+		off += fault_rule_describe(&L.rule[i], log_op[i], off ? ", " : "", buf + off, off < len ? len - off : 0);
+	pthread_mutex_unlock(&L.fault_lock);
+}
+
+bool cachelog_failed(void)
+{
+	return __atomic_load_n(&L.failed, __ATOMIC_ACQUIRE) != 0;
+}
+
+bool cachelog_retired(void)
+{
+	return __atomic_load_n(&L.retired, __ATOMIC_ACQUIRE);
+}
+
+int cachelog_error(void)
+{
+	return __atomic_load_n(&L.failed, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * The log failed (err, negative, doing `what`).  After a failed fdatasync
+ * the kernel may have dropped records written before it while later
+ * fdatasyncs succeed, so the chain a replay follows can no longer be
+ * trusted to hold what is acknowledged from now on: the first time, no
+ * record is written or committed any more, and write-back ends as with a
+ * failed battery (cache_log_failed()).  No log lock held.
+ */
+static void log_failed(int err, const char *what)
+{
+	int none = 0;
+	if (!__atomic_compare_exchange_n(&L.failed, &none, err, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	log_err("cache log '%s': %s failed: %s; write-back ends, as when a controller's battery fails: "
+		"the cache is written out to the members, and the log is not used again until the next mount",
+		L.path, what, strerror(-err));
+	cache_log_failed();
+}
 
 static uint64_t rec_size(uint32_t len)
 {
@@ -104,10 +210,13 @@ static int write_hdr_locked(uint64_t tv, uint64_t ts)
 {
 	uint8_t b[64];
 	hdr_encode(b, L.ring, tv, ts);
-	if (io_pwrite(L.fd, b, sizeof(b), 0) < 0 || fdatasync(L.fd) < 0) {
-		int e = errno;
-		log_err("cache log '%s': cannot write its header: %s", L.path, strerror(e));
-		return -e;
+	struct iovec v = { b, sizeof(b) };
+	int r = log_pwritev(&v, 1, 0);
+	if (r == 0)
+		r = log_fdatasync();
+	if (r < 0) {
+		log_err("cache log '%s': cannot write its header: %s", L.path, strerror(-r));
+		return r;
 	}
 	L.tail_v = tv;
 	L.tail_seq = ts;
@@ -282,9 +391,6 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *
 		snprintf(err, errlen, "cannot read the cache log '%s': %s", path, strerror(-r));
 		return r;
 	}
-	if (L.nrecs)
-		log_warn("array '%s': the cache log '%s' holds %zu record%s (%" PRIu64 " bytes) not known to be on the members: replaying them",
-			 a->sb.name, path, L.nrecs, L.nrecs == 1 ? "" : "s", L.replay_bytes);
 	/* the guard slots of the last run: writes into degraded stripes cut
 	 * short (a finished one's slot was cleared) */
 	guards(&gst);
@@ -336,6 +442,11 @@ bool cachelog_replay_pending(void)
 	return L.nrecs > 0;
 }
 
+size_t cachelog_replay_records(void)
+{
+	return L.nrecs;
+}
+
 uint64_t cachelog_replay_bytes(void)
 {
 	return L.replay_bytes;
@@ -382,14 +493,29 @@ int cachelog_replay_file(struct rfile *rf)
 	return ret;
 }
 
-void cachelog_replay_done(void)
+/* The records read at open are let go.  Log lock held. */
+static void forget_records_locked(void)
 {
-	pthread_mutex_lock(&L.lock);
 	free(L.recs);
 	L.recs = NULL;
 	L.nrecs = 0;
 	L.replay_bytes = 0;
 	L.synced_v = L.head_v;
+}
+
+int cachelog_drop(void)
+{
+	pthread_mutex_lock(&L.lock);
+	forget_records_locked();
+	int r = write_hdr_locked(L.head_v, L.seq);
+	pthread_mutex_unlock(&L.lock);
+	return r;
+}
+
+void cachelog_replay_done(void)
+{
+	pthread_mutex_lock(&L.lock);
+	forget_records_locked();
 	pthread_mutex_unlock(&L.lock);
 	cachelog_reset();	/* (the replayed writes made durable first) */
 }
@@ -407,7 +533,9 @@ void cachelog_position(uint64_t *v, uint64_t *seq)
 bool cachelog_live(void)
 {
 	pthread_mutex_lock(&L.lock);
-	bool live = L.fd >= 0 && L.tail_v != L.head_v;
+	/* (a failed log, until retired: a record whose write returned an
+	 * error may still be in it, whole) */
+	bool live = L.fd >= 0 && !cachelog_retired() && (cachelog_failed() || L.tail_v != L.head_v);
 	pthread_mutex_unlock(&L.lock);
 	return live;
 }
@@ -421,26 +549,65 @@ bool cachelog_live(void)
  * the next mount (a replay writes them again in order: harmless).
  * False when the tail could not be moved.
  */
+/*
+ * A failed log is retired once nothing in it is needed: no dirty line
+ * may need one of its records (cache_log_needed()), and the members are
+ * synced.  The members then note that no log holds anything for them
+ * (array_note_cache_log(a, 0)): a later mount drops this log's records,
+ * which would put older bytes over what is written through from now on.
+ * Until then nothing is written around the log (cachelog_live()).  False
+ * while it cannot be retired yet.  tail_lock held.
+ */
+static bool retire(void)
+{
+	static bool said;
+	if (cachelog_retired())
+		return true;
+	if (cache_log_needed())
+		return false;
+	if (!L.a || array_sync_members(L.a) < 0 || array_note_cache_log(L.a, 0) < 0) {
+		if (!said)
+			log_err("cache log '%s': cannot be retired (the members cannot be synced or cannot note it): "
+				"writes wait for it", L.path);
+		said = true;
+		return false;
+	}
+	__atomic_store_n(&L.retired, true, __ATOMIC_RELEASE);
+	log_warn("cache log '%s': retired: what it held is on the members; writes go through until the next mount",
+		 L.path);
+	return true;
+}
+
 static bool set_tail(uint64_t tv, uint64_t ts)
 {
 	/* one at a time: a sync error is reported to one syncfs only, and
 	 * the member it fails must be failed before anybody moves the tail */
 	static pthread_mutex_t tail_lock = PTHREAD_MUTEX_INITIALIZER;
 	pthread_mutex_lock(&tail_lock);
+	if (cachelog_failed()) {
+		bool ok = retire();
+		pthread_mutex_unlock(&tail_lock);
+		return ok;
+	}
 	pthread_mutex_lock(&L.lock);
 	bool forget = tv > L.tail_v;
 	pthread_mutex_unlock(&L.lock);
 	bool ok = true;
+	int r = 0;
 	if (forget && L.a && array_sync_members(L.a) < 0) {
 		log_err("cache log '%s': the members cannot make written lines durable; their records are kept",
 			L.path);
 		ok = false;
 	} else if (forget) {
 		pthread_mutex_lock(&L.lock);
-		ok = tv <= L.tail_v || write_hdr_locked(tv, ts) == 0;
+		if (tv > L.tail_v)
+			r = write_hdr_locked(tv, ts);
 		pthread_mutex_unlock(&L.lock);
+		ok = r == 0;
 	}
 	pthread_mutex_unlock(&tail_lock);
+	if (r < 0)
+		log_failed(r, "the write of its header");
 	return ok;
 }
 
@@ -449,6 +616,11 @@ void cachelog_advance(void)
 	uint64_t tv, ts;
 	if (L.fd < 0)
 		return;
+	if (cachelog_failed()) {
+		if (!cachelog_retired())
+			set_tail(0, 0);	/* (retire() once the cache is written out) */
+		return;
+	}
 	cache_log_tail(&tv, &ts);
 	pthread_mutex_lock(&L.lock);
 	/* lazily: a header write costs an fdatasync */
@@ -465,7 +637,7 @@ int cachelog_reset(void)
 	uint64_t tv, ts;
 	cache_log_tail(&tv, &ts);
 	pthread_mutex_lock(&L.lock);
-	bool any = L.fd >= 0 && L.tail_v < tv;
+	bool any = L.fd >= 0 && (L.tail_v < tv || (cachelog_failed() && !cachelog_retired()));
 	pthread_mutex_unlock(&L.lock);
 	return !any || set_tail(tv, ts) ? 0 : -EIO;
 }
@@ -485,6 +657,8 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *da
 	uint64_t v;
 	if (need > L.ring)
 		return -EFBIG;	/* cannot happen: the ring is twice the cache */
+	if (cachelog_failed())
+		return cachelog_error();
 	pthread_mutex_lock(&L.lock);
 	for (;;) {
 		v = L.head_v;
@@ -501,7 +675,7 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *da
 		if (tv > L.tail_v) {
 			pthread_mutex_unlock(&L.lock);
 			if (!set_tail(tv, ts))
-				return -EIO;
+				return cachelog_failed() ? cachelog_error() : -EIO;
 			pthread_mutex_lock(&L.lock);
 			continue;
 		}
@@ -535,10 +709,10 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *da
 	for (int i = 0; i < ndata; i++)
 		iov[n++] = data[i];
 	iov[n++] = (struct iovec){ (void *)zero, need - REC_HDR - len };
-	int r = io_pwritev(L.fd, iov, n, phys(v));
+	int r = cachelog_failed() ? cachelog_error() : log_pwritev(iov, n, phys(v));
 	if (r < 0) {
 		pthread_mutex_unlock(&L.lock);
-		log_err("cache log '%s': write failed: %s", L.path, strerror(-r));
+		log_failed(r, "the write of a record");
 		return r;
 	}
 	L.head_v = v + need;
@@ -554,19 +728,18 @@ int cachelog_commit(uint64_t mine)
 	/* group commit: one fdatasync covers every record written before it */
 	pthread_mutex_lock(&L.sync_lock);
 	if (L.synced_v < mine) {
+		/* (once failed, nothing after the failure is durable for sure) */
 		pthread_mutex_lock(&L.lock);
 		uint64_t target = L.head_v;
 		pthread_mutex_unlock(&L.lock);
-		if (fdatasync(L.fd) < 0) {
-			r = -errno;
-			pthread_mutex_unlock(&L.sync_lock);
-			log_err("cache log '%s': fdatasync failed: %s", L.path, strerror(-r));
-			return r;
-		}
-		L.synced_v = target;
+		r = cachelog_failed() ? cachelog_error() : log_fdatasync();
+		if (r == 0)
+			L.synced_v = target;
 	}
 	pthread_mutex_unlock(&L.sync_lock);
-	return 0;
+	if (r < 0)
+		log_failed(r, "fdatasync");
+	return r;
 }
 
 int cachelog_put_write(uint64_t fid, uint64_t off, const void *buf, size_t len, uint64_t *end)

@@ -35,12 +35,16 @@ bool cachelog_had_guards(void);
 bool cachelog_was_there(void);
 /* Which log this is (made with it, kept in its header). */
 uint64_t cachelog_id(void);
+size_t cachelog_replay_records(void);
 uint64_t cachelog_replay_bytes(void);
 int cachelog_replay_file(struct rfile *rf);
 /* Records of file fid waiting to be replayed? */
 bool cachelog_holds(uint64_t fid);
 /* Everything replayed: the log starts empty. */
 void cachelog_replay_done(void);
+/* The records are not replayed (the log was retired): the log starts
+ * empty.  0 or -errno. */
+int cachelog_drop(void);
 
 /* Where the next record goes (virtual offset, sequence number). */
 void cachelog_position(uint64_t *v, uint64_t *seq);
@@ -68,8 +72,28 @@ void cachelog_advance(void);
 /* Clean unmount: empty, closed. */
 void cachelog_close_clean(void);
 
-/* From cache.c: the tail the dirty lines need; wait for destage. */
+/*
+ * The log fails: the first error of a record's write, an fdatasync or
+ * the header's write ends write-back (cache_log_failed()); no record is
+ * written or committed after it (they fail with that error).  Once no
+ * dirty line needs a record, the log is retired: the members synced, they
+ * note that no log holds anything for them, and a later mount drops its
+ * records (array_cache_log_check()).  Until then cachelog_live() is true,
+ * so that nothing is written around it; cachelog_reset() retires it.
+ */
+bool cachelog_failed(void);
+bool cachelog_retired(void);
+int cachelog_error(void);	/* the first error (negative), or 0 */
+/* Fault injection (raidfs inject MNT log ...): write-error or
+ * fsync-error with a member's rules (member.h), or clear. */
+int cachelog_inject(int argc, char **argv, char *err, size_t errlen);
+void cachelog_inject_describe(char *buf, size_t len);
+
+/* From cache.c: the tail the dirty lines need; wait for destage; does a
+ * dirty line need a record of the log; the log failed. */
 void cache_log_tail(uint64_t *v, uint64_t *seq);
 void cache_log_wait(void);
+bool cache_log_needed(void);
+void cache_log_failed(void);
 
 #endif

@@ -27,6 +27,7 @@
 
 #include "array.h"
 #include "cache.h"
+#include "cachelog.h"
 #include "fsops.h"
 #include "rebuild.h"
 #include "scrub.h"
@@ -297,7 +298,16 @@ static void status_text(struct array *a, struct out *o)
 	     cs.bbu == BBU_FILE ? ":" : "", cs.bbu == BBU_FILE ? cs.bbu_path : "");
 	if (cs.bbu_state == BBU_LEARNING)
 		outf(o, ", learn cycle %u s left", cs.learn_left);
+	if (cs.log_error)
+		outf(o, ", the cache log failed: %s%s", strerror(cs.log_error),
+		     cs.log_retired ? " (retired: what it held is on the members)" : " (the cache is being written out)");
 	outf(o, "\n");
+	if (cs.bbu == BBU_FILE) {
+		char inj[256];
+		cachelog_inject_describe(inj, sizeof(inj));
+		if (inj[0])
+			outf(o, "         injected faults on the cache log: %s\n", inj);
+	}
 	if (cs.preserved_bytes)
 		outf(o, "preserved cache: %s of acknowledged writes from the last run are not on the members yet\n",
 		     fmt_size(cs.preserved_bytes, dz, sizeof(dz)));
@@ -308,7 +318,10 @@ static void status_text(struct array *a, struct out *o)
 		outf(o, "action:  OFFLINE: %s; the mount comes online by itself once it is written; 'raidfs cache %s discard --force' drops the preserved data for good\n",
 		     cs.offline_why[0] ? cs.offline_why : "the cache of the last run is preserved and cannot be written yet",
 		     a->mountpoint);
-	if (cs.bbu_state == BBU_FAILED)
+	if (cs.log_error)
+		outf(o, "action:  the cache log '%s' failed: the cache runs write-through until the next mount; check the disk that holds it, or mount with another (-o bbu=file:PATH)\n",
+		     cs.bbu_path);
+	else if (cs.bbu_state == BBU_FAILED)
 		outf(o, "action:  the battery has failed: the cache runs write-through; 'raidfs bbu %s restore' once it is replaced\n",
 		     a->mountpoint);
 	if (!si.active && !si.repair && si.mismatches)
@@ -438,6 +451,16 @@ static void status_json(struct array *a, struct out *o)
 		json_str(o, cs.offline_why);
 	else
 		outf(o, "null");
+	outf(o, ", \"log_error\": ");
+	if (cs.log_error)
+		json_str(o, strerror(cs.log_error));
+	else
+		outf(o, "null");
+	outf(o, ", \"log_retired\": %s, \"log_faults\": ", cs.log_retired ? "true" : "false");
+	char linj[256] = "";
+	if (cs.bbu == BBU_FILE)
+		cachelog_inject_describe(linj, sizeof(linj));
+	json_str(o, linj);
 	outf(o, "}}\n");
 }
 
@@ -509,8 +532,32 @@ static void cmd_fail(struct array *a, int argc, char **argv, struct out *o)
 	     rebuilding ? " (its rebuild stops)" : "", a->sb.name, array_state_name(array_state(a)));
 }
 
+/* raidfs inject MNT log ...: the cache log of bbu=file */
+static void inject_log(int argc, char **argv, struct out *o)
+{
+	struct cache_stats cs;
+	cache_get_stats(&cs);
+	char err[256];
+	if (cs.bbu != BBU_FILE) {
+		outf(o, "rc 1\nraidfs: inject: this mount has no cache log (it is mounted with bbu=%s, not bbu=file:PATH)\n",
+		     bbu_kind_name(cs.bbu));
+		return;
+	}
+	if (cachelog_inject(argc, argv, err, sizeof(err)) < 0) {
+		outf(o, "rc 1\nraidfs: %s\n", err);
+		return;
+	}
+	char desc[256];
+	cachelog_inject_describe(desc, sizeof(desc));
+	outf(o, "rc 0\nthe cache log '%s': %s\n", cs.bbu_path, desc[0] ? desc : "no faults injected");
+}
+
 static void cmd_inject(struct array *a, int argc, char **argv, struct out *o)
 {
+	if (argc >= 2 && !strcmp(argv[1], "log")) {
+		inject_log(argc - 2, argv + 2, o);
+		return;
+	}
 	int j = argc >= 2 ? find_member(a, argv[1]) : -1;
 	/* (the replacement of an in-place replace, by its path: its slot) */
 	int sj = argc >= 2 && j < 0 ? find_replacement(a, argv[1]) : -1;

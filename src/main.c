@@ -72,7 +72,7 @@ static void usage(FILE *f)
 "  inject MOUNTPOINT MEMBER FAULT...\n"
 "        fault injection: read-error|write-error|fsync-error|open-error|truncate-error|meta-error\n"
 "        [every|after N|count N|prob P] [ERRNO], latency MS [read|write|fsync|open|truncate|meta]...,\n"
-"        corrupt P, vanish, clear\n"
+"        corrupt P, vanish, clear; MEMBER 'log': the cache log of bbu=file (write-error|fsync-error, clear)\n"
 "\n"
 "fstab:  /srv/disk1:/srv/disk2:/srv/disk3  /srv/pool  fuse.raidfs  defaults,allow_other,nofail  0 0\n");
 }
@@ -313,6 +313,7 @@ static const char *dir_arg(const char *arg, bool member, char *buf, size_t len)
 {
 	char cwd[PATH_MAX];
 	if (arg[0] == '/' || arg[0] == '\0' || (member && arg[strspn(arg, "0123456789")] == '\0') ||
+	    (member && !strcmp(arg, "log")) ||
 	    !getcwd(cwd, sizeof(cwd)))
 		return arg;
 	snprintf(buf, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", arg);
@@ -403,7 +404,7 @@ int main(int argc, char **argv)
 		return cmd_control("fail", argc - 1, argv + 1, 1, 0, 0x1, "fail MOUNTPOINT MEMBER");
 	if (!strcmp(cmd, "inject"))
 		return cmd_control("inject", argc - 1, argv + 1, 2, 0, 0x1,
-				   "inject MOUNTPOINT MEMBER read-error|write-error|fsync-error|open-error|truncate-error|meta-error [every|after N|count N|prob P] [ERRNO] | latency MS [read|write|fsync|open|truncate|meta]... | corrupt P | vanish | clear");
+				   "inject MOUNTPOINT MEMBER|log read-error|write-error|fsync-error|open-error|truncate-error|meta-error [every|after N|count N|prob P] [ERRNO] | latency MS [read|write|fsync|open|truncate|meta]... | corrupt P | vanish | clear");
 	if (!strcmp(cmd, "remove"))
 		return cmd_control("remove", argc - 1, argv + 1, 1, 0, 0x1, "remove MOUNTPOINT MEMBER|SPARE");
 	if (!strcmp(cmd, "add"))

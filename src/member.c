@@ -34,6 +34,25 @@ static double rand01(void)
 	return (x >> 11) * (1.0 / 9007199254740992.0);
 }
 
+int fault_rule_hit(struct fault_rule *r)
+{
+	r->seen++;
+	switch (r->mode) {
+	case FM_OFF: break;
+	case FM_EVERY: return -r->err;
+	case FM_AFTER: return r->seen > r->n ? -r->err : 0;
+	case FM_PROB: return rand01() < r->p ? -r->err : 0;
+	case FM_COUNT:
+		if (r->n > 0) {
+			if (--r->n == 0)
+				r->mode = FM_OFF;
+			return -r->err;
+		}
+		break;
+	}
+	return 0;
+}
+
 /* 0, or the negative errno the rule injects for this operation. */
 static int inject(struct array *a, uint32_t j, enum fault_op op)
 {
@@ -47,21 +66,7 @@ static int inject(struct array *a, uint32_t j, enum fault_op op)
 		pthread_mutex_unlock(&m->fault_lock);
 		return -ENXIO;
 	}
-	struct fault_rule *r = &m->fault.rule[op];
-	r->seen++;
-	switch (r->mode) {
-	case FM_OFF: break;
-	case FM_EVERY: ret = -r->err; break;
-	case FM_AFTER: if (r->seen > r->n) ret = -r->err; break;
-	case FM_PROB: if (rand01() < r->p) ret = -r->err; break;
-	case FM_COUNT:
-		if (r->n > 0) {
-			ret = -r->err;
-			if (--r->n == 0)
-				r->mode = FM_OFF;
-		}
-		break;
-	}
+	ret = fault_rule_hit(&m->fault.rule[op]);
 	lat = m->fault.latency_ops && !(m->fault.latency_ops >> op & 1) ? 0 : m->fault.latency_ms;
 	pthread_mutex_unlock(&m->fault_lock);
 	if (lat) {
@@ -289,6 +294,51 @@ static int parse_errno(const char *s)
 	return (*end || v <= 0 || v > 4095) ? -1 : (int)v;
 }
 
+int fault_rule_parse(int argc, char **argv, struct fault_rule *rule, char *err, size_t errlen)
+{
+	struct fault_rule r = { .mode = FM_EVERY, .err = EIO };
+	int i = 0;
+	if (i < argc && !strcmp(argv[i], "every")) {
+		i++;
+	} else if (i < argc && (!strcmp(argv[i], "after") || !strcmp(argv[i], "count"))) {
+		char *end;
+		r.mode = !strcmp(argv[i], "after") ? FM_AFTER : FM_COUNT;
+		long long n = i + 1 < argc ? strtoll(argv[i + 1], &end, 10) : -1;
+		if (i + 1 >= argc || *end || n < 0) {
+			snprintf(err, errlen, "inject: '%s' needs a number of operations", argv[i]);
+			return -EINVAL;
+		}
+		r.n = n;
+		i += 2;
+	} else if (i < argc && !strcmp(argv[i], "prob")) {
+		char *end;
+		r.mode = FM_PROB;
+		r.p = i + 1 < argc ? strtod(argv[i + 1], &end) : -1;
+		if (i + 1 >= argc || *end || r.p < 0 || r.p > 1) {
+			snprintf(err, errlen, "inject: 'prob' needs a probability from 0 to 1");
+			return -EINVAL;
+		}
+		i += 2;
+	} else if (i < argc && !strcmp(argv[i], "off")) {
+		r.mode = FM_OFF;
+		i++;
+	}
+	if (i < argc) {
+		r.err = parse_errno(argv[i]);
+		if (r.err < 0) {
+			snprintf(err, errlen, "inject: unknown errno '%s' (EIO, ENXIO, ENOSPC, EROFS, ... or a number)", argv[i]);
+			return -EINVAL;
+		}
+		i++;
+	}
+	if (i < argc) {
+		snprintf(err, errlen, "inject: unexpected '%s'", argv[i]);
+		return -EINVAL;
+	}
+	*rule = r;
+	return 0;
+}
+
 int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 		  char *err, size_t errlen)
 {
@@ -348,45 +398,9 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 			snprintf(err, errlen, "inject: unknown fault '%s' (read-error, write-error, fsync-error, open-error, truncate-error, meta-error, latency, corrupt, vanish, clear)", what);
 			return -EINVAL;
 		}
-		struct fault_rule r = { .mode = FM_EVERY, .err = EIO };
-		int i = 1;
-		if (i < argc && !strcmp(argv[i], "every")) {
-			i++;
-		} else if (i < argc && (!strcmp(argv[i], "after") || !strcmp(argv[i], "count"))) {
-			char *end;
-			r.mode = !strcmp(argv[i], "after") ? FM_AFTER : FM_COUNT;
-			long long n = i + 1 < argc ? strtoll(argv[i + 1], &end, 10) : -1;
-			if (i + 1 >= argc || *end || n < 0) {
-				snprintf(err, errlen, "inject: '%s' needs a number of operations", argv[i]);
-				return -EINVAL;
-			}
-			r.n = n;
-			i += 2;
-		} else if (i < argc && !strcmp(argv[i], "prob")) {
-			char *end;
-			r.mode = FM_PROB;
-			r.p = i + 1 < argc ? strtod(argv[i + 1], &end) : -1;
-			if (i + 1 >= argc || *end || r.p < 0 || r.p > 1) {
-				snprintf(err, errlen, "inject: 'prob' needs a probability from 0 to 1");
-				return -EINVAL;
-			}
-			i += 2;
-		} else if (i < argc && !strcmp(argv[i], "off")) {
-			r.mode = FM_OFF;
-			i++;
-		}
-		if (i < argc) {
-			r.err = parse_errno(argv[i]);
-			if (r.err < 0) {
-				snprintf(err, errlen, "inject: unknown errno '%s' (EIO, ENXIO, ENOSPC, EROFS, ... or a number)", argv[i]);
-				return -EINVAL;
-			}
-			i++;
-		}
-		if (i < argc) {
-			snprintf(err, errlen, "inject: unexpected '%s'", argv[i]);
+		struct fault_rule r;
+		if (fault_rule_parse(argc - 1, argv + 1, &r, err, errlen) < 0)
 			return -EINVAL;
-		}
 		f.rule[op] = r;
 	}
 	bool any = f.vanished || f.latency_ms || f.corrupt_p > 0;
@@ -406,6 +420,19 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 	return 0;
 }
 
+size_t fault_rule_describe(const struct fault_rule *r, const char *op, const char *sep, char *buf, size_t len)
+{
+	int n = 0;
+	switch (r->mode) {
+	case FM_OFF: break;
+	case FM_EVERY: n = snprintf(buf, len, "%s%s-error every (%s)", sep, op, strerror(r->err)); break;
+	case FM_AFTER: n = snprintf(buf, len, "%s%s-error after %llu", sep, op, (unsigned long long)r->n); break;
+	case FM_PROB: n = snprintf(buf, len, "%s%s-error prob %g", sep, op, r->p); break;
+	case FM_COUNT: n = snprintf(buf, len, "%s%s-error count %llu", sep, op, (unsigned long long)r->n); break;
+	}
+	return n > 0 ? (size_t)n : 0;
+}
+
 void member_inject_describe(struct array *a, uint32_t j, char *buf, size_t len)
 {
 	struct member *m = &a->m[j];
@@ -419,14 +446,7 @@ void member_inject_describe(struct array *a, uint32_t j, char *buf, size_t len)
 	if (f.vanished)
 		ADD("%svanished", off ? ", " : "");
 	for (int i = 0; i < FOP_COUNT; i++) {
-		const struct fault_rule *r = &f.rule[i];
-		switch (r->mode) {
-		case FM_OFF: break;
-		case FM_EVERY: ADD("%s%s-error every (%s)", off ? ", " : "", op_name[i], strerror(r->err)); break;
-		case FM_AFTER: ADD("%s%s-error after %llu", off ? ", " : "", op_name[i], (unsigned long long)r->n); break;
-		case FM_PROB: ADD("%s%s-error prob %g", off ? ", " : "", op_name[i], r->p); break;
-		case FM_COUNT: ADD("%s%s-error count %llu", off ? ", " : "", op_name[i], (unsigned long long)r->n); break;
-		}
+		off += fault_rule_describe(&f.rule[i], op_name[i], off ? ", " : "", buf + off, off < len ? len - off : 0);
 	}
 	if (f.latency_ms) {
 		ADD("%slatency %u ms", off ? ", " : "", f.latency_ms);

@@ -93,6 +93,14 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 /* One line describing the active injections ("" when none). */
 void member_inject_describe(struct array *a, uint32_t j, char *buf, size_t len);
 
+/* One rule, also for the cache log (cachelog.h): argv after the
+ * "OP-error" word ([every | after N | count N | prob P | off] [ERRNO]);
+ * whether this operation fails (0 or -errno; the caller holds its lock);
+ * "SEP OP-error MODE" into buf (bytes written, 0 when off). */
+int fault_rule_parse(int argc, char **argv, struct fault_rule *r, char *err, size_t errlen);
+int fault_rule_hit(struct fault_rule *r);
+size_t fault_rule_describe(const struct fault_rule *r, const char *op, const char *sep, char *buf, size_t len);
+
 /* Errors that mean the member (not the request) is broken. */
 bool member_error_is_fatal(int err);
 /* err (either sign) is the daemon's own shortage - out of descriptors or

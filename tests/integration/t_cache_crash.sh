@@ -31,6 +31,12 @@
 # otherwise lose acknowledged writes that the log no longer holds); so
 # must come the removal of the file's dirty-log mark.
 #
+# The log fails (bbu=file, its fdatasync made to fail): write-back ends
+# as when a battery fails; no write or truncate sees an error; the log is
+# retired once the members hold what it had, and after kill -9 the next
+# mount drops its records - replayed, they would put older bytes over the
+# writes made since.
+#
 # Environment: SEED, ITERS (crash iterations per configuration, 3).
 . "$(dirname "$0")/lib.sh"
 need_fuse
@@ -305,4 +311,48 @@ workload crashverify --mnt "$mnt/p" --state "$C/state" >"$C/verify.out" 2>&1 ||
 rfs_unmount "$mnt" || fail "$what: unmount failed"
 expect_rc 0 "$RAIDFS" check "$members"
 log "ok: $what: kept and reported while two members were gone ($pb bytes), replayed when they returned"
+
+# ------------------------------------------------------------ the log fails
+# Dirty overwrites with their records in the log (f1's first 20,000 bytes
+# among them), f1 held open (its marks stay), then the log's next
+# fdatasync fails: a truncate of f2, more overwrites and a full overwrite
+# of f1's first 100,000 bytes all succeed; the battery shows failed, the
+# log is retired; kill -9, and the next mount with the same log drops its
+# records and reads every file as written.
+overwritten_files lf "the log fails" 20
+head -c 20000 /dev/urandom >"$C/chunk"
+dd if="$C/chunk" of="$C/ref/f1" conv=notrunc 2>/dev/null
+dd if="$C/chunk" of="$mnt/f1" conv=notrunc 2>/dev/null || fail "$what: write failed"
+exec 9<"$mnt/f1"
+expect_rc 0 "$RAIDFS" inject "$mnt" log fsync-error count 1
+grep -q "the cache log '$C/cache.log': fsync-error count 1" "$OUT" || fail "$what: inject said: $(cat "$OUT")"
+truncate -s 50000 "$mnt/f2" || fail "$what: the truncate failed when the log did"
+truncate -s 50000 "$C/ref/f2"
+overwrite_files "$C/ref" "$mnt" 20
+head -c 100000 /dev/urandom >"$C/chunk"
+dd if="$C/chunk" of="$C/ref/f1" conv=notrunc 2>/dev/null
+dd if="$C/chunk" of="$mnt/f1" bs=4096 conv=notrunc 2>/dev/null || fail "$what: the overwrite of f1 failed"
+grep -q "fdatasync failed: Input/output error; write-back ends" "$T/daemon.log" || fail "$what: the failure was not said"
+for _ in $(seq 1 100); do grep -q "cache log '$C/cache.log': retired" "$T/daemon.log" && break; sleep 0.1; done
+grep -q "cache log '$C/cache.log': retired" "$T/daemon.log" || fail "$what: the log was not retired"
+"$RAIDFS" status "$mnt" >"$C/st.out"
+grep -q "^battery: failed (bbu=file:$C/cache.log), the cache log failed: Input/output error (retired" "$C/st.out" &&
+	grep -q "^action:  the cache log '$C/cache.log' failed" "$C/st.out" &&
+	grep -q "write policy writeback (current: writethrough, the cache log failed)" "$C/st.out" ||
+	fail "$what: status: $(cat "$C/st.out")"
+[ "$(json_cache "$mnt" log_error)" = "Input/output error" ] || fail "$what: status --json has no log_error"
+grep -q "event BbuFailed" "$T/daemon.log" || fail "$what: no BbuFailed event"
+expect_rc 1 "$RAIDFS" bbu "$mnt" restore
+grep -q "write-back stays off until the next mount" "$ERR" || fail "$what: bbu restore said: $(cat "$ERR")"
+rfs_kill "$mnt" || fail "$what: kill failed"
+exec 9<&-
+rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount after the kill failed"
+for i in $(seq 1 12); do
+	cmp "$C/ref/f$i" "$mnt/f$i" || fail "$what: f$i differs after the kill"
+done
+grep -q "the cache log '$C/cache.log' failed in an earlier run and was retired .*: its [0-9]* bytes of old records are dropped" \
+	"$T/daemon.log" || fail "$what: the retired log's records were not dropped (or not said)"
+rfs_unmount "$mnt" || fail "$what: unmount failed"
+expect_rc 0 "$RAIDFS" check "$members"
+log "ok: $what: write-back ended with no error to any writer, the log retired, its records dropped after kill -9"
 exit 0
