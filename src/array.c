@@ -952,51 +952,84 @@ int array_mark_cached(struct array *a, uint64_t id, const int *fds, const char *
 }
 
 #define CACHE_LOG_ID_FILE SB_DIRTY_DIR "/.cachelog"
+#define CACHE_LOG_ID_TMP SB_DIRTY_DIR "/.cachelog.new"
+#define RETIRED_TAG "RETD"
 
-int array_note_cache_log(struct array *a, uint64_t log_id)
+/* The note on member j: written aside, synced and renamed over the old
+ * one (a crash leaves one or the other whole). */
+static int note_one(struct array *a, uint32_t j, const uint8_t *b, size_t n)
 {
-	uint8_t b[12];
+	int dfd = a->m[j].dirfd;
+	int fd = openat(dfd, CACHE_LOG_ID_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int r = fd < 0 ? -errno : io_pwrite(fd, b, n, 0);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (r == 0 && renameat(dfd, CACHE_LOG_ID_TMP, dfd, CACHE_LOG_ID_FILE) < 0)
+		r = -errno;
+	int d = r == 0 ? openat(dfd, SB_DIRTY_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (d >= 0) {
+		if (fsync(d) < 0)
+			r = -errno;
+		close(d);
+	}
+	return r;
+}
+
+int array_note_cache_log(struct array *a, uint64_t log_id, bool retired)
+{
+	uint8_t b[16];
 	put_le64(b, log_id);
 	put_le32(b + 8, parity_crc32(0, b, 8));
-	int ret = -EIO;
+	memcpy(b + 12, RETIRED_TAG, 4);
+	uint64_t refused = 0;
+	int err[MEMBER_SLOTS] = { 0 };
+	bool took = false;
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (!member_writable(a, j))
 			continue;
-		int fd = openat(a->m[j].dirfd, CACHE_LOG_ID_FILE, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		int r = fd < 0 ? -errno : io_pwrite(fd, b, sizeof(b), 0);
-		if (r == 0 && fsync(fd) < 0)
-			r = -errno;
-		if (fd >= 0)
-			close(fd);
-		if (r < 0) {
+		int r = note_one(a, j, b, retired ? 16 : 12);
+		if (r == 0) {
+			took = true;
+			continue;
+		}
+		if (!retired) {
 			log_err("member %u '%s': cannot write %s: %s", j, a->m[j].path, CACHE_LOG_ID_FILE, strerror(-r));
 			return r;	/* (the caller marks the file plainly instead) */
 		}
-		ret = 0;
+		refused |= 1ull << j;
+		err[j] = r;
 	}
-	return ret;
+	/* a retirement some member did not take fails that member: its
+	 * note would otherwise have the log replayed over newer bytes */
+	int r = refused ? array_judge_refusals(a, refused, err, took, "the cache log's retirement note") : 0;
+	return took ? r : r < 0 ? r : -EIO;
 }
 
 int array_cache_log_check(struct array *a, uint64_t log_id)
 {
 	int seen = 0;
-	bool other = false;
+	bool other = false, current = false, retired = false;
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (!member_online(a, j))
 			continue;
-		uint8_t b[12];
+		uint8_t b[16];
 		int fd = openat(a->m[j].dirfd, CACHE_LOG_ID_FILE, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;	/* (a member that joined since) */
 		ssize_t n = io_pread(fd, b, sizeof(b), 0);
 		close(fd);
-		bool ok = n == sizeof(b) && get_le32(b + 8) == parity_crc32(0, b, 8);
-		if (ok && get_le64(b) == 0)
-			return -2;	/* (one that missed the retirement was out of service) */
-		other |= !ok || get_le64(b) != log_id;
+		bool ok = (n == 12 || (n == 16 && !memcmp(b + 12, RETIRED_TAG, 4))) &&
+			  get_le32(b + 8) == parity_crc32(0, b, 8) && get_le64(b) == log_id;
+		other |= !ok;
+		current |= ok && n == 12;
+		retired |= ok && n == 16;
 		seen++;
 	}
-	return other ? -1 : seen > 0;
+	/* (a member noting it in use was noted after the retirement, or the
+	 * retirement did not finish: either way the log holds what counts) */
+	return other ? -1 : current ? 1 : retired ? -2 : 0;
 }
 
 int array_mark_member(struct array *a, uint64_t id, uint32_t j, int fd, bool cached)
@@ -1683,7 +1716,10 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 	if (cache_only)
 		log_info("array '%s': %d of them changed only through the cache: its replay made them consistent, no parity resync (the cache's log or arena closes the write hole)",
 			 a->sb.name, cache_only);
-	if (lost_cache)
+	if (lost_cache && cache_retired_last_run())
+		log_info("array '%s': the cache log of the last run failed and was retired once the members held all it had: %d file%s changed through it got a parity resync; nothing was lost",
+			 a->sb.name, lost_cache, lost_cache == 1 ? "" : "s");
+	else if (lost_cache)
 		log_warn("array '%s': the cache of the last run was not found (%s): %d file%s it alone changed got a parity resync; the writes it held are lost",
 			 a->sb.name, cache_opts.bbu == BBU_SHM ? "a bbu=shm cache does not outlive a reboot" : "its log is new",
 			 lost_cache, lost_cache == 1 ? "" : "s");

@@ -338,14 +338,15 @@ int array_mark_dirty(struct array *a, uint64_t id, const int *fds, const char *p
 #define CACHED_SUFFIX ".c"
 int array_mark_cached(struct array *a, uint64_t id, const int *fds, const char *path);
 /* The cache marks rely on the cache log with this id (cachelog_id()):
- * noted on every member in service before the run's first cache mark;
- * id 0: a failed log was retired, no log holds anything for the members.
- * At mount: 1 when every member in service with a note has this id (the
- * marks were made for this log), 0 when none has a note, -2 when one
- * notes a retired log (the members hold all a log had; newer, when it
- * failed), else -1 when one has another (this log is not the one the
- * array last wrote through). */
-int array_note_cache_log(struct array *a, uint64_t log_id);
+ * noted on every member in service before the run's first cache mark
+ * (an error: the caller marks plainly).  `retired`: that log failed and
+ * was retired, the members hold all it had - a member that does not take
+ * this note while another does is failed; an error when none took it.
+ * At mount: -1 when a member notes another log (this one is not the log
+ * the array last wrote through), else 1 when a member notes it in use
+ * (the marks were made for it), -2 when they note it retired (its
+ * records are older than the members' bytes), 0 when none has a note. */
+int array_note_cache_log(struct array *a, uint64_t log_id, bool retired);
 int array_cache_log_check(struct array *a, uint64_t log_id);
 /* The dirty-log mark (cached: the cache log's) of shard fd on member j
  * alone.  0 or -errno. */

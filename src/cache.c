@@ -154,6 +154,7 @@ static struct {
 	bool old_has_log;
 	bool last_guarded;		/* the last run's cache kept guard slots */
 	bool last_found;		/* the last run's arena or log was found */
+	bool last_retired;		/* its log was retired (it failed) */
 	bool shm_up;			/* this run's arena is in /dev/shm */
 	/* read-ahead requests (ra_main) */
 	pthread_cond_t ra_cond;
@@ -535,11 +536,16 @@ static struct line *get_line_locked(struct rfile *rf, uint64_t s)
 /* Does a dirty line's content outlive a kill -9 of the daemon (the file
  * log, or the arena in /dev/shm)?  Then a file changed only through the
  * cache gets the cache's dirty mark: the replay alone makes it whole. */
+static bool battery_kept(void)
+{
+	return cache_opts.bbu == BBU_FILE || (cache_opts.bbu == BBU_SHM && C.shm_up);
+}
+
+/* (and from now on: not once the file log failed - what it held before
+ * still counts, battery_kept()) */
 static bool kept(void)
 {
-	if (cache_opts.bbu == BBU_FILE)
-		return !cachelog_failed();
-	return cache_opts.bbu == BBU_SHM && C.shm_up;
+	return battery_kept() && !(cache_opts.bbu == BBU_FILE && cachelog_failed());
 }
 
 /* bbu=file: before this run's first cache mark, the members note which log
@@ -551,7 +557,7 @@ static bool log_noted(void)
 	if (cache_opts.bbu != BBU_FILE || __atomic_load_n(&noted, __ATOMIC_ACQUIRE))
 		return true;
 	pthread_mutex_lock(&lock);
-	if (!noted && array_note_cache_log(C.a, cachelog_id()) == 0)
+	if (!noted && array_note_cache_log(C.a, cachelog_id(), false) == 0)
 		__atomic_store_n(&noted, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&lock);
 	return noted;
@@ -670,7 +676,7 @@ static int record_size(struct rfile *rf)
 	/* (how far acknowledged writes reach: the size grows before a
 	 * write is taken, and one not acknowledged yet must not leave the
 	 * file longer after a crash) */
-	return array_absent_count(rf->a) == 0 || !kept() ? 0 : rfile_record_acked(rf);
+	return array_absent_count(rf->a) == 0 || !battery_kept() ? 0 : rfile_record_acked(rf);
 }
 
 static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int max, bool *release)
@@ -695,8 +701,15 @@ static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int m
 	qsort(v, n, sizeof(v[0]), cmp_stripe);
 	pthread_mutex_unlock(&C.lock);
 	/* with a file log every dirty line's bytes are in the log until the
-	 * line is clean: a crash in the middle is repaired by the replay */
-	stripe_log_covered(kept());
+	 * line is clean: a crash in the middle is repaired by the replay -
+	 * not while a write's bytes are in a line and its record is not
+	 * durable yet (a full line goes at once): a crash could then leave a
+	 * stripe half written that no record covers, so the file gets its
+	 * plain mark (a resync) first; unless every stripe has an absent
+	 * member, whose chunk the guard keeps (the mount puts it back and
+	 * remakes the parity: a resync could not, without that member) */
+	bool guarded = rf->lay.groups == 1 && array_absent_count(rf->a) > 0 && guard_on();
+	stripe_log_covered(kept() && (guarded || !__atomic_load_n(&rf->unlogged, __ATOMIC_ACQUIRE)));
 	ret = destage_lines(rf, v, n);
 	stripe_log_covered(false);
 	if (ret == 0)
@@ -940,6 +953,10 @@ static int without_log(struct rfile *rf)
 	int r = stripe_mark_dirty(rf);
 	if (r == 0)
 		r = flush_all();
+	/* (the log may be retired already: its retirement does not wait for
+	 * lines it holds no record of) */
+	if (r == 0)
+		r = array_sync_members(C.a);
 	if (r == 0)
 		r = cachelog_reset();
 	return r;
@@ -1136,8 +1153,10 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 	bool logged = cache_opts.bbu == BBU_FILE;
 	uint64_t rec_from = off, rec_end = 0;	/* what has no record yet; where the last ends */
 	int lr = 0;	/* the failed log's error: no more records (without_log()) */
-	if (logged)
+	if (logged) {
+		__atomic_add_fetch(&rf->unlogged, 1, __ATOMIC_ACQ_REL);	/* (before any byte is in a line) */
 		pthread_mutex_lock(&rf->log_order);
+	}
 	uint64_t new_size = grow_to(rf, end);
 	struct edges e = { .hlen = off % SECTOR };
 	for (uint64_t pos = off; pos < end;) {
@@ -1193,6 +1212,8 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 	pthread_rwlock_unlock(&rf->rw);
 	if (r >= 0 && logged && lr == 0)
 		lr = cachelog_commit(rec_end);
+	if (logged)
+		__atomic_sub_fetch(&rf->unlogged, 1, __ATOMIC_ACQ_REL);
 	if (r >= 0 && lr < 0)
 		r = cachelog_failed() ? without_log(rf) : lr;
 	return r < 0 ? r : (ssize_t)len;
@@ -1710,6 +1731,12 @@ static void bbu_set_locked(enum bbu_state s, const char *why);
 
 void cache_log_failed(void)
 {
+	/* its guard slots too: writes into degraded stripes go on unguarded
+	 * rather than fail (the slots are in the same file) */
+	guard_off();
+	if (array_absent_count(C.a))
+		log_warn("array '%s' is degraded: from now on a crash during a write can damage the chunks of its absent "
+			 "members (the write hole), as without a battery", C.a->sb.name);
 	pthread_mutex_lock(&C.lock);
 	C.log_failed = true;
 	enum bbu_state old = C.bbu;
@@ -1861,11 +1888,13 @@ int cache_open(struct array *a, char *err, size_t errlen)
 		 * (a new one, one given by mistake): then the marks promise
 		 * nothing */
 		int who = cachelog_was_there() ? array_cache_log_check(a, cachelog_id()) : 0;
+		C.last_retired = who == -2;
 		if (who == -2 && cachelog_replay_pending()) {
 			/* retired when it failed: the members hold all it had */
 			log_warn("array '%s': the cache log '%s' failed in an earlier run and was retired once the members held "
 				 "everything it had: its %" PRIu64 " bytes of old records are dropped", a->sb.name,
 				 cache_opts.bbu_path, cachelog_replay_bytes());
+			guard_replay_done();	/* (its slots: stopped before it was retired) */
 			int r = cachelog_drop();
 			if (r < 0) {
 				snprintf(err, errlen, "cannot write the cache log '%s': %s (check its disk, or give another log)",
@@ -1931,12 +1960,17 @@ int cache_replay_file(struct rfile *rf)
 
 bool cache_battery(void)
 {
-	return kept();
+	return battery_kept();
 }
 
 bool cache_guarded_last_run(void)
 {
 	return C.last_guarded;
+}
+
+bool cache_retired_last_run(void)
+{
+	return C.last_retired;
 }
 
 bool cache_found_last_run(void)
@@ -2003,7 +2037,7 @@ static uint64_t discard_old(void)
 		C.old_has_log = false;
 	}
 	/* what the files' cache marks promised is gone with it */
-	C.last_found = C.last_guarded = false;
+	C.last_found = C.last_guarded = C.last_retired = false;
 	return b;
 }
 
@@ -2313,6 +2347,12 @@ int cache_bbu_ctl(int argc, char **argv, char *buf, size_t len)
 	pthread_mutex_lock(&C.lock);
 	enum bbu_state old = C.bbu;
 	const char *ev = NULL;
+	if ((!strcmp(what, "learn") || !strcmp(what, "restore")) && C.log_failed) {
+		pthread_mutex_unlock(&C.lock);
+		snprintf(buf, len, "raidfs: bbu: the cache log '%s' failed in this run: write-back stays off until the next mount "
+			 "(check the disk that holds it)\n", cache_opts.bbu_path);
+		return 1;
+	}
 	if (!strcmp(what, "learn")) {
 		if (C.bbu == BBU_FAILED) {
 			pthread_mutex_unlock(&C.lock);
@@ -2325,11 +2365,6 @@ int cache_bbu_ctl(int argc, char **argv, char *buf, size_t len)
 	} else if (!strcmp(what, "fail")) {
 		bbu_set_locked(BBU_FAILED, "failed by the administrator");
 		ev = "BbuFailed";
-	} else if (!strcmp(what, "restore") && C.log_failed) {
-		pthread_mutex_unlock(&C.lock);
-		snprintf(buf, len, "raidfs: bbu: the cache log '%s' failed in this run: write-back stays off until the next mount "
-			 "(check the disk that holds it, or give another log with -o bbu=file:PATH)\n", cache_opts.bbu_path);
-		return 1;
 	} else if (!strcmp(what, "restore")) {
 		bbu_set_locked(BBU_OPTIMAL, "restored by the administrator");
 		ev = "BbuRestored";

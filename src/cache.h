@@ -140,6 +140,8 @@ bool cache_guarded_last_run(void);
 /* The last run's arena or log was there at mount (else what it held is
  * lost, and a file it alone changed needs a parity resync). */
 bool cache_found_last_run(void);
+/* Its file log failed and was retired (the members hold all it had). */
+bool cache_retired_last_run(void);
 /* what keeps the mount offline (status) */
 void cache_set_offline_reason(const char *why);
 bool cache_offline(void);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -52,7 +53,7 @@ struct rec {
 static struct {
 	pthread_mutex_t lock, sync_lock;
 	struct array *a;
-	int fd;
+	int fd, gfd;			/* the log; the same file for the guard slots */
 	char path[4096];
 	uint8_t uuid[16];
 	uint64_t ring;
@@ -71,6 +72,7 @@ static struct {
 	/* fault injection on its record writes and fdatasyncs */
 	pthread_mutex_t fault_lock;
 	struct fault_rule rule[2];
+	uint32_t latency_ms;		/* before each record write and fdatasync */
 	bool faults;
 	/* replay */
 	struct rec *recs;
@@ -81,6 +83,7 @@ static struct {
 	.sync_lock = PTHREAD_MUTEX_INITIALIZER,
 	.fault_lock = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
+	.gfd = -1,
 };
 
 /* ------------------------------------------------------- I/O, injection */
@@ -94,7 +97,12 @@ static int log_inject(int op)
 		return 0;
 	pthread_mutex_lock(&L.fault_lock);
 	int r = fault_rule_hit(&L.rule[op]);
+	uint32_t lat = L.latency_ms;
 	pthread_mutex_unlock(&L.fault_lock);
+	if (lat) {
+		struct timespec ts = { lat / 1000, (lat % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
 	return r;
 }
 
@@ -115,13 +123,23 @@ int cachelog_inject(int argc, char **argv, char *err, size_t errlen)
 	struct fault_rule rule[2];
 	pthread_mutex_lock(&L.fault_lock);
 	memcpy(rule, L.rule, sizeof(rule));
+	uint32_t lat = L.latency_ms;
 	pthread_mutex_unlock(&L.fault_lock);
 	if (argc == 1 && !strcmp(argv[0], "clear")) {
 		memset(rule, 0, sizeof(rule));
+		lat = 0;
+	} else if (argc >= 1 && !strcmp(argv[0], "latency")) {
+		char *end;
+		long ms = argc == 2 ? strtol(argv[1], &end, 10) : -1;
+		if (argc != 2 || *end || ms < 0 || ms > 60000) {
+			snprintf(err, errlen, "inject: latency needs milliseconds (0..60000), for example 'latency 20'");
+			return -EINVAL;
+		}
+		lat = (uint32_t)ms;
 	} else {
 		int op = argc < 1 ? -1 : !strcmp(argv[0], "write-error") ? LOG_WRITE : !strcmp(argv[0], "fsync-error") ? LOG_FSYNC : -1;
 		if (op < 0) {
-			snprintf(err, errlen, "inject: the cache log takes write-error, fsync-error or clear");
+			snprintf(err, errlen, "inject: the cache log takes write-error, fsync-error, latency MS or clear");
 			return -EINVAL;
 		}
 		if (fault_rule_parse(argc - 1, argv + 1, &rule[op], err, errlen) < 0)
@@ -129,9 +147,13 @@ int cachelog_inject(int argc, char **argv, char *err, size_t errlen)
 	}
 	pthread_mutex_lock(&L.fault_lock);
 	memcpy(L.rule, rule, sizeof(rule));
-	__atomic_store_n(&L.faults, rule[0].mode != FM_OFF || rule[1].mode != FM_OFF, __ATOMIC_RELEASE);
+	L.latency_ms = lat;
+	__atomic_store_n(&L.faults, rule[0].mode != FM_OFF || rule[1].mode != FM_OFF || lat, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&L.fault_lock);
-	log_warn("cache log '%s': fault injection: %s", L.path, argc ? argv[0] : "");
+	char args[128] = "";
+	for (int i = 0, o = 0; i < argc && o < (int)sizeof(args); i++)
+		o += snprintf(args + o, sizeof(args) - o, "%s%s", i ? " " : "", argv[i]);
+	log_warn("cache log '%s': fault injection: %s", L.path, args);
 	return 0;
 }
 
@@ -142,6 +164,8 @@ void cachelog_inject_describe(char *buf, size_t len)
 	pthread_mutex_lock(&L.fault_lock);
 	for (int i = 0; i < 2; i++)
 		off += fault_rule_describe(&L.rule[i], log_op[i], off ? ", " : "", buf + off, off < len ? len - off : 0);
+	if (L.latency_ms)
+		snprintf(buf + off, off < len ? len - off : 0, "%slatency %u ms", off ? ", " : "", L.latency_ms);
 	pthread_mutex_unlock(&L.fault_lock);
 }
 
@@ -163,20 +187,30 @@ int cachelog_error(void)
 /*
  * The log failed (err, negative, doing `what`).  After a failed fdatasync
  * the kernel may have dropped records written before it while later
- * fdatasyncs succeed, so the chain a replay follows can no longer be
- * trusted to hold what is acknowledged from now on: the first time, no
- * record is written or committed any more, and write-back ends as with a
- * failed battery (cache_log_failed()).  No log lock held.
+ * fdatasyncs succeed - it reports the error once per open file: so the
+ * failure is set (set_failed()) before anyone else may sync, under the
+ * sync lock, and from then on no record is written or committed.  The
+ * first time, write-back ends as with a failed battery
+ * (announce_failed(): cache_log_failed()), with no log lock held.
  */
-static void log_failed(int err, const char *what)
+static bool set_failed(int err)
 {
 	int none = 0;
-	if (!__atomic_compare_exchange_n(&L.failed, &none, err, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return;
+	return __atomic_compare_exchange_n(&L.failed, &none, err, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static void announce_failed(int err, const char *what)
+{
 	log_err("cache log '%s': %s failed: %s; write-back ends, as when a controller's battery fails: "
 		"the cache is written out to the members, and the log is not used again until the next mount",
 		L.path, what, strerror(-err));
 	cache_log_failed();
+}
+
+static void log_failed(int err, const char *what)
+{
+	if (set_failed(err))
+		announce_failed(err, what);
 }
 
 static uint64_t rec_size(uint32_t len)
@@ -324,7 +358,10 @@ uint64_t cachelog_id(void)
 static void guards(struct guard_store *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->fd = L.fd;
+	/* (an open file of their own: the kernel reports a write-back error
+	 * once per open file, and a guard's fdatasync must not take the
+	 * one a record's commit has to see) */
+	st->fd = L.gfd >= 0 ? L.gfd : L.fd;
 	st->base = HDR_BYTES + L.ring;
 	st->nslots = L.nguards;
 	st->stride = L.gstride;
@@ -344,6 +381,7 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *
 			 path, strerror(errno));
 		return -errno;
 	}
+	L.gfd = open(path, O_RDWR | O_CLOEXEC);
 	struct stat st;
 	uint8_t b[64];
 	uint64_t want_stride = guard_stride(&a->lay);
@@ -362,14 +400,16 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *
 		snprintf(err, errlen, "'%s' is not a raidfs cache log (or its header is damaged); give another path, or remove it if it holds nothing you need",
 			 path);
 		close(L.fd);
-		L.fd = -1;
+		close(L.gfd);
+		L.fd = L.gfd = -1;
 		return -EINVAL;
 	}
 	if (memcmp(b + 16, a->sb.uuid, 16)) {
 		snprintf(err, errlen, "the cache log '%s' belongs to another array; give each array its own log",
 			 path);
 		close(L.fd);
-		L.fd = -1;
+		close(L.gfd);
+		L.fd = L.gfd = -1;
 		return -EINVAL;
 	}
 	uint64_t want_ring = L.ring;
@@ -552,8 +592,8 @@ bool cachelog_live(void)
 /*
  * A failed log is retired once nothing in it is needed: no dirty line
  * may need one of its records (cache_log_needed()), and the members are
- * synced.  The members then note that no log holds anything for them
- * (array_note_cache_log(a, 0)): a later mount drops this log's records,
+ * synced.  The members then note that this log is retired
+ * (array_note_cache_log()): a later mount drops its records,
  * which would put older bytes over what is written through from now on.
  * Until then nothing is written around the log (cachelog_live()).  False
  * while it cannot be retired yet.  tail_lock held.
@@ -565,7 +605,11 @@ static bool retire(void)
 		return true;
 	if (cache_log_needed())
 		return false;
-	if (!L.a || array_sync_members(L.a) < 0 || array_note_cache_log(L.a, 0) < 0) {
+	/* (its guard slots too: a slot whose clear did not reach it would be
+	 * put back over newer bytes; writes into degraded stripes go on
+	 * unguarded, as without a battery) */
+	guard_stop();
+	if (!L.a || array_sync_members(L.a) < 0 || array_note_cache_log(L.a, L.id, true) < 0) {
 		if (!said)
 			log_err("cache log '%s': cannot be retired (the members cannot be synced or cannot note it): "
 				"writes wait for it", L.path);
@@ -578,14 +622,16 @@ static bool retire(void)
 	return true;
 }
 
-static bool set_tail(uint64_t tv, uint64_t ts)
+/* (may_retire: the caller holds no file's lock - retire() may fail a
+ * member, and waits for the writes that hold guard slots) */
+static bool set_tail(uint64_t tv, uint64_t ts, bool may_retire)
 {
 	/* one at a time: a sync error is reported to one syncfs only, and
 	 * the member it fails must be failed before anybody moves the tail */
 	static pthread_mutex_t tail_lock = PTHREAD_MUTEX_INITIALIZER;
 	pthread_mutex_lock(&tail_lock);
 	if (cachelog_failed()) {
-		bool ok = retire();
+		bool ok = may_retire && retire();
 		pthread_mutex_unlock(&tail_lock);
 		return ok;
 	}
@@ -599,15 +645,21 @@ static bool set_tail(uint64_t tv, uint64_t ts)
 			L.path);
 		ok = false;
 	} else if (forget) {
+		/* (its fdatasync under the sync lock: see log_failed()) */
+		pthread_mutex_lock(&L.sync_lock);
 		pthread_mutex_lock(&L.lock);
-		if (tv > L.tail_v)
+		if (cachelog_failed())
+			r = cachelog_error();
+		else if (tv > L.tail_v)
 			r = write_hdr_locked(tv, ts);
 		pthread_mutex_unlock(&L.lock);
+		bool first = r < 0 && set_failed(r);
+		pthread_mutex_unlock(&L.sync_lock);
+		if (first)
+			announce_failed(r, "the write of its header");
 		ok = r == 0;
 	}
 	pthread_mutex_unlock(&tail_lock);
-	if (r < 0)
-		log_failed(r, "the write of its header");
 	return ok;
 }
 
@@ -618,7 +670,7 @@ void cachelog_advance(void)
 		return;
 	if (cachelog_failed()) {
 		if (!cachelog_retired())
-			set_tail(0, 0);	/* (retire() once the cache is written out) */
+			set_tail(0, 0, true);	/* (retire() once the cache is written out) */
 		return;
 	}
 	cache_log_tail(&tv, &ts);
@@ -627,7 +679,7 @@ void cachelog_advance(void)
 	bool worth = tv == L.head_v ? tv != L.tail_v : tv - L.tail_v >= L.ring / 4;
 	pthread_mutex_unlock(&L.lock);
 	if (worth)
-		set_tail(tv, ts);
+		set_tail(tv, ts, true);
 }
 
 int cachelog_reset(void)
@@ -639,7 +691,7 @@ int cachelog_reset(void)
 	pthread_mutex_lock(&L.lock);
 	bool any = L.fd >= 0 && (L.tail_v < tv || (cachelog_failed() && !cachelog_retired()));
 	pthread_mutex_unlock(&L.lock);
-	return !any || set_tail(tv, ts) ? 0 : -EIO;
+	return !any || set_tail(tv, ts, true) ? 0 : -EIO;
 }
 
 /* Write a record (not yet durable: cachelog_commit()); *end is where it
@@ -674,7 +726,9 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *da
 		pthread_mutex_lock(&L.lock);
 		if (tv > L.tail_v) {
 			pthread_mutex_unlock(&L.lock);
-			if (!set_tail(tv, ts))
+			if (cachelog_failed())
+				return cachelog_error();
+			if (!set_tail(tv, ts, false))
 				return cachelog_failed() ? cachelog_error() : -EIO;
 			pthread_mutex_lock(&L.lock);
 			continue;
@@ -736,9 +790,10 @@ int cachelog_commit(uint64_t mine)
 		if (r == 0)
 			L.synced_v = target;
 	}
+	bool first = r < 0 && set_failed(r);
 	pthread_mutex_unlock(&L.sync_lock);
-	if (r < 0)
-		log_failed(r, "fdatasync");
+	if (first)
+		announce_failed(r, "fdatasync");
 	return r;
 }
 
@@ -766,5 +821,7 @@ void cachelog_close_clean(void)
 	guard_use(NULL);
 	if (L.fd >= 0)
 		close(L.fd);
-	L.fd = -1;
+	if (L.gfd >= 0)
+		close(L.gfd);
+	L.fd = L.gfd = -1;
 }

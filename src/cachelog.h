@@ -85,7 +85,8 @@ bool cachelog_failed(void);
 bool cachelog_retired(void);
 int cachelog_error(void);	/* the first error (negative), or 0 */
 /* Fault injection (raidfs inject MNT log ...): write-error or
- * fsync-error with a member's rules (member.h), or clear. */
+ * fsync-error with a member's rules (member.h), latency MS (before each
+ * record write and fdatasync), or clear. */
 int cachelog_inject(int argc, char **argv, char *err, size_t errlen);
 void cachelog_inject_describe(char *buf, size_t len);
 

@@ -318,8 +318,11 @@ static void status_text(struct array *a, struct out *o)
 		outf(o, "action:  OFFLINE: %s; the mount comes online by itself once it is written; 'raidfs cache %s discard --force' drops the preserved data for good\n",
 		     cs.offline_why[0] ? cs.offline_why : "the cache of the last run is preserved and cannot be written yet",
 		     a->mountpoint);
-	if (cs.log_error)
-		outf(o, "action:  the cache log '%s' failed: the cache runs write-through until the next mount; check the disk that holds it, or mount with another (-o bbu=file:PATH)\n",
+	if (cs.log_error && cs.log_retired)
+		outf(o, "action:  the cache log '%s' failed and was retired (the members hold all it had): the cache runs write-through until the next mount; check the disk that holds it, or mount with another log (-o bbu=file:PATH)\n",
+		     cs.bbu_path);
+	else if (cs.log_error)
+		outf(o, "action:  the cache log '%s' failed: the cache is being written out to the members and runs write-through until the next mount; after a crash now, mount once more with this log (it may hold writes the members do not have yet)\n",
 		     cs.bbu_path);
 	else if (cs.bbu_state == BBU_FAILED)
 		outf(o, "action:  the battery has failed: the cache runs write-through; 'raidfs bbu %s restore' once it is replaced\n",

@@ -87,6 +87,8 @@ struct rfile {
 	pthread_rwlock_t rw;
 	pthread_mutex_t log_order;	/* a write-back write's cache update and its
 					 * file-log record, together (cache.c) */
+	int unlogged;			/* write-back writes in the cache whose log
+					 * records are not durable yet (atomic) */
 	struct rfile *next;		/* hash chain */
 };
 

@@ -148,7 +148,11 @@ int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n, uint6
 	for (int i = 0; i < n; i++)
 		total += p[i].len;
 	pthread_mutex_lock(&G.lock);
-	if (!G.on || n > GUARD_PIECES || GUARD_HDR + total > G.st.stride) {
+	if (!G.on) {
+		pthread_mutex_unlock(&G.lock);
+		return GUARD_NONE;
+	}
+	if (n > GUARD_PIECES || GUARD_HDR + total > G.st.stride) {
 		pthread_mutex_unlock(&G.lock);
 		log_err("guard: %" PRIu64 " bytes of file %016" PRIx64 " do not fit a guard slot (%" PRIu64 " bytes): "
 			"the write into its degraded stripe is refused", total, rf->id, G.st.stride - GUARD_HDR);
@@ -156,6 +160,10 @@ int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n, uint6
 	}
 	int slot = -1;
 	for (;;) {
+		if (!G.on) {
+			pthread_mutex_unlock(&G.lock);
+			return GUARD_NONE;
+		}
 		uint32_t taken = G.used | G.reserved;
 		if (G.busy < (int)(G.st.nslots + 1) / 2) {
 			for (uint32_t i = 0; i < G.st.nslots && slot < 0; i++)
@@ -197,6 +205,24 @@ int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n, uint6
 		return r;
 	}
 	return slot;
+}
+
+void guard_off(void)
+{
+	pthread_mutex_lock(&G.lock);
+	__atomic_store_n(&G.on, false, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&G.freed);	/* (those waiting for a slot) */
+	pthread_mutex_unlock(&G.lock);
+}
+
+void guard_stop(void)
+{
+	pthread_mutex_lock(&G.lock);
+	__atomic_store_n(&G.on, false, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&G.freed);	/* (those waiting for a slot) */
+	while (G.busy > 0)
+		pthread_cond_wait(&G.freed, &G.lock);
+	pthread_mutex_unlock(&G.lock);
 }
 
 void guard_release(int slot)

@@ -60,8 +60,16 @@ struct guard_piece {
 /* Put pieces p[0..n) of file rf in a free slot (waiting for one), durably
  * when the store is, with `size`: the file's size whether the write is
  * done or not (a write: the size before it; a truncate: the new size).
- * Returns the slot, or -errno (logged). */
+ * Returns the slot, -errno (logged), or GUARD_NONE when the slots were
+ * stopped meanwhile (guard_stop(): the write goes on unguarded). */
+#define GUARD_NONE (-1000000)
 int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n, uint64_t size);
+
+/* No slot is taken from now on (the cache log holding them failed):
+ * guard_off() at once, guard_stop() returns once every write holding
+ * one is done. */
+void guard_off(void);
+void guard_stop(void);
 
 /* The write the slot guarded is done (and, durable store, its shards
  * synced): free it. */

@@ -317,6 +317,8 @@ static int guard_absent(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo, u
 	 * members or in the cache's log or arena; rf->size, grown before a
 	 * write is taken, may be past it) */
 	*slot = guard_hold(rf, p, n, rfile_acked(rf));
+	if (*slot == GUARD_NONE)
+		*slot = -1;
 	return *slot < 0 ? *slot : 0;
 }
 
@@ -1367,6 +1369,15 @@ static int guard_cut(struct rfile *rf, uint64_t s, uint64_t size, int *slot, uin
 			return (int)r;
 	}
 	*slot = guard_hold(rf, p, n, size);
+	if (*slot == GUARD_NONE) {
+		free(*kept);
+		*kept = NULL;
+		*slot = -1;
+		pthread_mutex_lock(&mark_lock);	/* (nor does the cache's mark cover it then) */
+		int r = mark_dirty(rf);
+		pthread_mutex_unlock(&mark_lock);
+		return r;
+	}
 	return *slot < 0 ? *slot : 0;
 }
 

@@ -355,4 +355,82 @@ grep -q "the cache log '$C/cache.log' failed in an earlier run and was retired .
 rfs_unmount "$mnt" || fail "$what: unmount failed"
 expect_rc 0 "$RAIDFS" check "$members"
 log "ok: $what: write-back ended with no error to any writer, the log retired, its records dropped after kill -9"
+
+# ---------------------------------------- written out before its record
+# A full line goes to the members at once, maybe before its write's
+# record is durable (the log made slow: 1.5 s per record write and
+# fdatasync); cut in the middle, that stripe is covered by no record: the
+# file must get its plain mark (a resync at the next mount), not only the
+# cache's mark, which the mount would trust.
+log_array ul "before its record" cache_size=64M,cache_age=600000
+head -c 100000 /dev/urandom >"$C/f"
+cp "$C/f" "$mnt/f" || fail "$what: write failed"
+rfs_unmount "$mnt" || fail "$what: unmount failed"
+rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+d1=${mem%% *}
+expect_rc 0 "$RAIDFS" inject "$mnt" log latency 1500
+head -c 49152 /dev/urandom >"$C/chunk"
+dd if="$C/chunk" of="$C/f" conv=notrunc 2>/dev/null
+dd if="$C/chunk" of="$mnt/f" bs=49152 conv=notrunc 2>/dev/null &
+ddp=$!
+marks=""
+for _ in $(seq 1 20); do
+	sleep 0.1
+	marks=$(ls "$d1/.raidfs/dirty/")
+	grep -qx "[0-9a-f]\{16\}" <<<"$marks" && break
+done
+wait $ddp || fail "$what: the write failed"
+grep -qx "[0-9a-f]\{16\}" <<<"$marks" || fail "$what: the line went out with only the cache's mark: $marks"
+expect_rc 0 "$RAIDFS" inject "$mnt" log clear
+cmp "$C/f" "$mnt/f" || fail "$what: f differs"
+rfs_unmount "$mnt" || fail "$what: unmount failed"
+expect_rc 0 "$RAIDFS" check "$members"
+log "ok: $what: a line written out before its record was durable marked its file for a resync"
+
+# ------------------------------------------------------------ the log fills up
+# A real failure, not an injected one: the log on a 2 MiB tmpfs fills up
+# (its guard slots too) while a degraded array takes 1 MiB files and
+# random 4 KiB overwrites: no write fails (the guard slots stop with the
+# log: before, the destage retried them forever and the writer hung), the
+# battery says why, and every file reads as written after a remount.
+C=$T/lfull
+mkdir -p "$C/ref" "$C/logfs"
+mem=$(make_members 4 "lfull/d")
+members=$(join_members $mem)
+mnt=$C/mnt
+what="the log fills up"
+MOUNTS+=("$C/logfs")
+mount -t tmpfs -o size=2m tmpfs "$C/logfs" || fail "$what: cannot mount a tmpfs"
+opts="write_policy=writeback,bbu=file:$C/logfs/cache.log,cache_size=64M,cache_age=600000"
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
+rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+expect_rc 0 "$RAIDFS" fail "$mnt" 3
+timeout -k 5 120 "$PY" - "$mnt" "$C/ref" "$SEED" <<'PYEOF' || fail "$what: the writer failed (or hung)"
+import os, sys, random
+mnt, ref, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+r = random.Random(seed)
+for i in range(8):
+    d = r.randbytes(1 << 20)
+    for root in (mnt, ref):
+        with open(os.path.join(root, "f%d" % i), "wb") as f:
+            f.write(d)
+fds = {i: os.open(os.path.join(mnt, "f%d" % i), os.O_WRONLY) for i in range(8)}
+for k in range(3000):
+    i, off, b = r.randrange(8), r.randrange(0, 1 << 20, 4096), r.randbytes(4096)
+    os.pwrite(fds[i], b, off)
+    with open(os.path.join(ref, "f%d" % i), "r+b") as f:
+        f.seek(off)
+        f.write(b)
+PYEOF
+"$RAIDFS" status "$mnt" >"$C/st.out"
+grep -q "^battery: failed .*the cache log failed: No space left on device" "$C/st.out" || fail "$what: status: $(cat "$C/st.out")"
+grep -q "is degraded: from now on a crash during a write can damage" "$T/daemon.log" || fail "$what: the write hole was not said"
+rfs_unmount "$mnt" || fail "$what: unmount failed"
+umount "$C/logfs"
+rfs_mount "$members" "$mnt" || fail "$what: mount failed"
+for i in $(seq 0 7); do
+	cmp "$C/ref/f$i" "$mnt/f$i" || fail "$what: f$i differs"
+done
+rfs_unmount "$mnt" || fail "$what: unmount failed"
+log "ok: $what: a log full on its own disk ended write-back on a degraded array, no write failed, data right"
 exit 0
