@@ -1345,6 +1345,10 @@ void array_missed_clear(struct array *a, uint32_t away)
 
 void array_dirty_prune(struct array *a, int fd)
 {
+	/* its note of the cache log is from before it went away (the log
+	 * may have been retired since: a mount must not go by it) */
+	unlinkat(fd, CACHE_LOG_ID_FILE, 0);
+	unlinkat(fd, CACHE_LOG_ID_TMP, 0);
 	int p = __atomic_load_n(&a->primary, __ATOMIC_ACQUIRE);
 	DIR *d = opendir_at(fd, SB_DIRTY_DIR);
 	if (!d || p < 0) {

@@ -373,7 +373,8 @@ void array_left_dirty_done(struct array *a, uint64_t id);
 uint64_t array_size_reached(const struct array *a, const struct layout *l, const int *fds, uint64_t recorded,
 			    uint32_t flags);
 /* A member directory (fd) comes back: drop its dirty-log entries that the
- * members in service cleared while it was away. */
+ * members in service cleared while it was away, and its note of the
+ * cache log (array_note_cache_log(): a mount goes by the others'). */
 void array_dirty_prune(struct array *a, int fd);
 
 /* Missed-write log (see array.c), over the members in service: the ids

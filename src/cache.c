@@ -705,10 +705,12 @@ static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int m
 	 * not while a write's bytes are in a line and its record is not
 	 * durable yet (a full line goes at once): a crash could then leave a
 	 * stripe half written that no record covers, so the file gets its
-	 * plain mark (a resync) first; unless every stripe has an absent
-	 * member, whose chunk the guard keeps (the mount puts it back and
-	 * remakes the parity: a resync could not, without that member) */
-	bool guarded = rf->lay.groups == 1 && array_absent_count(rf->a) > 0 && guard_on();
+	 * plain mark (a resync) first; unless every stripe of a raid5 has
+	 * its absent member's data chunk in a guard slot, or no parity to
+	 * cut (the mount puts the chunk back and remakes the parity: a
+	 * resync could not, without that member; raid6 has stripes where the
+	 * absent member held P or Q, which take no slot) */
+	bool guarded = rf->lay.level == LEVEL_RAID5 && array_absent_count(rf->a) > 0 && guard_on();
 	stripe_log_covered(kept() && (guarded || !__atomic_load_n(&rf->unlogged, __ATOMIC_ACQUIRE)));
 	ret = destage_lines(rf, v, n);
 	stripe_log_covered(false);

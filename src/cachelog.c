@@ -354,6 +354,13 @@ uint64_t cachelog_id(void)
 	return L.id;
 }
 
+/* A guard slot could not be written: the log's disk is failing (its
+ * slots are in the same file). */
+static void guard_slot_failed(int err)
+{
+	log_failed(err, "the write of a guard slot");
+}
+
 /* The guard slots after the ring. */
 static void guards(struct guard_store *st)
 {
@@ -366,6 +373,7 @@ static void guards(struct guard_store *st)
 	st->nslots = L.nguards;
 	st->stride = L.gstride;
 	st->durable = true;
+	st->failed = guard_slot_failed;
 }
 
 int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *err, size_t errlen)

@@ -47,6 +47,7 @@ static struct {
 	pthread_cond_t freed;
 	struct guard_store st;
 	bool on;
+	bool stopped;			/* guard_off() in this run */
 	uint32_t used;			/* bit i: slot i holds a write in progress */
 	uint32_t reserved;		/* bit i: slot i holds the last run's guard */
 	int busy;			/* slots in use by this run */
@@ -202,14 +203,24 @@ int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n, uint6
 	if (r < 0) {
 		log_err("guard: cannot write a guard slot for file %016" PRIx64 ": %s", rf->id, strerror(-r));
 		guard_release(slot);
+		if (G.st.failed) {
+			G.st.failed(r);	/* (the slots stop: the write goes on without one) */
+			return GUARD_NONE;
+		}
 		return r;
 	}
 	return slot;
 }
 
+bool guard_stopped(void)
+{
+	return __atomic_load_n(&G.stopped, __ATOMIC_ACQUIRE);
+}
+
 void guard_off(void)
 {
 	pthread_mutex_lock(&G.lock);
+	__atomic_store_n(&G.stopped, G.on || G.stopped, __ATOMIC_RELEASE);
 	__atomic_store_n(&G.on, false, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&G.freed);	/* (those waiting for a slot) */
 	pthread_mutex_unlock(&G.lock);

@@ -39,6 +39,8 @@ struct guard_store {
 	uint32_t nslots;
 	uint64_t stride;		/* bytes per slot */
 	bool durable;			/* fdatasync slots; sync shards before a slot is freed */
+	void (*failed)(int err);	/* a slot's write failed: the store's
+					 * owner stops the slots (guard_off()) */
 };
 
 /* Bytes per slot for the array's layout: the absent chunks of a stripe,
@@ -70,6 +72,10 @@ int guard_hold(const struct rfile *rf, const struct guard_piece *p, int n, uint6
  * one is done. */
 void guard_off(void);
 void guard_stop(void);
+/* They were stopped in this run: a write into a degraded stripe goes on
+ * without one, and its file must get the plain mark (a resync: nothing
+ * else covers it). */
+bool guard_stopped(void);
 
 /* The write the slot guarded is done (and, durable store, its shards
  * synced): free it. */

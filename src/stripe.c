@@ -294,6 +294,11 @@ static int group_alive(const struct rfile *rf, uint64_t s, uint32_t g)
  * the file's end: a cut write changes them too, and the put-back makes
  * them zeros again (stripe_regen_at()).  *slot: the guard slot, or -1
  * when nothing needed one. */
+/* A write into a degraded stripe that has no guard slot: only a resync
+ * covers a cut there, so the file gets its plain mark (the cache's mark
+ * alone would be trusted).  rf->rw held. */
+static int mark_unguarded(struct rfile *rf);
+
 static int guard_absent(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo, uint32_t len,
 			uint8_t *const *blk, uint64_t absent, int *slot)
 {
@@ -301,8 +306,10 @@ static int guard_absent(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo, u
 	struct guard_piece p[GUARD_PIECES];
 	int n = 0;
 	*slot = -1;
-	if (!absent || !guard_on())
+	if (!absent)
 		return 0;
+	if (!guard_on())
+		return guard_stopped() ? mark_unguarded(rf) : 0;
 	for (uint32_t j = 0; j < l->k && n < GUARD_PIECES; j++) {
 		if (!(absent >> j & 1))
 			continue;
@@ -317,8 +324,10 @@ static int guard_absent(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo, u
 	 * members or in the cache's log or arena; rf->size, grown before a
 	 * write is taken, may be past it) */
 	*slot = guard_hold(rf, p, n, rfile_acked(rf));
-	if (*slot == GUARD_NONE)
+	if (*slot == GUARD_NONE) {
 		*slot = -1;
+		return mark_unguarded(rf);
+	}
 	return *slot < 0 ? *slot : 0;
 }
 
@@ -674,6 +683,14 @@ static bool wrote_primary(const struct rfile *rf, uint64_t off, size_t len)
 /* ----------------------------------------------------------------- API */
 
 static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int mark_unguarded(struct rfile *rf)
+{
+	pthread_mutex_lock(&mark_lock);
+	int r = mark_dirty(rf);
+	pthread_mutex_unlock(&mark_lock);
+	return r;
+}
 static __thread bool log_covered;
 
 void stripe_log_covered(bool on)
@@ -1337,7 +1354,7 @@ static int guard_cut(struct rfile *rf, uint64_t s, uint64_t size, int *slot, uin
 	*slot = -1;
 	*kept = NULL;
 	if (!guard_on())
-		return 0;
+		return guard_stopped() ? mark_unguarded(rf) : 0;
 	for (uint32_t g = 0; g < l->groups; g++) {
 		for (uint32_t j = 0; j < l->k; j++) {
 			uint64_t off = layout_unmap(l, s, layout_data_index(l, g, j), 0);
@@ -1346,11 +1363,7 @@ static int guard_cut(struct rfile *rf, uint64_t s, uint64_t size, int *slot, uin
 			if (n == GUARD_PIECES) {
 				log_warn("file %016" PRIx64 ": more absent members in stripe %" PRIu64 " than a guard slot "
 					 "holds: truncated without keeping their chunks aside", rf->id, s);
-				/* (nor does the cache's mark cover it then) */
-				pthread_mutex_lock(&mark_lock);
-				int r = mark_dirty(rf);
-				pthread_mutex_unlock(&mark_lock);
-				return r;
+				return mark_unguarded(rf);
 			}
 			p[n].off = off;
 			p[n].len = off >= rf->size ? 0 : rf->size - off < l->chunk ? rf->size - off : l->chunk;
@@ -1373,10 +1386,7 @@ static int guard_cut(struct rfile *rf, uint64_t s, uint64_t size, int *slot, uin
 		free(*kept);
 		*kept = NULL;
 		*slot = -1;
-		pthread_mutex_lock(&mark_lock);	/* (nor does the cache's mark cover it then) */
-		int r = mark_dirty(rf);
-		pthread_mutex_unlock(&mark_lock);
-		return r;
+		return mark_unguarded(rf);
 	}
 	return *slot < 0 ? *slot : 0;
 }

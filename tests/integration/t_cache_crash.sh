@@ -35,7 +35,10 @@
 # as when a battery fails; no write or truncate sees an error; the log is
 # retired once the members hold what it had, and after kill -9 the next
 # mount drops its records - replayed, they would put older bytes over the
-# writes made since.
+# writes made since (also when a member away at the retirement is back).
+# A line written out before its write's record is durable marks its file
+# for a resync.  A log that fills its own disk ends write-back too, also
+# when only a guard slot's write meets the full disk.
 #
 # Environment: SEED, ITERS (crash iterations per configuration, 3).
 . "$(dirname "$0")/lib.sh"
@@ -112,17 +115,25 @@ for cfg in "raid5 4 bbu=shm 0" "raid6 5 bbu=file:@LOG@ 1"; do
 done
 [ "$TOTAL_DIRTY" -gt 0 ] || fail "the kills never found dirty data in the cache: the test proves nothing"
 
-# log_array NAME WHAT CACHEOPTS: a raid5 over 4 members in $T/NAME (C,
-# mem, members, mnt, what, opts set), write-back through the file log
-# $C/cache.log with CACHEOPTS, mounted
+# log_array NAME WHAT CACHEOPTS [LOGFS_SIZE]: a raid5 over 4 members in
+# $T/NAME (C, mem, members, mnt, what, opts set), write-back through the
+# file log $C/cache.log with CACHEOPTS, mounted; with LOGFS_SIZE the log
+# is on a tmpfs of that size of its own, $C/logfs
 log_array() {
 	C=$T/$1
+	local log=$C/cache.log
 	mkdir -p "$C"
+	if [ -n "${4:-}" ]; then
+		mkdir -p "$C/logfs"
+		MOUNTS+=("$C/logfs")
+		mount -t tmpfs -o size="$4" tmpfs "$C/logfs" || fail "$2: cannot mount a tmpfs"
+		log=$C/logfs/cache.log
+	fi
 	mem=$(make_members 4 "$1/d")
 	members=$(join_members $mem)
 	mnt=$C/mnt
 	what=$2
-	opts="write_policy=writeback,bbu=file:$C/cache.log,$3"
+	opts="write_policy=writeback,bbu=file:$log,$3"
 	expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
 	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
 }
@@ -356,6 +367,38 @@ rfs_unmount "$mnt" || fail "$what: unmount failed"
 expect_rc 0 "$RAIDFS" check "$members"
 log "ok: $what: write-back ended with no error to any writer, the log retired, its records dropped after kill -9"
 
+# ------------------------------------ a member away during the retirement
+# Member 3 is away (vanished) when the log fails and is retired; it comes
+# back and is re-added, a write goes over bytes whose record the log still
+# holds, kill -9: the next mount must not go by member 3's note from
+# before (the log in use), which would replay the older record.
+log_array ra "away at the retirement" cache_size=64M,cache_age=600000
+head -c 1048576 /dev/urandom >"$C/f1"
+cp "$C/f1" "$mnt/f1" || fail "$what: write failed"
+head -c 4096 /dev/urandom >"$C/A"
+dd if="$C/A" of="$mnt/f1" bs=4096 seek=3 conv=notrunc 2>/dev/null || fail "$what: write failed"
+expect_rc 0 "$RAIDFS" inject "$mnt" 3 vanish
+head -c 1048576 /dev/urandom >"$mnt/f0" || fail "$what: write failed"
+"$PY" -c 'import os,sys; fd = os.open(sys.argv[1], os.O_RDWR); os.fsync(fd)' "$mnt/f0" || fail "$what: fsync failed"
+wait_member "$mnt" 3 faulty || fail "$what: member 3 was not failed"
+expect_rc 0 "$RAIDFS" inject "$mnt" log fsync-error count 1
+head -c 8192 /dev/urandom >"$mnt/f2" || fail "$what: the write failed when the log did"
+for _ in $(seq 1 100); do grep -q "cache log '$C/cache.log': retired" "$T/daemon.log" && break; sleep 0.1; done
+grep -q "cache log '$C/cache.log': retired" "$T/daemon.log" || fail "$what: the log was not retired"
+expect_rc 0 "$RAIDFS" inject "$mnt" 3 clear
+wait_member "$mnt" 3 online || fail "$what: member 3 was not taken back: $("$RAIDFS" status "$mnt")"
+head -c 4096 /dev/urandom >"$C/B"
+exec 9<"$mnt/f1"	# (its marks stay: the next mount resyncs it, with the log's records if it goes by them)
+dd if="$C/B" of="$mnt/f1" bs=4096 seek=3 conv=notrunc,fsync 2>/dev/null || fail "$what: write failed"
+dd if="$C/B" of="$C/f1" bs=4096 seek=3 conv=notrunc 2>/dev/null
+rfs_kill "$mnt" || fail "$what: kill failed"
+exec 9<&-
+rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount after the kill failed"
+cmp "$C/f1" "$mnt/f1" || fail "$what: f1 differs after the kill (the older record replayed?)"
+rfs_unmount "$mnt" || fail "$what: unmount failed"
+expect_rc 0 "$RAIDFS" check "$members"
+log "ok: $what: the member away at the retirement did not have the retired log replayed"
+
 # ---------------------------------------- written out before its record
 # A full line goes to the members at once, maybe before its write's
 # record is durable (the log made slow: 1.5 s per record write and
@@ -393,17 +436,8 @@ log "ok: $what: a line written out before its record was durable marked its file
 # random 4 KiB overwrites: no write fails (the guard slots stop with the
 # log: before, the destage retried them forever and the writer hung), the
 # battery says why, and every file reads as written after a remount.
-C=$T/lfull
-mkdir -p "$C/ref" "$C/logfs"
-mem=$(make_members 4 "lfull/d")
-members=$(join_members $mem)
-mnt=$C/mnt
-what="the log fills up"
-MOUNTS+=("$C/logfs")
-mount -t tmpfs -o size=2m tmpfs "$C/logfs" || fail "$what: cannot mount a tmpfs"
-opts="write_policy=writeback,bbu=file:$C/logfs/cache.log,cache_size=64M,cache_age=600000"
-expect_rc 0 "$RAIDFS" create --level raid5 --chunk 16K $mem
-rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
+log_array lfull "the log fills up" cache_size=64M,cache_age=600000 2m
+mkdir -p "$C/ref"
 expect_rc 0 "$RAIDFS" fail "$mnt" 3
 timeout -k 5 120 "$PY" - "$mnt" "$C/ref" "$SEED" <<'PYEOF' || fail "$what: the writer failed (or hung)"
 import os, sys, random
@@ -433,4 +467,31 @@ for i in $(seq 0 7); do
 done
 rfs_unmount "$mnt" || fail "$what: unmount failed"
 log "ok: $what: a log full on its own disk ended write-back on a degraded array, no write failed, data right"
+
+# The ring's pages all written before (a later lap needs no new blocks),
+# then the log's disk full: records still go in, only a guard slot's write
+# meets ENOSPC.  That fails the log as well (before: the battery stayed
+# optimal and the destage of degraded stripes failed again and again, the
+# writer hung).
+log_array lslot "a guard slot cannot be written" cache_size=4M,cache_age=200 12m
+for i in 0 1 2; do head -c 4194304 /dev/urandom >"$mnt/big$i" || fail "$what: write failed"; done
+dd if=/dev/zero of="$C/logfs/filler" bs=64k 2>/dev/null
+expect_rc 0 "$RAIDFS" fail "$mnt" 3
+head -c 1048576 /dev/urandom >"$C/f"
+cp "$C/f" "$mnt/f" || fail "$what: write failed"
+timeout -k 5 60 "$PY" - "$mnt/f" "$C/f" "$SEED" <<'PYEOF' || fail "$what: the writer failed (or hung)"
+import os, sys, random
+r = random.Random(int(sys.argv[3]))
+fd, ref = os.open(sys.argv[1], os.O_RDWR), os.open(sys.argv[2], os.O_RDWR)
+for k in range(4000):
+    off, b = r.randrange(0, 1 << 20, 4096), r.randbytes(4096)
+    os.pwrite(fd, b, off)
+    os.pwrite(ref, b, off)
+PYEOF
+grep -q "the write of a guard slot failed: No space left on device; write-back ends" "$T/daemon.log" ||
+	fail "$what: the log was not failed: $(grep -c "cannot write a guard slot" "$T/daemon.log") slot errors"
+cmp "$C/f" "$mnt/f" || fail "$what: f differs"
+rfs_unmount "$mnt" || fail "$what: unmount failed"
+umount "$C/logfs"
+log "ok: $what: the log was failed with it, write-back ended, no write failed or hung"
 exit 0

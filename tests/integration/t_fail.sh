@@ -179,6 +179,29 @@ cmp -s "$C/ref/h" "$mnt/h" || fail "rec: h differs on member 1 alone"
 rfs_unmount_wait "$mnt" || fail "rec: unmount"
 log "ok: raid1, a metadata record one member did not take failed it; re-added, it alone holds the file right"
 
+# a record refused with ENXIO (the disk gone, not broken: a cable): the
+# member is failed as gone, and taken back by itself once it answers
+# again (a member failed as broken waits for 'raidfs add'); its re-add
+# resyncs the file, which then reads right without member 0
+make_array gone raid5 4 16K
+head -c 100000 /dev/urandom >"$C/ref/g"
+cp "$C/ref/g" "$mnt/g" || fail "gone: write failed"
+sync "$mnt/g"
+exec 9<"$mnt/g"
+dd if=/dev/urandom of="$C/ref/g" bs=1000 count=1 conv=notrunc 2>/dev/null
+dd if="$C/ref/g" of="$mnt/g" bs=1000 count=1 conv=notrunc 2>/dev/null || fail "gone: write failed"
+expect_rc 0 "$RAIDFS" inject "$mnt" 1 meta-error count 1 ENXIO
+truncate -s 3000 "$mnt/g" || fail "gone: the truncate failed"
+truncate -s 3000 "$C/ref/g"
+exec 9<&-
+grep -q "member 1 .* refused the metadata record of file .*: No such device or address while the others took it" "$T/daemon.log" ||
+	fail "gone: member 1 was not failed for the record: $(tail -n 3 "$T/daemon.log")"
+wait_member "$mnt" 1 online || fail "gone: member 1 was not taken back by itself: $("$RAIDFS" status "$mnt")"
+expect_rc 0 "$RAIDFS" fail "$mnt" 0
+cmp -s "$C/ref/g" "$mnt/g" || fail "gone: g differs without member 0 ($(stat -c %s "$mnt/g") bytes)"
+rfs_unmount_wait "$mnt" || fail "gone: unmount"
+log "ok: raid5, a record refused with ENXIO failed member 1 as gone; it was taken back by itself and holds the file right"
+
 # a shard that cannot be opened for writing (an injected EROFS on member
 # 1's next open; a member filesystem remounted read-only after an error
 # gives the same): the member is failed - opened without that shard, the
