@@ -1009,7 +1009,6 @@ int array_note_cache_log(struct array *a, uint64_t log_id, bool retired)
 
 int array_cache_log_check(struct array *a, uint64_t log_id)
 {
-	int seen = 0;
 	bool other = false, current = false, retired = false;
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (!member_online(a, j))
@@ -1017,7 +1016,7 @@ int array_cache_log_check(struct array *a, uint64_t log_id)
 		uint8_t b[16];
 		int fd = openat(a->m[j].dirfd, CACHE_LOG_ID_FILE, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
-			continue;	/* (a member that joined since) */
+			continue;	/* (one that joined or came back since) */
 		ssize_t n = io_pread(fd, b, sizeof(b), 0);
 		close(fd);
 		bool ok = (n == 12 || (n == 16 && !memcmp(b + 12, RETIRED_TAG, 4))) &&
@@ -1025,7 +1024,6 @@ int array_cache_log_check(struct array *a, uint64_t log_id)
 		other |= !ok;
 		current |= ok && n == 12;
 		retired |= ok && n == 16;
-		seen++;
 	}
 	/* (a member noting it in use was noted after the retirement, or the
 	 * retirement did not finish: either way the log holds what counts) */

@@ -1891,12 +1891,13 @@ int cache_open(struct array *a, char *err, size_t errlen)
 		 * nothing */
 		int who = cachelog_was_there() ? array_cache_log_check(a, cachelog_id()) : 0;
 		C.last_retired = who == -2;
+		if (who == -2)
+			guard_replay_done();	/* (its slots: stopped before it was retired) */
 		if (who == -2 && cachelog_replay_pending()) {
 			/* retired when it failed: the members hold all it had */
 			log_warn("array '%s': the cache log '%s' failed in an earlier run and was retired once the members held "
 				 "everything it had: its %" PRIu64 " bytes of old records are dropped", a->sb.name,
 				 cache_opts.bbu_path, cachelog_replay_bytes());
-			guard_replay_done();	/* (its slots: stopped before it was retired) */
 			int r = cachelog_drop();
 			if (r < 0) {
 				snprintf(err, errlen, "cannot write the cache log '%s': %s (check its disk, or give another log)",

@@ -589,15 +589,6 @@ bool cachelog_live(void)
 }
 
 /*
- * The log forgets the records before tv: the lines they were for are
- * written out, but the destage does not sync the members (member_sync=
- * flush), so they are made durable there first - a power loss must find
- * every acknowledged write on the members or in the log.  When that
- * fails (the array failed meanwhile) the records stay, to be replayed by
- * the next mount (a replay writes them again in order: harmless).
- * False when the tail could not be moved.
- */
-/*
  * A failed log is retired once nothing in it is needed: no dirty line
  * may need one of its records (cache_log_needed()), and the members are
  * synced.  The members then note that this log is retired
@@ -620,7 +611,7 @@ static bool retire(void)
 	if (!L.a || array_sync_members(L.a) < 0 || array_note_cache_log(L.a, L.id, true) < 0) {
 		if (!said)
 			log_err("cache log '%s': cannot be retired (the members cannot be synced or cannot note it): "
-				"writes wait for it", L.path);
+				"writes through the cache fail until it can be", L.path);
 		said = true;
 		return false;
 	}
@@ -630,8 +621,18 @@ static bool retire(void)
 	return true;
 }
 
-/* (may_retire: the caller holds no file's lock - retire() may fail a
- * member, and waits for the writes that hold guard slots) */
+/*
+ * The log forgets the records before tv: the lines they were for are
+ * written out, but the destage does not sync the members (member_sync=
+ * flush), so they are made durable there first - a power loss must find
+ * every acknowledged write on the members or in the log.  When that
+ * fails (the array failed meanwhile) the records stay, to be replayed by
+ * the next mount (a replay writes them again in order: harmless).
+ * A failed log is retired instead (retire()), when `may_retire`: the
+ * caller holds no file's lock (retire() may fail a member, and waits for
+ * the writes that hold guard slots).  False when the tail could not be
+ * moved.
+ */
 static bool set_tail(uint64_t tv, uint64_t ts, bool may_retire)
 {
 	/* one at a time: a sync error is reported to one syncfs only, and

@@ -228,9 +228,8 @@ void guard_off(void)
 
 void guard_stop(void)
 {
+	guard_off();
 	pthread_mutex_lock(&G.lock);
-	__atomic_store_n(&G.on, false, __ATOMIC_RELEASE);
-	pthread_cond_broadcast(&G.freed);	/* (those waiting for a slot) */
 	while (G.busy > 0)
 		pthread_cond_wait(&G.freed, &G.lock);
 	pthread_mutex_unlock(&G.lock);
