@@ -902,13 +902,18 @@ static int mark_links(struct array *a, uint64_t id, const int *fds, const char *
 	for (uint32_t j = 0; j < a->width && p < 0; j++)
 		if (member_online(a, j) && fds[j] >= 0)
 			p = (int)j;
+	/* p last */
+	uint32_t order[LAYOUT_MAX_WIDTH], n = 0;
+	for (uint32_t j = 0; j < a->width; j++)
+		if ((int)j != p && member_writable(a, j) && fds[j] >= 0)
+			order[n++] = j;
+	if (p >= 0)
+		order[n++] = (uint32_t)p;
 	uint64_t made = 0, bad = 0;
 	int err[LAYOUT_MAX_WIDTH];
 	bool held = false;
-	for (uint32_t k = 0; k <= a->width && ret == 0; k++) {
-		uint32_t j = k < a->width ? k : (uint32_t)p;	/* (p last) */
-		if (k == a->width ? p < 0 : ((int)j == p || !member_writable(a, j) || fds[j] < 0))
-			continue;
+	for (uint32_t k = 0; k < n && ret == 0; k++) {
+		uint32_t j = order[k];
 		int r = mark_one(a, j, id, fds[j], name);
 		if (r < 0 && member_error_is_fatal(r)) {
 			bad |= 1ull << j;	/* a member error */
@@ -991,7 +996,7 @@ int array_note_cache_log(struct array *a, uint64_t log_id, bool retired)
 			continue;
 		int r = note_one(a, j, b, retired ? 16 : 12);
 		if (r == 0) {
-			took = true;
+			took |= member_online(a, j);	/* (one being rebuilt is no copy yet) */
 			continue;
 		}
 		if (!retired) {

@@ -134,7 +134,6 @@ static struct {
 	/* policy and battery */
 	enum cache_wpolicy configured;
 	enum bbu_state bbu;
-	bool log_failed;		/* bbu=file: its log failed in this run */
 	uint64_t learn_end;		/* ns, while LEARNING */
 	int draining;			/* flush everything (count of requesters) */
 	/* members' free space (room_for()) */
@@ -319,7 +318,7 @@ static enum cache_wpolicy policy_locked(const char **why)
 	if (C.configured == WP_WRITEBACK) {
 		if (cache_opts.bbu == BBU_NONE)
 			w = "no battery";
-		else if (C.log_failed)
+		else if (cachelog_failed())
 			w = "the cache log failed";
 		else if (C.bbu == BBU_LEARNING)
 			w = "battery learn cycle";
@@ -545,7 +544,7 @@ static bool battery_kept(void)
  * still counts, battery_kept()) */
 static bool kept(void)
 {
-	return battery_kept() && !(cache_opts.bbu == BBU_FILE && cachelog_failed());
+	return battery_kept() && !cachelog_failed();
 }
 
 /* bbu=file: before this run's first cache mark, the members note which log
@@ -1740,7 +1739,6 @@ void cache_log_failed(void)
 		log_warn("array '%s' is degraded: from now on a crash during a write can damage the chunks of its absent "
 			 "members (the write hole), as without a battery", C.a->sb.name);
 	pthread_mutex_lock(&C.lock);
-	C.log_failed = true;
 	enum bbu_state old = C.bbu;
 	bbu_set_locked(BBU_FAILED, "the cache log failed");
 	pthread_mutex_unlock(&C.lock);
@@ -2229,8 +2227,8 @@ void cache_get_stats(struct cache_stats *st)
 	st->rpolicy = cache_opts.rpolicy;
 	st->bbu = cache_opts.bbu;
 	st->bbu_state = C.bbu;
-	st->log_error = C.log_failed ? -cachelog_error() : 0;
-	st->log_retired = C.log_failed && cachelog_retired();
+	st->log_error = -cachelog_error();
+	st->log_retired = cachelog_retired();
 	st->learn_left = C.bbu == BBU_LEARNING && C.learn_end > t ? (C.learn_end - t + 999999999) / 1000000000 : 0;
 	st->preserved_bytes = cache_preserved_bytes();
 	st->offline = cache_offline();
@@ -2350,7 +2348,7 @@ int cache_bbu_ctl(int argc, char **argv, char *buf, size_t len)
 	pthread_mutex_lock(&C.lock);
 	enum bbu_state old = C.bbu;
 	const char *ev = NULL;
-	if ((!strcmp(what, "learn") || !strcmp(what, "restore")) && C.log_failed) {
+	if ((!strcmp(what, "learn") || !strcmp(what, "restore")) && cachelog_failed()) {
 		pthread_mutex_unlock(&C.lock);
 		snprintf(buf, len, "raidfs: bbu: the cache log '%s' failed in this run: write-back stays off until the next mount "
 			 "(check the disk that holds it)\n", cache_opts.bbu_path);

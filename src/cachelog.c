@@ -24,7 +24,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -99,10 +98,8 @@ static int log_inject(int op)
 	int r = fault_rule_hit(&L.rule[op]);
 	uint32_t lat = L.latency_ms;
 	pthread_mutex_unlock(&L.fault_lock);
-	if (lat) {
-		struct timespec ts = { lat / 1000, (lat % 1000) * 1000000L };
-		nanosleep(&ts, NULL);
-	}
+	if (lat)
+		util_sleep_ms(lat);
 	return r;
 }
 
@@ -150,9 +147,8 @@ int cachelog_inject(int argc, char **argv, char *err, size_t errlen)
 	L.latency_ms = lat;
 	__atomic_store_n(&L.faults, rule[0].mode != FM_OFF || rule[1].mode != FM_OFF || lat, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&L.fault_lock);
-	char args[128] = "";
-	for (int i = 0, o = 0; i < argc && o < (int)sizeof(args); i++)
-		o += snprintf(args + o, sizeof(args) - o, "%s%s", i ? " " : "", argv[i]);
+	char args[128];
+	util_join_words(args, sizeof(args), argc, argv);
 	log_warn("cache log '%s': fault injection: %s", L.path, args);
 	return 0;
 }
@@ -610,8 +606,9 @@ static bool retire(void)
 	guard_stop();
 	if (!L.a || array_sync_members(L.a) < 0 || array_note_cache_log(L.a, L.id, true) < 0) {
 		if (!said)
-			log_err("cache log '%s': cannot be retired (the members cannot be synced or cannot note it): "
-				"writes through the cache fail until it can be", L.path);
+			log_err("cache log '%s': cannot be retired: the members cannot be synced, or none took the note "
+				"(see the errors above); writes fail until they can: return or replace the failing "
+				"members ('raidfs status' says which)", L.path);
 		said = true;
 		return false;
 	}
@@ -735,8 +732,6 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *da
 		pthread_mutex_lock(&L.lock);
 		if (tv > L.tail_v) {
 			pthread_mutex_unlock(&L.lock);
-			if (cachelog_failed())
-				return cachelog_error();
 			if (!set_tail(tv, ts, false))
 				return cachelog_failed() ? cachelog_error() : -EIO;
 			pthread_mutex_lock(&L.lock);

@@ -302,12 +302,10 @@ static void status_text(struct array *a, struct out *o)
 		outf(o, ", the cache log failed: %s%s", strerror(cs.log_error),
 		     cs.log_retired ? " (retired: what it held is on the members)" : " (the cache is being written out)");
 	outf(o, "\n");
-	if (cs.bbu == BBU_FILE) {
-		char inj[256];
-		cachelog_inject_describe(inj, sizeof(inj));
-		if (inj[0])
-			outf(o, "         injected faults on the cache log: %s\n", inj);
-	}
+	char inj[256];
+	cachelog_inject_describe(inj, sizeof(inj));	/* ("": none, or no log) */
+	if (inj[0])
+		outf(o, "         injected faults on the cache log: %s\n", inj);
 	if (cs.preserved_bytes)
 		outf(o, "preserved cache: %s of acknowledged writes from the last run are not on the members yet\n",
 		     fmt_size(cs.preserved_bytes, dz, sizeof(dz)));
@@ -460,9 +458,8 @@ static void status_json(struct array *a, struct out *o)
 	else
 		outf(o, "null");
 	outf(o, ", \"log_retired\": %s, \"log_faults\": ", cs.log_retired ? "true" : "false");
-	char linj[256] = "";
-	if (cs.bbu == BBU_FILE)
-		cachelog_inject_describe(linj, sizeof(linj));
+	char linj[256];
+	cachelog_inject_describe(linj, sizeof(linj));
 	json_str(o, linj);
 	outf(o, "}}\n");
 }

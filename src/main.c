@@ -371,8 +371,7 @@ static int cmd_unmount(int argc, char **argv)
 	for (int i = 0; pid > 0 && i < 600; i++) {
 		if (!process_alive(pid))
 			break;
-		struct timespec ts = { 0, 50 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
+		util_sleep_ms(50);
 	}
 	return 0;
 }

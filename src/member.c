@@ -69,10 +69,8 @@ static int inject(struct array *a, uint32_t j, enum fault_op op)
 	ret = fault_rule_hit(&m->fault.rule[op]);
 	lat = m->fault.latency_ops && !(m->fault.latency_ops >> op & 1) ? 0 : m->fault.latency_ms;
 	pthread_mutex_unlock(&m->fault_lock);
-	if (lat) {
-		struct timespec ts = { lat / 1000, (lat % 1000) * 1000000L };
-		nanosleep(&ts, NULL);
-	}
+	if (lat)
+		util_sleep_ms(lat);
 	return ret;
 }
 
@@ -410,13 +408,12 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 	pthread_mutex_lock(&m->fault_lock);
 	m->fault = f;
 	pthread_mutex_unlock(&m->fault_lock);
-	char args[128] = "";
-	for (int i = 1, o = 0; i < argc && o < (int)sizeof(args); i++)
-		o += snprintf(args + o, sizeof(args) - o, " %s", argv[i]);
+	char args[128];
+	util_join_words(args, sizeof(args), argc, argv);
 	if (j == SHADOW)
-		log_warn("the replacement of member %d '%s': fault injection: %s%s", shadow_of(a), m->path, what, args);
+		log_warn("the replacement of member %d '%s': fault injection: %s", shadow_of(a), m->path, args);
 	else
-		log_warn("member %u '%s': fault injection: %s%s", j, m->path, what, args);
+		log_warn("member %u '%s': fault injection: %s", j, m->path, args);
 	return 0;
 }
 

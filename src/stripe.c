@@ -289,16 +289,16 @@ static int group_alive(const struct rfile *rf, uint64_t s, uint32_t g)
  * battery those bytes are kept aside first (guard.h).
  */
 
-/* Keep aside the absent data slots `absent` of group g in stripe s over
- * in-chunk columns [lo, lo+len), as blk[j] holds them - also bytes past
- * the file's end: a cut write changes them too, and the put-back makes
- * them zeros again (stripe_regen_at()).  *slot: the guard slot, or -1
- * when nothing needed one. */
 /* A write into a degraded stripe that has no guard slot: only a resync
  * covers a cut there, so the file gets its plain mark (the cache's mark
  * alone would be trusted).  rf->rw held. */
 static int mark_unguarded(struct rfile *rf);
 
+/* Keep aside the absent data slots `absent` of group g in stripe s over
+ * in-chunk columns [lo, lo+len), as blk[j] holds them - also bytes past
+ * the file's end: a cut write changes them too, and the put-back makes
+ * them zeros again (stripe_regen_at()).  *slot: the guard slot, or -1
+ * when nothing needed one. */
 static int guard_absent(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo, uint32_t len,
 			uint8_t *const *blk, uint64_t absent, int *slot)
 {
@@ -308,7 +308,7 @@ static int guard_absent(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo, u
 	*slot = -1;
 	if (!absent)
 		return 0;
-	if (!guard_on())
+	if (!guard_on())	/* (the slots stopped with their cache log: see guard.h) */
 		return guard_stopped() ? mark_unguarded(rf) : 0;
 	for (uint32_t j = 0; j < l->k && n < GUARD_PIECES; j++) {
 		if (!(absent >> j & 1))
@@ -691,6 +691,7 @@ static int mark_unguarded(struct rfile *rf)
 	pthread_mutex_unlock(&mark_lock);
 	return r;
 }
+
 static __thread bool log_covered;
 
 void stripe_log_covered(bool on)

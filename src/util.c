@@ -272,3 +272,17 @@ uint64_t util_now_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
 }
+
+void util_sleep_ms(uint32_t ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+void util_join_words(char *buf, size_t len, int argc, char **argv)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < argc && o < len; i++)
+		o += snprintf(buf + o, len - o, "%s%s", i ? " " : "", argv[i]);
+}

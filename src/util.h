@@ -90,5 +90,9 @@ int link_fd(int fd, int dirfd, const char *name);
 
 /* CLOCK_MONOTONIC in milliseconds */
 uint64_t util_now_ms(void);
+void util_sleep_ms(uint32_t ms);
+
+/* argv[0..argc) joined by single spaces into buf (cut at len) */
+void util_join_words(char *buf, size_t len, int argc, char **argv);
 
 #endif

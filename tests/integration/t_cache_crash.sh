@@ -138,6 +138,20 @@ log_array() {
 	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount failed"
 }
 
+# wait_retired: the failed log of the array in $C was retired (at most 10 s)
+wait_retired() {
+	for _ in $(seq 1 100); do grep -q "cache log '$C/cache.log': retired" "$T/daemon.log" && return 0; sleep 0.1; done
+	fail "$what: the log was not retired"
+}
+
+# kill_remount: kill -9 of the daemon of $mnt (a file held open on fd 9
+# is let go after it), and the array mounted again with $opts
+kill_remount() {
+	rfs_kill "$mnt" || fail "$what: kill failed"
+	exec 9<&-
+	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount after the kill failed"
+}
+
 # overwritten_files NAME WHAT N: log_array NAME WHAT with a 64 MiB cache
 # that keeps lines dirty, twelve files written and the array mounted again,
 # then N overwrites of them (reference in $C/ref), dirty in the cache
@@ -344,8 +358,7 @@ head -c 100000 /dev/urandom >"$C/chunk"
 dd if="$C/chunk" of="$C/ref/f1" conv=notrunc 2>/dev/null
 dd if="$C/chunk" of="$mnt/f1" bs=4096 conv=notrunc 2>/dev/null || fail "$what: the overwrite of f1 failed"
 grep -q "fdatasync failed: Input/output error; write-back ends" "$T/daemon.log" || fail "$what: the failure was not said"
-for _ in $(seq 1 100); do grep -q "cache log '$C/cache.log': retired" "$T/daemon.log" && break; sleep 0.1; done
-grep -q "cache log '$C/cache.log': retired" "$T/daemon.log" || fail "$what: the log was not retired"
+wait_retired
 "$RAIDFS" status "$mnt" >"$C/st.out"
 grep -q "^battery: failed (bbu=file:$C/cache.log), the cache log failed: Input/output error (retired" "$C/st.out" &&
 	grep -q "^action:  the cache log '$C/cache.log' failed" "$C/st.out" &&
@@ -355,9 +368,7 @@ grep -q "^battery: failed (bbu=file:$C/cache.log), the cache log failed: Input/o
 grep -q "event BbuFailed" "$T/daemon.log" || fail "$what: no BbuFailed event"
 expect_rc 1 "$RAIDFS" bbu "$mnt" restore
 grep -q "write-back stays off until the next mount" "$ERR" || fail "$what: bbu restore said: $(cat "$ERR")"
-rfs_kill "$mnt" || fail "$what: kill failed"
-exec 9<&-
-rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount after the kill failed"
+kill_remount
 for i in $(seq 1 12); do
 	cmp "$C/ref/f$i" "$mnt/f$i" || fail "$what: f$i differs after the kill"
 done
@@ -383,21 +394,40 @@ head -c 1048576 /dev/urandom >"$mnt/f0" || fail "$what: write failed"
 wait_member "$mnt" 3 faulty || fail "$what: member 3 was not failed"
 expect_rc 0 "$RAIDFS" inject "$mnt" log fsync-error count 1
 head -c 8192 /dev/urandom >"$mnt/f2" || fail "$what: the write failed when the log did"
-for _ in $(seq 1 100); do grep -q "cache log '$C/cache.log': retired" "$T/daemon.log" && break; sleep 0.1; done
-grep -q "cache log '$C/cache.log': retired" "$T/daemon.log" || fail "$what: the log was not retired"
+wait_retired
 expect_rc 0 "$RAIDFS" inject "$mnt" 3 clear
 wait_member "$mnt" 3 online || fail "$what: member 3 was not taken back: $("$RAIDFS" status "$mnt")"
 head -c 4096 /dev/urandom >"$C/B"
 exec 9<"$mnt/f1"	# (its marks stay: the next mount resyncs it, with the log's records if it goes by them)
 dd if="$C/B" of="$mnt/f1" bs=4096 seek=3 conv=notrunc,fsync 2>/dev/null || fail "$what: write failed"
 dd if="$C/B" of="$C/f1" bs=4096 seek=3 conv=notrunc 2>/dev/null
-rfs_kill "$mnt" || fail "$what: kill failed"
-exec 9<&-
-rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount after the kill failed"
+kill_remount
 cmp "$C/f1" "$mnt/f1" || fail "$what: f1 differs after the kill (the older record replayed?)"
 rfs_unmount "$mnt" || fail "$what: unmount failed"
 expect_rc 0 "$RAIDFS" check "$members"
 log "ok: $what: the member away at the retirement did not have the retired log replayed"
+
+# A member that cannot take the retirement note (its note made a
+# directory) while the others take it is failed, as on a write error;
+# before, the retirement never finished and every write failed.
+log_array rn "retirement note refused" cache_size=64M,cache_age=600000
+head -c 300000 /dev/urandom >"$C/f"
+cp "$C/f" "$mnt/f" || fail "$what: write failed"
+d3=$(echo $mem | cut -d' ' -f3)
+rm -f "$d3/.raidfs/dirty/.cachelog"
+mkdir "$d3/.raidfs/dirty/.cachelog"
+expect_rc 0 "$RAIDFS" inject "$mnt" log fsync-error count 1
+head -c 8192 /dev/urandom >"$C/g"
+cp "$C/g" "$mnt/g" || fail "$what: the write failed when the log did"
+wait_retired
+wait_member "$mnt" 2 faulty || fail "$what: member 2 was not failed: $("$RAIDFS" status "$mnt")"
+"$RAIDFS" status "$mnt" | grep -q "failed: refused the cache log's retirement note (Is a directory)" ||
+	fail "$what: status does not say why: $("$RAIDFS" status "$mnt")"
+head -c 8192 /dev/urandom >"$C/h"
+cp "$C/h" "$mnt/h" || fail "$what: a write after the retirement failed"
+for x in f g h; do cmp "$C/$x" "$mnt/$x" || fail "$what: $x differs"; done
+rfs_unmount "$mnt" || fail "$what: unmount failed"
+log "ok: $what: the member that refused the retirement note was failed; writes went on"
 
 # ---------------------------------------- written out before its record
 # A full line goes to the members at once, maybe before its write's
