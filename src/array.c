@@ -1617,7 +1617,8 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 	/* Union of the dirty entries over the present members. */
 	char **names = NULL;
 	size_t nnames = 0, cap = 0;
-	for (uint32_t j = 0; j < a->width; j++) {
+	bool oom = false;
+	for (uint32_t j = 0; j < a->width && !oom; j++) {
 		if (!member_online(a, j))
 			continue;
 		DIR *d = opendir_at(a->m[j].dirfd, SB_DIRTY_DIR);
@@ -1632,15 +1633,19 @@ int array_resync_dirty(struct array *a, bool force, int *count, char *err,
 				seen = !strcmp(names[i], e->d_name);
 			if (seen)
 				continue;
-			if (nnames == cap) {
-				cap = cap ? cap * 2 : 64;
-				names = realloc(names, cap * sizeof(*names));
+			if (!util_names_add(&names, &nnames, &cap, e->d_name)) {
+				oom = true;
+				break;
 			}
-			names[nnames++] = strdup(e->d_name);
 		}
 		closedir(d);
 	}
 	int ret = 0;
+	if (oom) {
+		errf(err, errlen, "out of memory reading the marks of files left dirty");
+		ret = -ENOMEM;
+		goto out;
+	}
 	int lost = 0;
 	for (uint32_t j = 0; j < a->width; j++)
 		lost += !member_writable(a, j);	/* a rebuilding member is verified anyway */

@@ -675,6 +675,21 @@ static long rebuild_window(struct walk *w, struct fctx *fc, struct rfile *rf, ui
 
 #define MAX_PINNED 1024
 
+/* Room for one more pinned file in w->links; false when memory ran out
+ * (the file is not pinned then, as past MAX_PINNED). */
+static bool links_room(struct walk *w)
+{
+	if (w->nlinks < w->caplinks)
+		return true;
+	size_t c = w->caplinks ? w->caplinks * 2 : 64;
+	void *g = realloc(w->links, c * sizeof(*w->links));
+	if (!g)
+		return false;
+	w->links = g;
+	w->caplinks = c;
+	return true;
+}
+
 /*
  * The new member's shard at rel holds the primary's file (same file id)
  * at the primary's metadata version, and nobody has the file open (an
@@ -992,11 +1007,7 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 	bool keep = false;
 	if (r == 0 && li < w->nlinks) {
 		w->links[li].pass = w->pass;
-	} else if (r == 0 && st->st_nlink > 1 && w->nlinks < MAX_PINNED) {
-		if (w->nlinks == w->caplinks) {
-			w->caplinks = w->caplinks ? w->caplinks * 2 : 64;
-			w->links = realloc(w->links, w->caplinks * sizeof(*w->links));
-		}
+	} else if (r == 0 && st->st_nlink > 1 && w->nlinks < MAX_PINNED && links_room(w)) {
 		w->links[w->nlinks].rf = rf;	/* keeps our reference */
 		w->links[w->nlinks++].pass = w->pass;
 		keep = true;
@@ -1467,17 +1478,17 @@ static int walk_dir(struct walk *w, const char *rel)
 			continue;
 		if (root && (!strcmp(e->d_name, ".raidfs") || !strncmp(e->d_name, ".raidfs-", 8)))
 			continue;
-		if (nn == cap) {
-			cap = cap ? cap * 2 : 64;
-			names = realloc(names, cap * sizeof(*names));
+		if (!util_names_add(&names, &nn, &cap, e->d_name)) {
+			ret = -ENOMEM;	/* (the pass fails; a resume walks it again) */
+			break;
 		}
-		names[nn++] = strdup(e->d_name);
 	}
 	closedir(d);
-	qsort(names, nn, sizeof(*names), cmp_names);
+	if (nn)
+		qsort(names, nn, sizeof(*names), cmp_names);
 	/* a re-add does it in its first pass: its verify pass does not walk
 	 * (readd_verify()) */
-	if (!w->count_only && (w->pass != 1 || w->readd))
+	if (ret == 0 && !w->count_only && (w->pass != 1 || w->readd))
 		drop_strays(w, rel, names, nn);
 	for (size_t ni = 0; ni < nn && ret == 0; ni++) {
 		char *child;

@@ -286,3 +286,20 @@ void util_join_words(char *buf, size_t len, int argc, char **argv)
 	for (int i = 0; i < argc && o < len; i++)
 		o += snprintf(buf + o, len - o, "%s%s", i ? " " : "", argv[i]);
 }
+
+bool util_names_add(char ***names, size_t *n, size_t *cap, const char *name)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		char **g = realloc(*names, c * sizeof(*g));
+		if (!g)
+			return false;
+		*names = g;
+		*cap = c;
+	}
+	char *s = strdup(name);
+	if (!s)
+		return false;
+	(*names)[(*n)++] = s;
+	return true;
+}

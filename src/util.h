@@ -95,4 +95,8 @@ void util_sleep_ms(uint32_t ms);
 /* argv[0..argc) joined by single spaces into buf (cut at len) */
 void util_join_words(char *buf, size_t len, int argc, char **argv);
 
+/* A copy of name appended to the array *names of *n (room for *cap,
+ * grown as needed); false when memory ran out (nothing added). */
+bool util_names_add(char ***names, size_t *n, size_t *cap, const char *name);
+
 #endif
