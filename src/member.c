@@ -201,9 +201,7 @@ bool member_error_is_own(int err)
 	if (err != EMFILE && err != ENFILE && err != ENOMEM)
 		return false;
 	static uint64_t last_ms;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	uint64_t now = util_now_ms();
 	uint64_t was = __atomic_load_n(&last_ms, __ATOMIC_RELAXED);
 	int saved = errno;	/* (callers report errno after this) */
 	if ((!was || now - was > 10000) &&

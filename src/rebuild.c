@@ -50,13 +50,6 @@ static struct array *RA;
 static enum rb_mode { RB_FULL, RB_READD, RB_READD_ALL } rb_mode;
 static uint64_t last_user_io_ms;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
-}
-
 static bool watch_user_io;	/* the scrub's (rebuild_watch_user_io()) */
 
 void rebuild_watch_user_io(bool on)
@@ -156,7 +149,7 @@ static bool throttle(uint64_t bytes)
 	info.done += bytes;
 	int last_pct = info.total ? (int)((info.done - bytes) * 100 / info.total) : 0;
 	int pct = info.total ? (int)(info.done * 100 / info.total) : 0;
-	uint64_t t = now_ms();
+	uint64_t t = util_now_ms();
 	info.elapsed = (t - t_start_ms) / 1000.0;
 	if (info.elapsed > 0.2)
 		info.rate = info.done / info.elapsed;
@@ -740,18 +733,7 @@ static bool readd_unchanged(struct walk *w, const char *rel)
 static void note_resynced(struct walk *w, const char *rel)
 {
 	pthread_mutex_lock(&w->lock);
-	if (w->nresynced_paths == w->capresynced_paths) {
-		size_t c = w->capresynced_paths ? w->capresynced_paths * 2 : 64;
-		char **n = realloc(w->resynced_paths, c * sizeof(*n));
-		if (n) {
-			w->resynced_paths = n;
-			w->capresynced_paths = c;
-		}
-	}
-	char *d = w->nresynced_paths < w->capresynced_paths ? strdup(rel) : NULL;
-	if (d)
-		w->resynced_paths[w->nresynced_paths++] = d;
-	else
+	if (!util_names_add(&w->resynced_paths, &w->nresynced_paths, &w->capresynced_paths, rel))
 		w->resynced_paths_lost = true;
 	pthread_mutex_unlock(&w->lock);
 }
@@ -1050,7 +1032,7 @@ static void redo_sync(void);
 static bool position_due(const struct walk *w)
 {
 	/* a targeted re-add is not in walk order: a resume walks it all */
-	return !w->targeted && (!w->last_save_ms || now_ms() - w->last_save_ms >= 1000);
+	return !w->targeted && (!w->last_save_ms || util_now_ms() - w->last_save_ms >= 1000);
 }
 
 /* Persist the position on the new member at most once a second, so a
@@ -1059,7 +1041,7 @@ static void save_position(struct walk *w, const char *path)
 {
 	if (!position_due(w))
 		return;
-	w->last_save_ms = now_ms();
+	w->last_save_ms = util_now_ms();
 	char buf[PATH_MAX + 128];
 	int n = snprintf(buf, sizeof(buf), "raidfs-rebuild 1\nmember %u\ndone %" PRIu64 "\nmode %s\nafter %s\n",
 			 w->lj, info.done,
@@ -1538,21 +1520,20 @@ static char **redo;
 static size_t nredo, capredo;
 static int redo_fd = -1;
 
+/* a path could not be queued (out of memory): the rebuild stops at the
+ * end of its walk, before the member would go online; started again, its
+ * verify pass walks everything */
+static bool redo_lost;
+
 static void redo_push_locked(const char *path)
 {
 	if (nredo && !strcmp(redo[nredo - 1], path))
 		return;
-	if (nredo == capredo) {
-		size_t c = capredo ? capredo * 2 : 64;
-		char **n = realloc(redo, c * sizeof(*redo));
-		if (!n)
-			return;
-		redo = n;
-		capredo = c;
+	if (!util_names_add(&redo, &nredo, &capredo, path) && !redo_lost) {
+		log_err("rebuild: out of memory queueing '%s' to be made like the primary: the rebuild stops at the end "
+			"of its walk; 'raidfs rebuild %s resume' starts it again", path, RA ? RA->mountpoint : "MOUNTPOINT");
+		redo_lost = true;
 	}
-	char *d = strdup(path);
-	if (d)
-		redo[nredo++] = d;
 }
 
 void rebuild_redo(const char *path)
@@ -1688,9 +1669,18 @@ static int redo_drain(struct walk *w)
 		pthread_mutex_lock(&redo_lock);
 		char **list = redo;
 		size_t n = nredo;
+		bool lost = redo_lost;
 		redo = NULL;
 		nredo = capredo = 0;
+		redo_lost = false;
 		pthread_mutex_unlock(&redo_lock);
+		if (lost) {
+			nslock_unlock(&w->a->ns_lock);
+			for (size_t i = 0; i < n; i++)
+				free(list[i]);
+			free(list);
+			return -ENOMEM;
+		}
 		if (n == 0)
 			return 0;
 		nslock_unlock(&w->a->ns_lock);
@@ -1900,7 +1890,7 @@ static void *rebuild_thread(void *arg)
 	pthread_mutex_unlock(&rb_lock);
 	w.count_only = false;
 	w.pass = 1;
-	t_start_ms = window_start_ms = now_ms();
+	t_start_ms = window_start_ms = util_now_ms();
 	window_bytes = 0;
 	pthread_mutex_init(&w.lock, NULL);
 	/* (a re-add or a resumed rebuild finds much of it there already) */
@@ -1916,10 +1906,10 @@ static void *rebuild_thread(void *arg)
 		log_info("rebuild of member %u resumed after '%s': %" PRIu64 " files already rebuilt were skipped",
 			 w.lj, w.resume_after, w.skipped);
 	bool locked = false, committed = false;
-	uint64_t first_ms = now_ms() - t_start_ms;
+	uint64_t first_ms = util_now_ms() - t_start_ms;
 	for (;;) {
 		if (r == 0 && w.errors == 0) {
-			uint64_t verify_start = now_ms();
+			uint64_t verify_start = util_now_ms();
 			/* verify: every chunk again, compared with the new member;
 			 * also catches files renamed into an already rebuilt
 			 * directory */
@@ -1944,7 +1934,7 @@ static void *rebuild_thread(void *arg)
 			if (r == 0 && wr == -EINTR)
 				r = wr;
 			log_info("rebuild of member %u: the verify pass found %" PRIu64 " file%s unchanged since the first pass rebuilt them and rebuilt the others again, comparing (%.3f s; the first pass took %.3f s)",
-				 w.lj, w.unchanged_since, w.unchanged_since == 1 ? "" : "s", (now_ms() - verify_start) / 1000.0,
+				 w.lj, w.unchanged_since, w.unchanged_since == 1 ? "" : "s", (util_now_ms() - verify_start) / 1000.0,
 				 first_ms / 1000.0);
 			if (w.fixed)
 				log_warn("rebuild of member %u: the verify pass rewrote %" PRIu64 " chunk%s changed during the rebuild",
@@ -2013,7 +2003,7 @@ static void *rebuild_thread(void *arg)
 			redo_close(w.dst, true);
 			nslock_unlock(&a->ns_lock);
 			snprintf(msg, sizeof(msg), "member %u replaced by '%.120s' and verified (%.2f s)", lj,
-				 a->m[lj].path, (now_ms() - t_start_ms) / 1000.0);
+				 a->m[lj].path, (util_now_ms() - t_start_ms) / 1000.0);
 			log_info("%s", msg);
 		} else if (r == -EINTR && !abandoned) {
 			/* unmount: the replacement stays recorded and resumes */
@@ -2037,15 +2027,15 @@ static void *rebuild_thread(void *arg)
 		if (w.targeted)
 			snprintf(msg, sizeof(msg), "member %u '%.120s' re-added: %" PRIu64 " changed file%s resynced, found through the missed-write log without a walk (%.3f s)",
 				 j, a->m[j].path, w.resynced, w.resynced == 1 ? "" : "s",
-				 (now_ms() - t_start_ms) / 1000.0);
+				 (util_now_ms() - t_start_ms) / 1000.0);
 		else if (w.readd)
 			snprintf(msg, sizeof(msg), "member %u '%.120s' re-added: %" PRIu64 " changed file%s resynced, %" PRIu64 " unchanged (%.3f s)",
 				 j, a->m[j].path, w.resynced, w.resynced == 1 ? "" : "s",
-				 w.unchanged, (now_ms() - t_start_ms) / 1000.0);
+				 w.unchanged, (util_now_ms() - t_start_ms) / 1000.0);
 		else
 			snprintf(msg, sizeof(msg), "member %u rebuilt onto '%.120s' and verified (%" PRIu64 " file%s, %.3f s)",
 				 j, a->m[j].path, info.files_done / 2, info.files_done / 2 == 1 ? "" : "s",
-				 (now_ms() - t_start_ms) / 1000.0);
+				 (util_now_ms() - t_start_ms) / 1000.0);
 		log_info("%s", msg);
 		array_event(a, "RebuildFinished", j);
 	} else if (locked || abandoned) {

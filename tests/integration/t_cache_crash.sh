@@ -152,6 +152,14 @@ kill_remount() {
 	rfs_mount "$members" "$mnt" -o "$opts" || fail "$what: mount after the kill failed"
 }
 
+# unmount_clean MSG: $mnt unmounted, the offline check of $members clean,
+# and "ok: $what: MSG" said
+unmount_clean() {
+	rfs_unmount "$mnt" || fail "$what: unmount failed"
+	expect_rc 0 "$RAIDFS" check "$members"
+	log "ok: $what: $1"
+}
+
 # overwritten_files NAME WHAT N: log_array NAME WHAT with a 64 MiB cache
 # that keeps lines dirty, twelve files written and the array mounted again,
 # then N overwrites of them (reference in $C/ref), dirty in the cache
@@ -194,9 +202,7 @@ for i in $(seq 1 12); do
 done
 grep -q "changed only through the cache: its replay made them consistent, no parity resync" "$T/daemon.log" ||
 	fail "$what: the overwritten files were resynced (or not reported): the log should have sufficed"
-rfs_unmount "$mnt" || fail "$what: unmount failed"
-expect_rc 0 "$RAIDFS" check "$members"
-log "ok: $what: overwrites replayed from the file log, consistent without a parity resync, check clean"
+unmount_clean "overwrites replayed from the file log, consistent without a parity resync, check clean"
 
 # ------------------------------------------------- no log, or the wrong one
 # kill -9 with writes in the log, then a mount with another (new) log: the
@@ -253,9 +259,7 @@ cmp "$C/before" "$mnt/F" >/dev/null ||
 	fail "$what: after the replay, $("$PY" -c 'import sys
 a, b = (open(x, "rb").read() for x in sys.argv[1:3])
 print(sum(a[i:i+4096] != b[i:i+4096] for i in range(0, max(len(a), len(b)), 4096)))' "$C/before" "$mnt/F") of 1000 ranges read otherwise than before the crash"
-rfs_unmount "$mnt" || fail "$what: unmount failed"
-expect_rc 0 "$RAIDFS" check "$members"
-log "ok: $what: same bytes written through two links at once: after kill -9 the file reads as before"
+unmount_clean "same bytes written through two links at once: after kill -9 the file reads as before"
 
 # ------------------------------------- durable on the members, then forgotten
 log_array ds "log tail" cache_size=8M,cache_age=100
@@ -333,9 +337,7 @@ done
 [ "$(json_cache "$mnt" preserved_bytes)" = 0 ] || { "$RAIDFS" status "$mnt" >&2; fail "$what: the members returned but the cache was not replayed"; }
 workload crashverify --mnt "$mnt/p" --state "$C/state" >"$C/verify.out" 2>&1 ||
 	{ cat "$C/verify.out" >&2; fail "$what: acknowledged data lost after the preserved cache was replayed"; }
-rfs_unmount "$mnt" || fail "$what: unmount failed"
-expect_rc 0 "$RAIDFS" check "$members"
-log "ok: $what: kept and reported while two members were gone ($pb bytes), replayed when they returned"
+unmount_clean "kept and reported while two members were gone ($pb bytes), replayed when they returned"
 
 # ------------------------------------------------------------ the log fails
 # Dirty overwrites with their records in the log (f1's first 20,000 bytes
@@ -374,9 +376,7 @@ for i in $(seq 1 12); do
 done
 grep -q "the cache log '$C/cache.log' failed in an earlier run and was retired .*: its [0-9]* bytes of old records are dropped" \
 	"$T/daemon.log" || fail "$what: the retired log's records were not dropped (or not said)"
-rfs_unmount "$mnt" || fail "$what: unmount failed"
-expect_rc 0 "$RAIDFS" check "$members"
-log "ok: $what: write-back ended with no error to any writer, the log retired, its records dropped after kill -9"
+unmount_clean "write-back ended with no error to any writer, the log retired, its records dropped after kill -9"
 
 # ------------------------------------ a member away during the retirement
 # Member 3 is away (vanished) when the log fails and is retired; it comes
@@ -403,9 +403,7 @@ dd if="$C/B" of="$mnt/f1" bs=4096 seek=3 conv=notrunc,fsync 2>/dev/null || fail 
 dd if="$C/B" of="$C/f1" bs=4096 seek=3 conv=notrunc 2>/dev/null
 kill_remount
 cmp "$C/f1" "$mnt/f1" || fail "$what: f1 differs after the kill (the older record replayed?)"
-rfs_unmount "$mnt" || fail "$what: unmount failed"
-expect_rc 0 "$RAIDFS" check "$members"
-log "ok: $what: the member away at the retirement did not have the retired log replayed"
+unmount_clean "the member away at the retirement did not have the retired log replayed"
 
 # A member that cannot take the retirement note (its note made a
 # directory) while the others take it is failed, as on a write error;
@@ -456,9 +454,7 @@ wait $ddp || fail "$what: the write failed"
 grep -qx "[0-9a-f]\{16\}" <<<"$marks" || fail "$what: the line went out with only the cache's mark: $marks"
 expect_rc 0 "$RAIDFS" inject "$mnt" log clear
 cmp "$C/f" "$mnt/f" || fail "$what: f differs"
-rfs_unmount "$mnt" || fail "$what: unmount failed"
-expect_rc 0 "$RAIDFS" check "$members"
-log "ok: $what: a line written out before its record was durable marked its file for a resync"
+unmount_clean "a line written out before its record was durable marked its file for a resync"
 
 # ------------------------------------------------------------ the log fills up
 # A real failure, not an injected one: the log on a 2 MiB tmpfs fills up
