@@ -4,6 +4,7 @@
 #
 #   contrib/layers.sh [BUILDDIR]          check; exit 1 on a new upward call
 #   contrib/layers.sh --graph [BUILDDIR]  print "caller -> callee (n): symbols"
+#   contrib/layers.sh --prune [BUILDDIR]  drop allowed calls that are gone
 #
 # It reads the object files of a built tree (nm), so it sees real calls,
 # not includes.  A call from a file to a file of a higher layer fails the
@@ -14,7 +15,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 mode=check
-[ "${1:-}" = --graph ] && { mode=graph; shift; }
+case "${1:-}" in --graph|--prune) mode=${1#--}; shift;; esac
 build=${1:-${top_builddir:-$here/..}}
 
 # layer of each source file, lowest first (keep in step with the docs)
@@ -65,6 +66,12 @@ if [ -n "$new" ]; then
 	echo "layers.sh: calls from a lower layer to a higher one (turn them into a registered callback, or move the code):" >&2
 	echo "$new" | awk '{print "  " $1 " -> " $2 " " $3}' >&2
 	rc=1
+fi
+if [ -n "$gone" ] && [ $mode = prune ]; then
+	echo "$gone" | while read -r f t s; do
+		sed -i "/^$f -> $t $s\$/d" "$here/layers.allow"
+	done
+	gone=
 fi
 if [ -n "$gone" ]; then
 	echo "layers.sh: contrib/layers.allow lists calls that no longer exist; remove them:" >&2

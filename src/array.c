@@ -5,6 +5,7 @@
 #include "array.h"
 #include "cache.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "file.h"
-#include "rebuild.h"
 #include "meta.h"
 #include "nsintent.h"
 #include "parity.h"
@@ -35,6 +34,39 @@ static void errf(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+}
+
+/* ------------------------------------------------------------------ hooks */
+
+/* Call hook `fn` of every registered set that has it. */
+#define HOOKS(a, fn, ...) do { \
+	for (int h_ = 0; h_ < (a)->nhooks; h_++) \
+		if ((a)->hooks[h_]->fn) \
+			(a)->hooks[h_]->fn(__VA_ARGS__); \
+} while (0)
+
+void array_add_hooks(struct array *a, const struct array_hooks *h)
+{
+	assert(a->nhooks < ARRAY_MAX_HOOKS);
+	a->hooks[a->nhooks++] = h;
+}
+
+void array_abandon_replace(struct array *a)
+{
+	HOOKS(a, abandon_replace);
+}
+
+void array_redo(struct array *a, const char *path)
+{
+	HOOKS(a, redo, path);
+}
+
+static bool open_path_of(struct array *a, uint64_t id, char *buf, size_t len)
+{
+	for (int h = 0; h < a->nhooks; h++)
+		if (a->hooks[h]->open_path_of && a->hooks[h]->open_path_of(id, buf, len))
+			return true;
+	return false;
 }
 
 const char *array_state_name(enum array_state s)
@@ -378,79 +410,99 @@ static void find_shadow(struct array *a)
 	array_write_superblocks_locked(a);
 }
 
-int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
-		   char *err, size_t errlen)
-{
-	struct superblock sbs[LAYOUT_MAX_WIDTH];
+/* What assembly knows of the directories it was given (paths[i]): each
+ * one's descriptor (-1 once placed or closed), whether it holds a valid
+ * superblock (ok) and that superblock; the descriptors of stale members,
+ * which may be taken back; and whether a cut state change must be settled
+ * by writing the newest table to every member. */
+struct given {
+	char **paths;
+	int n;
 	int fds[LAYOUT_MAX_WIDTH];
 	bool ok[LAYOUT_MAX_WIDTH];
-	int best = -1, i, r;
-	char u1[37], u2[37];
-
+	struct superblock sbs[LAYOUT_MAX_WIDTH];
 	int stale_fd[LAYOUT_MAX_WIDTH];
-	for (i = 0; i < LAYOUT_MAX_WIDTH; i++)
-		stale_fd[i] = -1;
-	bool keep_failed = a->keep_failed;
-	char mountpoint[sizeof(a->mountpoint)];	/* the caller's, for messages */
-	memcpy(mountpoint, a->mountpoint, sizeof(mountpoint));
-	memset(a, 0, sizeof(*a));
-	a->keep_failed = keep_failed;
-	memcpy(a->mountpoint, mountpoint, sizeof(mountpoint));
-	pthread_mutex_init(&a->lock, NULL);
-	pthread_mutex_init(&a->left_lock, NULL);
-	nslock_init(&a->ns_lock);
-	if (n > LAYOUT_MAX_WIDTH) {
-		errf(err, errlen, "too many members (%d): at most %d are supported", n, LAYOUT_MAX_WIDTH);
+	bool settle;
+};
+
+static void given_close(struct given *g)
+{
+	for (int i = 0; i < g->n; i++)
+		if (g->fds[i] >= 0)
+			close(g->fds[i]);
+	for (int i = 0; i < LAYOUT_MAX_WIDTH; i++)
+		if (g->stale_fd[i] >= 0)
+			close(g->stale_fd[i]);
+}
+
+/* Assembly, step 1: open every given directory, lock it for this daemon
+ * and read its superblock.  A directory that is missing or has no valid
+ * superblock is recorded as unusable (a->unusable_*), an empty one kept
+ * open (it may be a rebuild's target).  0, or -EINVAL with err set. */
+static int read_given(struct array *a, struct given *g, char *err, size_t errlen)
+{
+	int i, r;
+	if (g->n > LAYOUT_MAX_WIDTH) {
+		errf(err, errlen, "too many members (%d): at most %d are supported", g->n, LAYOUT_MAX_WIDTH);
 		return -EINVAL;
 	}
-	for (i = 0; i < n; i++)
-		fds[i] = -1;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < g->n; i++)
+		g->fds[i] = -1;
+	for (i = 0; i < g->n; i++) {
 		const char *why = NULL;
-		ok[i] = false;
-		fds[i] = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		int twin = given_before(fds, i);
+		g->ok[i] = false;
+		g->fds[i] = open(g->paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int twin = given_before(g->fds, i);
 		if (twin >= 0) {
 			errf(err, errlen, "member '%s' is given twice (same directory as '%s'): each member must be a different directory",
-			     paths[i], paths[twin]);
-			goto fail;
+			     g->paths[i], g->paths[twin]);
+			return -EINVAL;
 		}
-		if (fds[i] >= 0 && array_lock_dir(fds[i]) < 0) {
+		if (g->fds[i] >= 0 && array_lock_dir(g->fds[i]) < 0) {
 			errf(err, errlen, "member '%s' is in use by another running raidfs (this array mounted elsewhere, or being checked): two of them writing the same members would corrupt the array; unmount the other one first",
-			     paths[i]);
-			goto fail;
+			     g->paths[i]);
+			return -EINVAL;
 		}
-		if (fds[i] < 0) {
+		if (g->fds[i] < 0) {
 			why = errno == ENOENT ? "no such directory" : "cannot open the directory";
-			log_warn("member '%s' is missing: %s", paths[i], strerror(errno));
-		} else if ((r = sb_read(fds[i], &sbs[i], &why)) < 0) {
-			log_warn("member '%s' is not usable: %s", paths[i], why);
-			if (r != -ENOENT || !array_dir_is_empty(fds[i])) {
-				close(fds[i]);
-				fds[i] = -1;
+			log_warn("member '%s' is missing: %s", g->paths[i], strerror(errno));
+		} else if ((r = sb_read(g->fds[i], &g->sbs[i], &why)) < 0) {
+			log_warn("member '%s' is not usable: %s", g->paths[i], why);
+			if (r != -ENOENT || !array_dir_is_empty(g->fds[i])) {
+				close(g->fds[i]);
+				g->fds[i] = -1;
 			}	/* else kept: maybe a rebuild target (below) */
 		} else {
-			ok[i] = true;
+			g->ok[i] = true;
 			continue;
 		}
-		a->unusable_path[a->nunusable] = paths[i];
+		a->unusable_path[a->nunusable] = g->paths[i];
 		a->unusable_why[a->nunusable++] = why;
 	}
-	/* The array is the uuid most members agree on (the newest superblock
-	 * of it is the truth); the others are named as foreign below. */
-	for (i = 0; i < n; i++) {
-		if (!ok[i])
+	return 0;
+}
+
+/* Step 2: the array is the uuid most members agree on, its newest
+ * superblock the truth; members of another array are refused.  Sets
+ * a->sb, the layout and the member slots from that table.  0, or -EINVAL
+ * with err set. */
+static int pick_array(struct array *a, struct given *g, char *err, size_t errlen)
+{
+	int best = -1, i;
+	char u1[37], u2[37];
+	for (i = 0; i < g->n; i++) {
+		if (!g->ok[i])
 			continue;
 		int votes = 0, best_votes = 0;
-		for (int j = 0; j < n; j++) {
-			if (ok[j] && memcmp(sbs[j].uuid, sbs[i].uuid, 16) == 0)
+		for (int j = 0; j < g->n; j++) {
+			if (g->ok[j] && memcmp(g->sbs[j].uuid, g->sbs[i].uuid, 16) == 0)
 				votes++;
-			if (best >= 0 && ok[j] && memcmp(sbs[j].uuid, sbs[best].uuid, 16) == 0)
+			if (best >= 0 && g->ok[j] && memcmp(g->sbs[j].uuid, g->sbs[best].uuid, 16) == 0)
 				best_votes++;
 		}
 		if (best < 0 || votes > best_votes ||
-		    (votes == best_votes && memcmp(sbs[i].uuid, sbs[best].uuid, 16) == 0 &&
-		     sbs[i].events > sbs[best].events))
+		    (votes == best_votes && memcmp(g->sbs[i].uuid, g->sbs[best].uuid, 16) == 0 &&
+		     g->sbs[i].events > g->sbs[best].events))
 			best = i;
 	}
 	if (best < 0) {
@@ -461,24 +513,24 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 					"%s'%s' (%s)", u ? ", " : "", a->unusable_path[u], a->unusable_why[u]);
 		errf(err, errlen, "no member holds a valid raidfs superblock: %s; check the member paths (or create the array with 'raidfs create')",
 		     list);
-		goto fail;
+		return -EINVAL;
 	}
 	/* Refuse members of another array: they are not "missing", they are a
 	 * mistake on the command line and would be overwritten. */
-	for (i = 0; i < n; i++) {
-		if (!ok[i] || memcmp(sbs[i].uuid, sbs[best].uuid, 16) == 0)
+	for (i = 0; i < g->n; i++) {
+		if (!g->ok[i] || memcmp(g->sbs[i].uuid, g->sbs[best].uuid, 16) == 0)
 			continue;
-		sb_uuid_str(sbs[i].uuid, u1);
-		sb_uuid_str(sbs[best].uuid, u2);
+		sb_uuid_str(g->sbs[i].uuid, u1);
+		sb_uuid_str(g->sbs[best].uuid, u2);
 		errf(err, errlen, "member '%s' belongs to another array ('%s', uuid %s), not to '%s' (uuid %s): remove it from the member list",
-		     paths[i], sbs[i].name, u1, sbs[best].name, u2);
-		goto fail;
+		     g->paths[i], g->sbs[i].name, u1, g->sbs[best].name, u2);
+		return -EINVAL;
 	}
-	a->sb = sbs[best];
+	a->sb = g->sbs[best];
 	a->width = a->sb.width;
 	if (layout_init(&a->lay, a->sb.level, a->sb.chunk, a->sb.width, a->sb.groups, 0, NULL) < 0) {
-		errf(err, errlen, "member '%s' has a superblock with an invalid geometry", paths[best]);
-		goto fail;
+		errf(err, errlen, "member '%s' has a superblock with an invalid geometry", g->paths[best]);
+		return -EINVAL;
 	}
 	a->shadow_of = -1;
 	for (uint32_t j = 0; j < MEMBER_SLOTS; j++) {
@@ -491,141 +543,146 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 			a->out_before |= 1ull << j;
 		snprintf(a->m[j].path, sizeof(a->m[j].path), "%s", a->sb.members[j].path);
 	}
-	bool settle = false;	/* some state change's superblock writes were cut short */
-	for (i = 0; i < n; i++) {
-		if (!ok[i])
-			continue;
-		uint32_t idx = sbs[i].index;
-		int taken = taken_as(&a->sb, &sbs[i], &idx);
-		if (taken >= 0) {
-			settle = true;
-			log_warn("'%s' %s member %u, and the daemon stopped while it recorded that: taken as member %u%s",
-				 paths[i],
-				 !sb_is_replacement(&sbs[i]) ? "was a hot spare taking the place of"
-				 : taken == MS_ONLINE	     ? "replaced"
-							     : "became the rebuild target of",
-				 idx, idx, taken == MS_ONLINE ? "" : ", to be rebuilt (what is there is kept where right)");
-		} else if (sb_is_replacement(&sbs[i])) {
-			/* given on the command line: the replacement in place */
-			if (attach_shadow(a, fds[i], &sbs[i], paths[i]) == 0)
-				fds[i] = -1;
-			continue;
-		}
-		if (idx >= a->width && idx < a->width + a->sb.nspares &&
-		    a->sb.members[idx].state == MS_SPARE) {
-			/* a hot spare */
-			abs_path(paths[i], a->m[idx].path, sizeof(a->m[idx].path));
-			a->m[idx].state = MS_SPARE;
-			a->m[idx].dirfd = fds[i];
-			fds[i] = -1;
-			continue;
-		}
-		if (idx >= a->width) {
-			errf(err, errlen, "member '%s' claims index %u of a %u-member array (corrupt superblock)",
-			     paths[i], idx, a->width);
-			goto fail;
-		}
-		if (replaced_member(&a->sb, &sbs[i])) {
-			log_warn("'%s' was member %u until its replacement by '%s' finished (the daemon stopped before it could remove this directory's superblock): it missed the writes since and is not used; give '%s' in its place, and remove this directory's .raidfs to reuse it",
-				 paths[i], idx, sbs[i].repl_path, sbs[i].repl_path);
-			close(fds[i]);
-			fds[i] = -1;
-			continue;
-		}
-		if (taken < 0 && sbs[i].events < a->sb.events && sbs[i].members[idx].gen != a->sb.members[idx].gen) {
-			/* the slot went to another directory since this one's
-			 * last superblock (a rebuild or replacement onto it):
-			 * the table's state is that directory's, not this one's */
-			log_warn("'%s' was member %u, which has been rebuilt onto '%s' since: it missed the writes since and is not used; give '%s' in its place, or resync this directory with 'raidfs add %s %s' once mounted (every file's version is compared)",
-				 paths[i], idx, a->sb.members[idx].path, a->sb.members[idx].path,
-				 a->mountpoint[0] ? a->mountpoint : "MOUNTPOINT", paths[i]);
-			close(fds[i]);
-			fds[i] = -1;
-			continue;
-		}
-		if (a->m[idx].dirfd >= 0) {
-			errf(err, errlen, "members '%s' and '%s' both claim to be member %u: give each member once",
-			     a->m[idx].path, paths[i], idx);
-			goto fail;
-		}
-		abs_path(paths[i], a->m[idx].path, sizeof(a->m[idx].path));
-		/* Stale: it missed state changes (md's event counter), or the
-		 * survivors recorded it as failed while it was away. */
-		if (sbs[i].events < a->sb.events && a->sb.members[idx].state != MS_ONLINE && taken < 0) {
-			a->m[idx].stale = true;
-			log_warn("member %u '%s' is stale (events %" PRIu64 " < %" PRIu64 "): it missed writes while it was away and is not used",
-				 idx, paths[i], sbs[i].events, a->sb.events);
-			stale_fd[idx] = fds[i];	/* may be taken back below */
-			fds[i] = -1;
-			continue;
-		}
-		if (a->sb.members[idx].state == MS_REBUILDING && (sbs[i].events == a->sb.events || taken >= 0)) {
-			/* a rebuild was interrupted: it is resumed after mount */
-			a->m[idx].dirfd = fds[i];
-			a->m[idx].state = MS_REBUILDING;
-			fds[i] = -1;
-			continue;
-		}
-		if (a->sb.members[idx].state != MS_ONLINE) {
-			log_warn("member %u '%s' is recorded as %s and is not used",
-				 idx, paths[i], member_state_name(a->sb.members[idx].state));
-			close(fds[i]);
-			fds[i] = -1;
-			continue;
-		}
-		a->m[idx].dirfd = fds[i];
-		fds[i] = -1;
+	return 0;
+}
+
+/* Step 3: given directory i, with a superblock of this array, goes into
+ * its slot: online, being rebuilt, a spare, the replacement in place, or
+ * stale (kept aside in g->stale_fd) - or it is not used, with the reason
+ * logged.  0, or -EINVAL with err set (a corrupt or doubled index). */
+static int place_given(struct array *a, struct given *g, int i, char *err, size_t errlen)
+{
+	uint32_t idx = g->sbs[i].index;
+	int taken = taken_as(&a->sb, &g->sbs[i], &idx);
+	if (taken >= 0) {
+		g->settle = true;
+		log_warn("'%s' %s member %u, and the daemon stopped while it recorded that: taken as member %u%s",
+			 g->paths[i],
+			 !sb_is_replacement(&g->sbs[i]) ? "was a hot spare taking the place of"
+			 : taken == MS_ONLINE	     ? "replaced"
+						     : "became the rebuild target of",
+			 idx, idx, taken == MS_ONLINE ? "" : ", to be rebuilt (what is there is kept where right)");
+	} else if (sb_is_replacement(&g->sbs[i])) {
+		/* given on the command line: the replacement in place */
+		if (attach_shadow(a, g->fds[i], &g->sbs[i], g->paths[i]) == 0)
+			g->fds[i] = -1;
+		return 0;
 	}
-	a->primary = -1;
-	for (uint32_t j = 0; j < a->width; j++)
-		if (member_online(a, j) && a->primary < 0)
-			a->primary = j;	/* never a member still being rebuilt */
-	/* An empty directory without a superblock that the newest table has
-	 * as a member being rebuilt: the start of that rebuild (the member
-	 * installed by 'raidfs replace', 'raidfs add' or a spare,
-	 * install_member()) was cut short before its superblock was written.
-	 * Nothing of the array is on it yet: it is the rebuild's target. */
-	for (i = 0; i < n; i++) {
-		if (ok[i] || fds[i] < 0)
+	if (idx >= a->width && idx < a->width + a->sb.nspares &&
+	    a->sb.members[idx].state == MS_SPARE) {
+		/* a hot spare */
+		abs_path(g->paths[i], a->m[idx].path, sizeof(a->m[idx].path));
+		a->m[idx].state = MS_SPARE;
+		a->m[idx].dirfd = g->fds[i];
+		g->fds[i] = -1;
+		return 0;
+	}
+	if (idx >= a->width) {
+		errf(err, errlen, "member '%s' claims index %u of a %u-member array (corrupt superblock)",
+		     g->paths[i], idx, a->width);
+		return -EINVAL;
+	}
+	if (replaced_member(&a->sb, &g->sbs[i])) {
+		log_warn("'%s' was member %u until its replacement by '%s' finished (the daemon stopped before it could remove this directory's superblock): it missed the writes since and is not used; give '%s' in its place, and remove this directory's .raidfs to reuse it",
+			 g->paths[i], idx, g->sbs[i].repl_path, g->sbs[i].repl_path);
+		close(g->fds[i]);
+		g->fds[i] = -1;
+		return 0;
+	}
+	if (taken < 0 && g->sbs[i].events < a->sb.events && g->sbs[i].members[idx].gen != a->sb.members[idx].gen) {
+		/* the slot went to another directory since this one's
+		 * last superblock (a rebuild or replacement onto it):
+		 * the table's state is that directory's, not this one's */
+		log_warn("'%s' was member %u, which has been rebuilt onto '%s' since: it missed the writes since and is not used; give '%s' in its place, or resync this directory with 'raidfs add %s %s' once mounted (every file's version is compared)",
+			 g->paths[i], idx, a->sb.members[idx].path, a->sb.members[idx].path,
+			 a->mountpoint[0] ? a->mountpoint : "MOUNTPOINT", g->paths[i]);
+		close(g->fds[i]);
+		g->fds[i] = -1;
+		return 0;
+	}
+	if (a->m[idx].dirfd >= 0) {
+		errf(err, errlen, "members '%s' and '%s' both claim to be member %u: give each member once",
+		     a->m[idx].path, g->paths[i], idx);
+		return -EINVAL;
+	}
+	abs_path(g->paths[i], a->m[idx].path, sizeof(a->m[idx].path));
+	/* Stale: it missed state changes (md's event counter), or the
+	 * survivors recorded it as failed while it was away. */
+	if (g->sbs[i].events < a->sb.events && a->sb.members[idx].state != MS_ONLINE && taken < 0) {
+		a->m[idx].stale = true;
+		log_warn("member %u '%s' is stale (events %" PRIu64 " < %" PRIu64 "): it missed writes while it was away and is not used",
+			 idx, g->paths[i], g->sbs[i].events, a->sb.events);
+		g->stale_fd[idx] = g->fds[i];	/* may be taken back below */
+		g->fds[i] = -1;
+		return 0;
+	}
+	if (a->sb.members[idx].state == MS_REBUILDING && (g->sbs[i].events == a->sb.events || taken >= 0)) {
+		/* a rebuild was interrupted: it is resumed after mount */
+		a->m[idx].dirfd = g->fds[i];
+		a->m[idx].state = MS_REBUILDING;
+		g->fds[i] = -1;
+		return 0;
+	}
+	if (a->sb.members[idx].state != MS_ONLINE) {
+		log_warn("member %u '%s' is recorded as %s and is not used",
+			 idx, g->paths[i], member_state_name(a->sb.members[idx].state));
+		close(g->fds[i]);
+		g->fds[i] = -1;
+		return 0;
+	}
+	a->m[idx].dirfd = g->fds[i];
+	g->fds[i] = -1;
+	return 0;
+}
+
+/* Step 4: an empty directory without a superblock that the newest table
+ * has as a member being rebuilt: the start of that rebuild (the member
+ * installed by 'raidfs replace', 'raidfs add' or a spare,
+ * install_member()) was cut short before its superblock was written.
+ * Nothing of the array is on it yet: it is the rebuild's target.  Every
+ * other directory left is closed. */
+static void adopt_targets(struct array *a, struct given *g)
+{
+	int i;
+	for (i = 0; i < g->n; i++) {
+		if (g->ok[i] || g->fds[i] < 0)
 			continue;
 		char abs[PATH_MAX];
-		abs_path(paths[i], abs, sizeof(abs));
-		for (uint32_t j = 0; j < a->width && fds[i] >= 0; j++) {
+		abs_path(g->paths[i], abs, sizeof(abs));
+		for (uint32_t j = 0; j < a->width && g->fds[i] >= 0; j++) {
 			if (a->m[j].dirfd >= 0 || a->sb.members[j].state != MS_REBUILDING ||
 			    strcmp(a->sb.members[j].path, abs) != 0)
 				continue;
 			log_warn("'%s' has no superblock yet, but the newest table has it as member %u being rebuilt (the daemon stopped while it recorded that): taken as member %u, to be rebuilt",
-				 paths[i], j, j);
-			a->m[j].dirfd = fds[i];
+				 g->paths[i], j, j);
+			a->m[j].dirfd = g->fds[i];
 			a->m[j].state = MS_REBUILDING;
-			fds[i] = -1;
-			settle = true;
+			g->fds[i] = -1;
+			g->settle = true;
 		}
-		if (fds[i] >= 0)
-			close(fds[i]);
-		fds[i] = -1;
+		if (g->fds[i] >= 0)
+			close(g->fds[i]);
+		g->fds[i] = -1;
 	}
-	if (a->sb.replacing && a->m[SHADOW].dirfd < 0)
-		find_shadow(a);
-	if (settle) {
-		/* every member present gets the newest table */
-		a->sb.events++;
-		array_write_superblocks_locked(a);
-	}
+}
 
-	/* Too many members away for the array to run, but some came back:
-	 * a stale member for which the others logged no change at all since
-	 * it left (empty missed-write log) holds exactly the current data,
-	 * and is taken back (md's forced assembly, made safe by the log). */
+/* Step 5: too many members away for the array to run, but some came
+ * back: a stale member for which the others logged no change at all since
+ * it left (empty missed-write log) holds exactly the current data, and is
+ * taken back (md's forced assembly, made safe by the log).  The stale
+ * members not taken are closed, the missing ones re-added when they show
+ * up. */
+static void take_back_stale(struct array *a, struct given *g)
+{
 	if (array_state(a) == ARRAY_FAILED && a->primary >= 0) {
 		bool taken = false;
 		for (uint32_t j = 0; j < a->width; j++) {
-			if (stale_fd[j] < 0 || !array_missed_empty(a, j))
+			if (g->stale_fd[j] < 0 || !array_missed_empty(a, j))
 				continue;
 			log_warn("member %u '%s' was away but nothing changed since it left (its missed-write log is empty): taken back",
 				 j, a->m[j].path);
-			a->m[j].dirfd = stale_fd[j];
-			stale_fd[j] = -1;
+			a->m[j].dirfd = g->stale_fd[j];
+			g->stale_fd[j] = -1;
 			a->m[j].stale = false;
 			a->m[j].state = a->sb.members[j].state = MS_ONLINE;
 			taken = true;
@@ -636,14 +693,20 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		}
 	}
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (stale_fd[j] >= 0)
-			close(stale_fd[j]);
-		stale_fd[j] = -1;
+		if (g->stale_fd[j] >= 0)
+			close(g->stale_fd[j]);
+		g->stale_fd[j] = -1;
 		/* missing (not merely stale): re-added when it shows up */
 		if (!member_present(a, j) && !a->m[j].stale)
 			a->m[j].went_away = true;
 	}
+}
 
+/* Step 6: may the array start as it is?  0 (optimal, or degraded and
+ * allowed), 1 (failed, and the caller keeps it: a->keep_failed), or
+ * -EINVAL with err set. */
+static int judge_start(struct array *a, bool allow_degraded, char *err, size_t errlen)
+{
 	enum array_state st = array_state(a);
 	if (st != ARRAY_OPTIMAL) {
 		char list[1024] = "";
@@ -658,35 +721,73 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		if (st == ARRAY_FAILED) {
 			errf(err, errlen, "array '%s' cannot start: too many members are missing for %s: %s; give the missing member directories on the command line",
 			     a->sb.name, layout_level_name(a->lay.level), list);
-			if (a->keep_failed) {
-				/* the caller mounts it offline (a preserved cache) */
-				for (i = 0; i < n; i++)
-					if (fds[i] >= 0)
-						close(fds[i]);
-				return 1;
-			}
-			goto fail_members;
+			/* with keep_failed the caller mounts it offline (a
+			 * preserved cache) */
+			return a->keep_failed ? 1 : -EINVAL;
 		}
 		if (!allow_degraded) {
 			errf(err, errlen, "array '%s' is degraded (missing: %s) and -o nodegraded was given",
 			     a->sb.name, list);
-			goto fail_members;
+			return -EINVAL;
 		}
 		log_warn("array '%s' is degraded: missing member%s %s", a->sb.name,
 			 array_absent_count(a) > 1 ? "s" : "", list);
 	}
 	return 0;
+}
 
-fail_members:
-	array_close(a);
-fail:
-	for (i = 0; i < n; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	for (i = 0; i < LAYOUT_MAX_WIDTH; i++)
-		if (stale_fd[i] >= 0)
-			close(stale_fd[i]);
-	return -EINVAL;
+/*
+ * Assemble the array from the given member directories: read their
+ * superblocks, pick the array and its newest table, put each directory
+ * in its slot, settle state changes a crash cut short, and judge whether
+ * the array can start.  0; 1 when it cannot run but a->keep_failed asks
+ * to keep it (mounted offline for a preserved cache); -EINVAL with err
+ * set, nothing left open.
+ */
+int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
+		   char *err, size_t errlen)
+{
+	struct given g = { .paths = paths, .n = n };
+	for (int i = 0; i < LAYOUT_MAX_WIDTH; i++)
+		g.fds[i] = g.stale_fd[i] = -1;
+	bool keep_failed = a->keep_failed;
+	char mountpoint[sizeof(a->mountpoint)];	/* the caller's, for messages */
+	memcpy(mountpoint, a->mountpoint, sizeof(mountpoint));
+	memset(a, 0, sizeof(*a));
+	a->keep_failed = keep_failed;
+	memcpy(a->mountpoint, mountpoint, sizeof(mountpoint));
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_mutex_init(&a->left_lock, NULL);
+	nslock_init(&a->ns_lock);
+
+	int r = read_given(a, &g, err, errlen);
+	if (r == 0)
+		r = pick_array(a, &g, err, errlen);
+	for (int i = 0; i < n && r == 0; i++)
+		if (g.ok[i])
+			r = place_given(a, &g, i, err, errlen);
+	if (r < 0) {
+		given_close(&g);
+		return r;
+	}
+	a->primary = -1;
+	for (uint32_t j = 0; j < a->width; j++)
+		if (member_online(a, j) && a->primary < 0)
+			a->primary = j;	/* never a member still being rebuilt */
+	adopt_targets(a, &g);
+	if (a->sb.replacing && a->m[SHADOW].dirfd < 0)
+		find_shadow(a);
+	if (g.settle) {
+		/* every member present gets the newest table */
+		a->sb.events++;
+		array_write_superblocks_locked(a);
+	}
+	take_back_stale(a, &g);
+	r = judge_start(a, allow_degraded, err, errlen);
+	if (r < 0)
+		array_close(a);
+	given_close(&g);
+	return r;
 }
 
 void array_close(struct array *a)
@@ -888,7 +989,7 @@ static int mark_one(struct array *a, uint32_t j, uint64_t id, int fd, const char
 /*
  * The first member in service last (the primary of the next mount): the
  * mount's resync takes a mark on member 0 as proof that the marking was
- * complete (array_resync_dirty()), so that a member without one lacks the
+ * complete (resync_dirty()), so that a member without one lacks the
  * shard itself (deleted by hand), rather than the daemon having died in
  * the middle of marking.
  */
@@ -1273,7 +1374,7 @@ static void missed_from_dirty(struct array *a, uint32_t away)
 		if (e->d_name[0] != '.') {
 			char id[24], path[PATH_MAX];
 			snprintf(id, sizeof(id), "%.16s", e->d_name);	/* without ".c" */
-			if (!rfile_path_of(strtoull(id, NULL, 16), path, sizeof(path)))
+			if (!open_path_of(a, strtoull(id, NULL, 16), path, sizeof(path)))
 				path[0] = '\0';	/* not open: found by the walk */
 			missed_unrecorded(a, away, missed_mark_all(a, away, id, path));
 		}
@@ -1393,7 +1494,7 @@ void array_left_dirty_done(struct array *a, uint64_t id)
 	pthread_mutex_unlock(&a->left_lock);
 }
 
-static void left_dirty_add(struct array *a, uint64_t id)
+void array_left_dirty_add(struct array *a, uint64_t id)
 {
 	pthread_mutex_lock(&a->left_lock);
 	size_t i = 0;
@@ -1468,291 +1569,9 @@ void array_clear_dirty(struct array *a, uint64_t id)
 			array_unmark_member(a, id, j);
 }
 
-/* Resync one file of the dirty log; its shards are reached through the
- * dirty links.  Returns 0 or -errno. */
-static int resync_one(struct array *a, const char *entry, bool cache_only, bool *complete, bool *unreplayed)
-{
-	bool replayed = false;
-	int fds[LAYOUT_MAX_WIDTH];
-	struct file_meta fm;
-	int nlinks = 0, nvalid = 0, ret;
-	bool orphan = true;
-	char name[PATH_MAX];
-
-	snprintf(name, sizeof(name), SB_DIRTY_DIR "/%s", entry);
-	for (uint32_t j = 0; j < a->width; j++) {
-		fds[j] = -1;
-		if (!member_online(a, j))
-			continue;
-		fds[j] = openat(a->m[j].dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-		if (fds[j] >= 0) {
-			struct stat st;
-			nlinks++;
-			if (fstat(fds[j], &st) == 0 && st.st_nlink > 1)
-				orphan = false;
-		}
-	}
-	*complete = true;
-	if (nlinks == 0)
-		return 0;
-	char creating[PATH_MAX];
-	ssize_t cl = -1;
-	for (uint32_t j = 0; j < a->width && cl < 0; j++)
-		if (fds[j] >= 0)
-			cl = fgetxattr(fds[j], CREATING_XATTR, creating, sizeof(creating) - 1);
-	if (cl > 0 && !orphan) {
-		/* a create was interrupted: the members that did not get
-		 * their shard yet get it now, empty, as the create would have */
-		creating[cl] = '\0';
-		struct stat pst;
-		mode_t mode = 0644;
-		for (uint32_t j = 0; j < a->width; j++)
-			if (fds[j] >= 0 && fstat(fds[j], &pst) == 0)
-				mode = pst.st_mode & 07777;
-		for (uint32_t j = 0; j < a->width; j++) {
-			if (fds[j] >= 0 || !member_online(a, j))
-				continue;
-			fds[j] = openat(a->m[j].dirfd, creating, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
-			if (fds[j] >= 0) {
-				nlinks++;
-				if (fstat(fds[j], &pst) == 0 && pst.st_size > 0)
-					ftruncate(fds[j], 0);	/* a leftover: the new file is empty */
-			}
-		}
-		log_warn("file '%s': its create was interrupted; the missing shards were made", creating);
-	}
-	if (orphan) {
-		/* only the dirty links keep it alive: the file was unlinked */
-		ret = 0;
-		goto out;
-	}
-	/* A member in service without a mark: either the crash came while
-	 * the marks were being made, before any data was written (writes
-	 * start after every mark exists), or the file's shard there is
-	 * missing (deleted by hand: its data is in the redundancy, and
-	 * what was being written there is lost, as on a dirty degraded
-	 * array).  The first member in service is marked last
-	 * (mark_links()): member 0 marked means it was in service, so it
-	 * was marked last and every other mark was made - the second case: the
-	 * file is resynced from the shards there are (and its cache log
-	 * replayed).  Otherwise the first is assumed, and nothing is done. */
-	bool partial = nlinks < a->width - array_absent_count(a);
-	if (partial && !(a->primary == 0 && fds[0] >= 0)) {
-		ret = 0;
-		goto out;
-	}
-	if (partial) {
-		int n = a->width - array_absent_count(a) - nlinks;
-		const char *it = n == 1 ? "it" : "them";
-		log_warn("dirty file %s: its shard is missing on %d member%s in service: resynced without %s (what was "
-			 "being written to %s is lost: 'raidfs scrub MOUNTPOINT --repair' puts %s back from the rest)",
-			 entry, n, n == 1 ? "" : "s", it, it, it);
-	}
-	ret = rfile_best_meta(a, fds, &fm, &nvalid);
-	if (ret < 0) {
-		/* interrupted create: empty shards, no metadata yet */
-		if (rfile_shards_empty(a, fds)) {
-			rfile_new_meta(a, strtoull(entry, NULL, 16), &fm);
-			ret = 0;
-		}
-	}
-	if (ret < 0) {
-		log_err("dirty file %s has no valid metadata on any member; left in the dirty log", entry);
-		*complete = false;
-		goto out;
-	}
-	struct rfile rf;
-	ret = rfile_private(a, fds, &fm, &rf);
-	if (ret == 0) {
-		/* Size from what really reached the shards.  (A shard short of
-		 * the record's size is resynced as it is, like the rest: its
-		 * file was being written, and rebuilding it from redundancy
-		 * that may lag behind the data would put other bytes where md
-		 * puts the data the members hold; see plan-failures.md.) */
-		rf.size = array_size_reached(a, &rf.lay, fds, fm.size, fm.flags);
-		/* what the cache of the last run held for it goes in first;
-		 * its mark is there already (a cache mark stays one: a crash
-		 * during the replay finds the file as it was) */
-		rf.marked = !cache_only;
-		rf.cmarked = cache_only;
-		stripe_log_covered(cache_only);
-		ret = cache_replay_file(&rf);
-		stripe_log_covered(false);
-		replayed = ret == 0;
-		/* (a file only the cache changed is whole after the replay,
-		 * unless the cache of the last run was lost; a truncate cut
-		 * short - its size taken above, its record replayed - is
-		 * finished by the resync, which cuts the shards to the size
-		 * and makes the parity over it) */
-		bool cut = fm.flags & META_F_TRUNC;
-		if (ret == 0 && (!cache_only || !cache_found_last_run() || cut))
-			ret = stripe_resync(&rf);
-		if (ret == 0 && cut)
-			log_warn("dirty file %s: a truncate to %" PRIu64 " bytes was cut short by the crash: finished now",
-				 entry, fm.size);
-		if (ret == 0)
-			ret = rfile_write_meta(&rf, 0);
-		pthread_rwlock_destroy(&rf.rw);
-		for (uint32_t j = 0; ret == 0 && cl > 0 && j < a->width; j++)
-			if (fds[j] >= 0)
-				fremovexattr(fds[j], CREATING_XATTR);
-	}
-	if (ret < 0) {
-		log_err("resync of dirty file %s failed: %s; left in the dirty log", entry, strerror(-ret));
-		*complete = false;
-	}
-out:
-	/* what the cache of the last run holds for it is not on the members */
-	*unreplayed = !*complete && !replayed && cache_preserved_for(strtoull(entry, NULL, 16));
-	for (uint32_t j = 0; j < a->width; j++)
-		if (fds[j] >= 0)
-			close(fds[j]);
-	return ret;
-}
-
-int array_resync_dirty(struct array *a, bool force, int *count, char *err,
-		       size_t errlen)
-{
-	*count = 0;
-	/* Union of the dirty entries over the present members. */
-	char **names = NULL;
-	size_t nnames = 0, cap = 0;
-	bool oom = false;
-	for (uint32_t j = 0; j < a->width && !oom; j++) {
-		if (!member_online(a, j))
-			continue;
-		DIR *d = opendir_at(a->m[j].dirfd, SB_DIRTY_DIR);
-		if (!d)
-			continue;
-		struct dirent *e;
-		while ((e = readdir(d))) {
-			if (e->d_name[0] == '.')
-				continue;
-			bool seen = false;
-			for (size_t i = 0; i < nnames && !seen; i++)
-				seen = !strcmp(names[i], e->d_name);
-			if (seen)
-				continue;
-			if (!util_names_add(&names, &nnames, &cap, e->d_name)) {
-				oom = true;
-				break;
-			}
-		}
-		closedir(d);
-	}
-	int ret = 0;
-	if (oom) {
-		errf(err, errlen, "out of memory reading the marks of files left dirty");
-		ret = -ENOMEM;
-		goto out;
-	}
-	int lost = 0;
-	for (uint32_t j = 0; j < a->width; j++)
-		lost += !member_writable(a, j);	/* a rebuilding member is verified anyway */
-	/* Files only the cache changed are consistent after its replay when
-	 * the last run's cache survived with its guard slots (guard.h): it
-	 * holds every acknowledged write, and the chunks of absent members
-	 * a cut write could have changed - of members already out of service
-	 * in the last run (recorded so): one in service then and missing now
-	 * had its stripes' writes unguarded.  The others' parity is in doubt. */
-	bool guarded = cache_guarded_last_run();
-	for (uint32_t j = 0; j < a->width; j++)
-		if (!member_writable(a, j) && !(a->out_before >> j & 1))
-			guarded = false;
-	size_t doubt = 0;
-	for (size_t i = 0; i < nnames; i++) {
-		bool co = strlen(names[i]) > 16 && !strcmp(names[i] + 16, CACHED_SUFFIX);
-		if (!co || !guarded)
-			doubt++;	/* (a file with both marks: its plain one) */
-	}
-	if (doubt && lost && !force) {
-		errf(err, errlen, "array '%s' is both dirty (%zu file%s were being written when it stopped) and degraded: parity of those files cannot be trusted to rebuild the missing members; return the missing members, or mount with -o force to accept possible damage to those files",
-		     a->sb.name, doubt, doubt == 1 ? "" : "s");
-		ret = -EUCLEAN;
-		goto out;
-	}
-	if (doubt && lost) {
-		/* forced: the resync changes files without the absent members,
-		 * which are therefore out of date from now on */
-		ret = array_note_write(a);
-		if (ret < 0) {
-			errf(err, errlen, "cannot record the absent members in the superblocks: %s", strerror(-ret));
-			goto out;
-		}
-		log_warn("array '%s': resyncing %zu dirty file%s without the absent members (forced); they are out of date now",
-			 a->sb.name, nnames, nnames == 1 ? "" : "s");
-	}
-	/* names first: the files' resync finds them by name */
-	if (array_writable(a))
-		nsintent_recover(a);
-	int cache_only = 0, lost_cache = 0, unreplayed = 0, done = 0;
-	char first[128] = "";
-	uint64_t *ids = calloc(nnames ? nnames : 1, sizeof(*ids));	/* resynced */
-	for (size_t i = 0; i < nnames; i++) {
-		bool complete, unrep = false, co = strlen(names[i]) > 16 && !strcmp(names[i] + 16, CACHED_SUFFIX);
-		if (co) {
-			/* also marked for a resync: that one replays too */
-			bool both = false;
-			for (size_t k = 0; k < nnames && !both; k++)
-				both = k != i && !strncmp(names[k], names[i], 16) && !names[k][16];
-			if (both)
-				continue;
-		}
-		int r = resync_one(a, names[i], co, &complete, &unrep);
-		if (unrep && !unreplayed++)
-			snprintf(first, sizeof(first), "%.16s: %s", names[i], strerror(-r));
-		if (complete && ids) {
-			ids[done++] = strtoull(names[i], NULL, 16);
-			cache_only += co && cache_found_last_run();
-			lost_cache += co && !cache_found_last_run();
-		} else {
-			left_dirty_add(a, strtoull(names[i], NULL, 16));
-		}
-		(*count)++;
-	}
-	/* their marks go once what the resync and the replay wrote is
-	 * durable: the log still holds the replayed writes until then */
-	bool synced = done && array_sync_members(a) == 0;
-	for (int i = 0; i < done; i++) {
-		if (!synced) {
-			left_dirty_add(a, ids[i]);
-			continue;
-		}
-		array_left_dirty_done(a, ids[i]);	/* (a second try) */
-		array_clear_dirty(a, ids[i]);
-	}
-	free(ids);
-	if (done)
-		log_info("array '%s': resynced %d file%s left dirty by an unclean shutdown",
-			 a->sb.name, done, done == 1 ? "" : "s");
-	if (cache_only)
-		log_info("array '%s': %d of them changed only through the cache: its replay made them consistent, no parity resync (the cache's log or arena closes the write hole)",
-			 a->sb.name, cache_only);
-	if (lost_cache && cache_retired_last_run())
-		log_info("array '%s': the cache log of the last run failed and was retired once the members held all it had: %d file%s changed through it got a parity resync; nothing was lost",
-			 a->sb.name, lost_cache, lost_cache == 1 ? "" : "s");
-	else if (lost_cache)
-		log_warn("array '%s': the cache of the last run was not found (%s): %d file%s it alone changed got a parity resync; the writes it held are lost",
-			 a->sb.name, cache_opts.bbu == BBU_SHM ? "a bbu=shm cache does not outlive a reboot" : "its log is new",
-			 lost_cache, lost_cache == 1 ? "" : "s");
-	if (unreplayed) {
-		/* acknowledged writes the members cannot take now: kept (the
-		 * caller does not drop the preserved cache), tried again */
-		errf(err, errlen, "the cache of the last run holds writes to %d file%s that the members cannot take now (file id %s); the preserved cache is kept and written once they can: make room on the members, or return the failing ones",
-		     unreplayed, unreplayed == 1 ? "" : "s", first);
-		ret = -EAGAIN;
-	}
-out:
-	for (size_t i = 0; i < nnames; i++)
-		free(names[i]);
-	free(names);
-	return ret;
-}
-
 /* ------------------------------------------------------ runtime failures */
 
 uint32_t array_read_error_threshold = 20;	/* as md's max_corrected_read_errors */
-const char *array_event_program;
 
 bool array_writable(struct array *a)
 {
@@ -1766,9 +1585,9 @@ static void pick_primary_locked(struct array *a)
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (member_online(a, j)) {
 			if ((int)j != old) {
-				rfile_change_begin();
+				HOOKS(a, slot_change_begin);
 				__atomic_store_n(&a->primary, (int)j, __ATOMIC_RELEASE);
-				rfile_change_end(a);
+				HOOKS(a, slot_change_end, a);
 				log_warn("array '%s': member %u '%s' now serves the namespace",
 					 a->sb.name, j, a->m[j].path);
 			}
@@ -1844,18 +1663,18 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 		pick_primary_locked(a);
 	pthread_mutex_unlock(&a->lock);
 	if (rebuilding)
-		rebuild_target_failed(j);
+		HOOKS(a, target_failed, j);
 	if ((int)j == shadow_of(a))
-		rebuild_replaced_member_failed();	/* its copy becomes its rebuild */
+		HOOKS(a, replaced_member_failed);	/* its copy becomes its rebuild */
 	missed_from_dirty(a, j);
 	missed_names_in_flight(a, j);
-	array_event(a, "Fail", j);
+	event_post(a, "Fail", j);
 	if (st == ARRAY_FAILED) {
 		log_err("array '%s' has lost more members than %s tolerates: it refuses writes and returns errors for data it cannot reconstruct; bring the members back (a disk that returns to its path is taken back by itself, or 'raidfs add')",
 			a->sb.name, layout_level_name(a->lay.level));
-		array_event(a, "ArrayFailed", j);
+		event_post(a, "ArrayFailed", j);
 	} else {
-		array_event(a, "DegradedArray", j);
+		event_post(a, "DegradedArray", j);
 	}
 	return 1;
 }
@@ -1910,7 +1729,7 @@ bool array_member_io_error(struct array *a, uint32_t j, int err, bool write)
 
 int array_sync_members(struct array *a)
 {
-	if (stripe_member_sync == MSYNC_NEVER)
+	if (member_sync_mode == MSYNC_NEVER)
 		return 0;
 	dev_t done[MEMBER_SLOTS];
 	int ndone = 0;
@@ -1934,7 +1753,7 @@ int array_sync_members(struct array *a)
 		log_err("cannot make what was written to member %u '%s' durable (syncfs): %s", j, a->m[j].path,
 			strerror(-r));
 		if (shadow)
-			rebuild_abandon_replace();	/* (callers may hold the namespace lock) */
+			array_abandon_replace(a);	/* (callers may hold the namespace lock) */
 		else
 			array_member_io_error(a, j, r, true);
 	}
@@ -1944,203 +1763,6 @@ int array_sync_members(struct array *a)
 void array_member_corrected(struct array *a, uint32_t j)
 {
 	__atomic_add_fetch(&a->m[j].corrected, 1, __ATOMIC_RELAXED);
-}
-
-/*
- * Events run the event program one at a time, in order, from their own
- * thread: the thread that fails a member may be in the middle of a write
- * and must not wait for a user's script.
- */
-#define EVQ 64
-static struct { char event[24]; int member; } evq[EVQ];
-static unsigned evq_head, evq_tail;
-static pthread_mutex_t evq_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t evq_cond = PTHREAD_COND_INITIALIZER;
-static bool evq_thread_started;
-static struct array *evq_array;
-
-/* Events of the mount itself are queued until the daemon is in the
- * background (array_monitor_start()): a thread started before the fork
- * would stay behind in the parent. */
-static bool evq_may_start;
-
-static void *event_thread(void *arg);
-
-static void event_thread_start_locked(struct array *a)
-{
-	if (evq_thread_started || !evq_may_start)
-		return;
-	pthread_t t;
-	evq_array = a;
-	if (pthread_create(&t, NULL, event_thread, NULL) == 0) {
-		pthread_detach(t);
-		evq_thread_started = true;
-	}
-}
-
-static void *event_thread(void *arg)
-{
-	for (;;) {
-		pthread_mutex_lock(&evq_lock);
-		while (evq_head == evq_tail)
-			pthread_cond_wait(&evq_cond, &evq_lock);
-		char event[24], mem[16] = "";
-		snprintf(event, sizeof(event), "%s", evq[evq_tail % EVQ].event);
-		if (evq[evq_tail % EVQ].member >= 0)
-			snprintf(mem, sizeof(mem), "%d", evq[evq_tail % EVQ].member);
-		evq_tail++;
-		pthread_mutex_unlock(&evq_lock);
-		pid_t pid = fork();
-		if (pid == 0) {
-			execl(array_event_program, array_event_program, event,
-			      evq_array->mountpoint, mem, (char *)NULL);
-			_exit(127);
-		}
-		if (pid > 0)
-			waitpid(pid, NULL, 0);
-	}
-	return NULL;
-}
-
-void array_event(struct array *a, const char *event, int member)
-{
-	char mem[16] = "";
-	if (member >= 0)
-		snprintf(mem, sizeof(mem), "%d", member);
-	log_info("event %s%s%s on %s", event, member >= 0 ? " member " : "", mem, a->mountpoint);
-	if (!array_event_program)
-		return;
-	pthread_mutex_lock(&evq_lock);
-	event_thread_start_locked(a);
-	if (evq_head - evq_tail < EVQ) {
-		snprintf(evq[evq_head % EVQ].event, sizeof(evq[0].event), "%s", event);
-		evq[evq_head % EVQ].member = member;
-		evq_head++;
-		pthread_cond_signal(&evq_cond);
-	} else {
-		log_warn("event queue full: event program not run for %s", event);
-	}
-	pthread_mutex_unlock(&evq_lock);
-}
-
-/* ---------------------------------------------------------------- monitor */
-
-static pthread_t monitor_thread;
-static volatile bool monitor_run;
-
-/* Member j, online or being rebuilt (or SHADOW, the replacement of a
- * member replaced in place), is gone (member_vanished(), *why its
- * reason).  Seen without the lock first (a look at a dying disk may hang),
- * then again under it: a directory taking the slot changes its
- * descriptor, path and superblock under the lock. */
-static bool member_vanished_now(struct array *a, uint32_t j, const char **why)
-{
-	if (!(member_online(a, j) || member_rebuilding(a, j)) || !member_vanished(a, j, why))
-		return false;
-	pthread_mutex_lock(&a->lock);
-	bool gone = (member_online(a, j) || member_rebuilding(a, j)) && member_vanished(a, j, why);
-	pthread_mutex_unlock(&a->lock);
-	return gone;
-}
-
-/* A file that grew while every member was there has its size in its
- * shards' lengths - except for a tail only a member that failed since
- * held: written down within 100 ms of the failure (when a battery keeps
- * what the cache held: without one, nothing is recorded), and again each
- * tick while a file was busy. */
-static void record_sizes(struct array *a)
-{
-	if (__atomic_load_n(&a->sizes_due, __ATOMIC_ACQUIRE) && cache_battery()) {
-		__atomic_store_n(&a->sizes_due, false, __ATOMIC_RELEASE);
-		if (!rfile_record_acked_all())
-			__atomic_store_n(&a->sizes_due, true, __ATOMIC_RELEASE);
-	}
-}
-
-static void *monitor(void *arg)
-{
-	struct array *a = arg;
-	bool shadow_told = false;
-	while (monitor_run) {
-		for (uint32_t j = 0; j < a->width && monitor_run; j++) {
-			/* (also the member being rebuilt: the new disk can go too) */
-			const char *why;
-			if (member_vanished_now(a, j, &why)) {
-				a->m[j].went_away = true;
-				array_fail_member(a, j, why);
-			} else if (!a->readonly && member_online(a, j) && member_fs_readonly(a, j)) {
-				/* (its writes would fail; its shards would go
-				 * stale while it still served reads) */
-				array_fail_member(a, j, "its filesystem is mounted read-only (after an error on its disk?)");
-			}
-		}
-		const char *swhy;
-		bool gone = shadow_of(a) >= 0 && member_vanished_now(a, SHADOW, &swhy);
-		if (gone && !shadow_told)
-			rebuild_fail_replacement(a, swhy);
-		shadow_told = gone;
-		struct rebuild_info ri;
-		rebuild_get(&ri);
-		if (monitor_run && !ri.active)
-			rebuild_take_spare(a);
-		int queued = -1, due = monitor_run ? rebuild_resume_due(a, &queued) : 0;
-		if (due && rebuild_resume_member(a, queued) > 0)
-			log_warn("array '%s': %s", a->sb.name,
-				 due == 1 ? "enough members are back: the stopped rebuild goes on"
-					  : "a rebuild that waited for the one before starts");
-		if (monitor_run)
-			cache_monitor(a);	/* an offline mount comes up when it can */
-		if (monitor_run && a->tick)
-			a->tick(a);
-		/* a member whose disk went away and is back at its path (same
-		 * array, same index) is re-added: hot-plug, as md's udev rules */
-		for (uint32_t j = 0; j < a->width && monitor_run; j++) {
-			if (!a->m[j].went_away || member_online(a, j) || member_rebuilding(a, j) ||
-			    a->m[j].fault.vanished || !a->m[j].path[0])
-				continue;
-			rebuild_get(&ri);
-			if (ri.active)
-				break;
-			char err[512];
-			int r = rebuild_readd(a, a->m[j].path, err, sizeof(err));
-			if (r >= 0) {
-				log_warn("array '%s': member %u came back at '%s'", a->sb.name, j, a->m[j].path);
-			} else if (r != -ENOENT && !a->m[j].readd_told) {
-				/* back at its path but refused: say why, once */
-				log_warn("array '%s': member %u is back at '%s' but cannot be re-added yet: %s",
-					 a->sb.name, j, a->m[j].path, err);
-				a->m[j].readd_told = true;
-			}
-		}
-		for (int i = 0; i < 10 && monitor_run; i++) {
-			record_sizes(a);
-			usleep(100 * 1000);
-		}
-	}
-	return NULL;
-}
-
-int array_monitor_start(struct array *a)
-{
-	pthread_mutex_lock(&evq_lock);	/* events of the mount, before the fork */
-	evq_may_start = true;
-	if (array_event_program && evq_head != evq_tail)
-		event_thread_start_locked(a);
-	pthread_mutex_unlock(&evq_lock);
-	monitor_run = true;
-	if (pthread_create(&monitor_thread, NULL, monitor, a) != 0) {
-		monitor_run = false;
-		return -EAGAIN;
-	}
-	return 0;
-}
-
-void array_monitor_stop(void)
-{
-	if (!monitor_run)
-		return;
-	monitor_run = false;
-	pthread_join(monitor_thread, NULL);
 }
 
 /* ---------------------------------------------------------- replacement */
@@ -2199,7 +1821,7 @@ int array_member_back(struct array *a, uint32_t j, int fd, const char *path)
 		return r;
 	log_warn("array '%s': member %u '%s' is back, with nothing missed; array is %s", a->sb.name, j, path,
 		 array_state_name(st));
-	array_event(a, "MemberReturned", j);
+	event_post(a, "MemberReturned", j);
 	return r;
 }
 
@@ -2229,7 +1851,7 @@ int array_shadow_begin(struct array *a, uint32_t j, int fd, const char *path)
 	 * directory into this one (none should: the commit, the promotion
 	 * and the drop keep opens out while they change the slot) */
 	if (shadow_of(a) < 0)
-		rfile_forget_member(SHADOW);
+		HOOKS(a, forget_member, SHADOW);
 	pthread_mutex_lock(&a->lock);
 	if (!member_online(a, j) || shadow_of(a) >= 0) {
 		pthread_mutex_unlock(&a->lock);
@@ -2254,7 +1876,7 @@ int array_shadow_begin(struct array *a, uint32_t j, int fd, const char *path)
 
 void array_shadow_drop(struct array *a)
 {
-	rfile_change_begin();	/* opens wait (see shadow_take_slot()) */
+	HOOKS(a, slot_change_begin);	/* opens wait (see shadow_take_slot()) */
 	pthread_mutex_lock(&a->lock);
 	int j = shadow_of(a);
 	__atomic_store_n(&a->shadow_of, -1, __ATOMIC_RELEASE);
@@ -2269,8 +1891,8 @@ void array_shadow_drop(struct array *a)
 		retire_fd_locked(a, fd);
 	}
 	pthread_mutex_unlock(&a->lock);
-	rfile_forget_member(SHADOW);
-	rfile_change_end(a);
+	HOOKS(a, forget_member, SHADOW);
+	HOOKS(a, slot_change_end, a);
 	if (j >= 0)
 		log_warn("array '%s': the replacement of member %d was abandoned; '%s' holds a partial copy (empty it before trying again)",
 			 a->sb.name, j, a->m[SHADOW].path);
@@ -2290,8 +1912,8 @@ static int shadow_take_slot(struct array *a, int j, bool complete)
 {
 	/* opens wait from here until the slot has its new directory (an
 	 * open between the two would keep the old directory's shard) */
-	rfile_change_begin();
-	rfile_shadow_commit(j);
+	HOOKS(a, slot_change_begin);
+	HOOKS(a, shadow_commit, j);
 	pthread_mutex_lock(&a->lock);
 	bool done = complete && member_online(a, j);
 	struct member *m = &a->m[j];
@@ -2315,7 +1937,7 @@ static int shadow_take_slot(struct array *a, int j, bool complete)
 	__atomic_store_n(&a->shadow_of, -1, __ATOMIC_RELEASE);
 	/* opens go on, keyed by the slot's new directory (and no shadow
 	 * shard: one opened now would be taken for the next replacement's) */
-	rfile_change_end(a);
+	HOOKS(a, slot_change_end, a);
 	a->sb.replacing = false;
 	sb_path_set(a->sb.repl_path, "");
 	a->sb.events++;
@@ -2330,7 +1952,7 @@ static int shadow_take_slot(struct array *a, int j, bool complete)
 	if (done) {
 		log_info("array '%s': member %d is now '%s' (replaced '%s', which can be removed)", a->sb.name, j,
 			 m->path, oldpath);
-		array_event(a, "RebuildFinished", j);
+		event_post(a, "RebuildFinished", j);
 	} else {
 		log_warn("array '%s': member %d failed during its replacement: '%s' becomes its rebuild target and keeps what was copied",
 			 a->sb.name, j, m->path);
@@ -2398,11 +2020,11 @@ int array_remove_member(struct array *a, uint32_t j, char *err, size_t errlen)
 	int fd = a->m[j].dirfd;
 	a->m[j].dirfd = -1;
 	pthread_mutex_unlock(&a->lock);
-	rfile_forget_member(j);
+	HOOKS(a, forget_member, j);
 	if (fd >= 0)
 		close(fd);
 	log_warn("array '%s': member %u '%s' removed", a->sb.name, j, a->m[j].path);
-	array_event(a, "Remove", j);
+	event_post(a, "Remove", j);
 	return r;
 }
 

@@ -45,7 +45,7 @@
  * Dirty-file log (crash consistency, decision 8): before the first change
  * to a regular file, array_mark_dirty() hard-links its shard on every
  * present member as `.raidfs/dirty/<file id>`.  After a crash the mount
- * resyncs exactly those files (array_resync_dirty()) and removes the links.
+ * resyncs exactly those files (resync_dirty() (resync.h)) and removes the links.
  * Hard links follow renames and keep unlinked-but-open files reachable.
  *
  * Locking: a->lock protects member states and superblock writes.  A
@@ -68,6 +68,7 @@
 #include "nslock.h"
 #include "member.h"
 #include "superblock.h"
+#include "event.h"
 
 struct member {
 	int dirfd;			/* -1 when absent */
@@ -114,6 +115,40 @@ enum array_state { ARRAY_OPTIMAL, ARRAY_DEGRADED, ARRAY_FAILED };
  *                                           array_shadow_drop()
  */
 #define SHADOW (LAYOUT_MAX_WIDTH + SB_MAX_SPARES)
+
+/*
+ * Hooks: calls go one way (docs/architecture.md), so array.c and the
+ * layers between it and the file table tell the layers above them about
+ * a change through functions those layers register.  mount.c registers
+ * the file table's (file.c) and the rebuild's (rebuild.c) right after the
+ * array is assembled; an array nobody registered hooks on (raidfs check)
+ * runs without them.  A NULL function is skipped.  They are called
+ * without a->lock held.
+ */
+struct array_hooks {
+	/* a slot's directory or the primary is about to change / has
+	 * changed: open files must not use their descriptors in between */
+	void (*slot_change_begin)(void);
+	void (*slot_change_end)(struct array *a);
+	/* open files drop their shard on member j (or SHADOW) */
+	void (*forget_member)(uint32_t j);
+	/* the replacement in place of j is committed: open files move their
+	 * SHADOW shard into slot j (called between begin and end above) */
+	void (*shadow_commit)(uint32_t j);
+	/* the path of the open file with this id: false if it is not open */
+	bool (*open_path_of)(uint64_t id, char *buf, size_t len);
+	/* member j failed while it was being rebuilt */
+	void (*target_failed)(uint32_t j);
+	/* the member being replaced in place failed: its copy becomes its
+	 * rebuild */
+	void (*replaced_member_failed)(void);
+	/* the replacement in place cannot go on (an I/O error on it) */
+	void (*abandon_replace)(void);
+	/* an operation on path (relative to the mount) did not reach the
+	 * member being rebuilt: the rebuild must bring it in line */
+	void (*redo)(const char *path);
+};
+#define ARRAY_MAX_HOOKS 4
 #define ARRAY_RETIRED 8
 #define MEMBER_SLOTS (SHADOW + 1)
 
@@ -149,6 +184,9 @@ struct array {
 	unsigned nretired;
 	/* run by the monitor once a second while mounted (fuse.c) */
 	void (*tick)(struct array *a);
+	/* the layers above, told of changes (array_add_hooks()) */
+	const struct array_hooks *hooks[ARRAY_MAX_HOOKS];
+	int nhooks;
 	/* given paths that could not be used, and why (set by assembly;
 	 * the strings are the caller's argv and static messages) */
 	int nunusable;
@@ -311,13 +349,11 @@ int array_member_rebuilt(struct array *a, uint32_t j);
 /* Runtime options */
 extern uint32_t array_read_error_threshold;
 
-/* Emit an event: log line and, if configured, the event program. */
-void array_event(struct array *a, const char *event, int member);
-extern const char *array_event_program;
-
-/* The 1 s member monitor (vanished roots, foreign superblocks). */
-int array_monitor_start(struct array *a);
-void array_monitor_stop(void);
+/* Register hooks (struct array_hooks); at most ARRAY_MAX_HOOKS sets. */
+void array_add_hooks(struct array *a, const struct array_hooks *h);
+/* Tell the layers above through the hooks (any thread, no lock held). */
+void array_abandon_replace(struct array *a);
+void array_redo(struct array *a, const char *path);
 
 /* The array refuses changes (too many members lost, or mounted ro). */
 bool array_writable(struct array *a);
@@ -411,19 +447,8 @@ int array_shadow_commit(struct array *a);
 int array_shadow_promote(struct array *a);
 void array_missed_clear(struct array *a, uint32_t away);
 
-/*
- * Resync every file in the dirty log: recompute redundancy from data and
- * the logical size from shard lengths, then clear the marks.  With absent
- * members this is refused (-EUCLEAN) unless force is set, because parity
- * that was being written cannot be trusted to rebuild (md refuses a dirty
- * degraded array the same way).  *count receives the number of files.
- * -EAGAIN when the members could not take what the cache of the last run
- * holds for some file (no room, say): the others are done, those stay in
- * the dirty log, and the caller keeps the preserved cache (offline) and
- * tries again later.
- */
-int array_resync_dirty(struct array *a, bool force, int *count, char *err,
-		       size_t errlen);
+/* Add id to the files whose resync at mount failed (array_left_dirty()). */
+void array_left_dirty_add(struct array *a, uint64_t id);
 
 /* Usable capacity accounting for statfs: data members per stripe width. */
 void array_capacity_ratio(const struct array *a, uint32_t *num, uint32_t *den);

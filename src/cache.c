@@ -36,7 +36,9 @@
 #include "array.h"
 #include "cache.h"
 #include "cachelog.h"
+#include "resync.h"
 #include "file.h"
+#include "stripe.h"
 #include "guard.h"
 #include "parity.h"
 #include "rebuild.h"
@@ -294,11 +296,11 @@ int cache_parse_option(const char *opt)
 	if (!strncmp(opt, "member_sync=", 12)) {
 		v = opt + 12;
 		if (!strcmp(v, "always"))
-			stripe_member_sync = MSYNC_ALWAYS;
+			member_sync_mode = MSYNC_ALWAYS;
 		else if (!strcmp(v, "flush"))
-			stripe_member_sync = MSYNC_FLUSH;
+			member_sync_mode = MSYNC_FLUSH;
 		else if (!strcmp(v, "never"))
-			stripe_member_sync = MSYNC_NEVER;
+			member_sync_mode = MSYNC_NEVER;
 		else {
 			fprintf(stderr, "raidfs: bad member_sync '%s': use always, flush or never\n", v);
 			return -1;
@@ -1743,7 +1745,7 @@ void cache_log_failed(void)
 	bbu_set_locked(BBU_FAILED, "the cache log failed");
 	pthread_mutex_unlock(&C.lock);
 	if (old != BBU_FAILED)
-		array_event(C.a, "BbuFailed", -1);
+		event_post(C.a, "BbuFailed", -1);
 }
 
 static void bbu_set_locked(enum bbu_state s, const char *why)
@@ -1763,7 +1765,7 @@ static void learn_check_locked(void)
 	if (C.bbu == BBU_LEARNING && now_ns() >= C.learn_end) {
 		bbu_set_locked(BBU_OPTIMAL, "learn cycle complete");
 		pthread_mutex_unlock(&C.lock);
-		array_event(C.a, "BbuLearnDone", -1);
+		event_post(C.a, "BbuLearnDone", -1);
 		pthread_mutex_lock(&C.lock);
 	}
 }
@@ -2001,7 +2003,7 @@ void cache_set_offline(bool offline)
 
 bool cache_log_marks_wait(void)
 {
-	return cache_opts.bbu == BBU_FILE && stripe_member_sync != MSYNC_NEVER;
+	return cache_opts.bbu == BBU_FILE && member_sync_mode != MSYNC_NEVER;
 }
 
 void cache_set_offline_reason(const char *why)
@@ -2056,7 +2058,7 @@ void cache_monitor(struct array *a)
 		return;
 	}
 	uint64_t b = cache_preserved_bytes();
-	int r = array_resync_dirty(a, a->force, &count, err, sizeof(err));
+	int r = resync_dirty(a, a->force, &count, err, sizeof(err));
 	if (r == 0)
 		r = cache_replay_finish(a, err, sizeof(err));
 	if (r < 0) {
@@ -2073,7 +2075,7 @@ void cache_monitor(struct array *a)
 	pthread_mutex_unlock(&preserved_lock);
 	log_warn("array '%s': %" PRIu64 " bytes of preserved cache written, %d dirty file%s resynced: the mount is online",
 		 a->sb.name, b, count, count == 1 ? "" : "s");
-	array_event(a, "PreservedCacheWritten", -1);
+	event_post(a, "PreservedCacheWritten", -1);
 }
 
 int cache_replay_finish(struct array *a, char *err, size_t errlen)
@@ -2283,7 +2285,7 @@ int cache_ctl(int argc, char **argv, char *buf, size_t len)
 		pthread_mutex_unlock(&C.lock);
 		log_info("cache: write policy %s -> %s (current %s)", cache_wpolicy_name(old), cache_wpolicy_name(p),
 			 cache_wpolicy_name(e));
-		array_event(C.a, "CachePolicyChange", -1);
+		event_post(C.a, "CachePolicyChange", -1);
 		snprintf(buf, len, "write policy %s (current %s)\n", cache_wpolicy_name(p), cache_wpolicy_name(e));
 		return 0;
 	}
@@ -2312,7 +2314,7 @@ int cache_ctl(int argc, char **argv, char *buf, size_t len)
 		pthread_mutex_unlock(&preserved_lock);
 		log_err("array '%s': preserved cache discarded by the administrator: %" PRIu64 " bytes of acknowledged writes LOST",
 			C.a->sb.name, b);
-		array_event(C.a, "PreservedCacheDiscarded", -1);
+		event_post(C.a, "PreservedCacheDiscarded", -1);
 		snprintf(buf, len, "preserved cache discarded (%" PRIu64 " bytes lost); the mount comes online as soon as the array is there (see 'raidfs status')\n", b);
 		return 0;
 	}
@@ -2377,7 +2379,7 @@ int cache_bbu_ctl(int argc, char **argv, char *buf, size_t len)
 	enum cache_wpolicy e = effective_locked(NULL);
 	pthread_mutex_unlock(&C.lock);
 	if (old != C.bbu && ev)
-		array_event(C.a, ev, -1);
+		event_post(C.a, ev, -1);
 	snprintf(buf, len, "battery %s (was %s); write policy now %s\n", bbu_state_name(C.bbu), bbu_state_name(old),
 		 cache_wpolicy_name(e));
 	return 0;

@@ -29,6 +29,7 @@
 #include "array.h"
 #include "cachelog.h"
 #include "file.h"
+#include "stripe.h"
 #include "guard.h"
 #include "member.h"
 #include "parity.h"

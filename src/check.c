@@ -23,6 +23,7 @@
 
 #include "check.h"
 #include "file.h"
+#include "stripe.h"
 #include "util.h"
 
 struct check {

@@ -28,7 +28,7 @@
 #include "array.h"
 #include "cache.h"
 #include "cachelog.h"
-#include "fsops.h"
+#include "ctl.h"
 #include "rebuild.h"
 #include "scrub.h"
 #include "util.h"

@@ -2,6 +2,7 @@
  * file.c - the open-file table and the life of an rfile (see file.h).
  */
 #include "file.h"
+#include "stripe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -263,7 +264,7 @@ static void open_shadow(struct rfile *rf, const char *relpath, bool create, mode
 		/* its directory not copied yet; or out of descriptors: the
 		 * copy settles it again before it ends */
 		if (create || member_error_is_own(errno))
-			rebuild_redo(relpath);
+			array_redo(a, relpath);
 		return;
 	}
 	struct file_meta fm;
@@ -490,7 +491,7 @@ static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size, bool exte
 			log_err("cannot write metadata of file %016" PRIx64 " on the replacement '%s': %s; the "
 				"replacement is given up (the member it was copying keeps serving; start it again "
 				"with 'raidfs replace')", rf->id, rf->a->m[SHADOW].path, strerror(-r));
-			rebuild_abandon_replace();
+			array_abandon_replace(rf->a);
 		}
 	}
 	uint64_t refused = 0;
@@ -1184,7 +1185,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		}
 		if (fds[j] < 0 && member_rebuilding(a, j)) {
 			fds[j] = -1;	/* its directory is not rebuilt yet */
-			rebuild_redo(relpath);
+			array_redo(a, relpath);
 		} else if (fds[j] < 0) {
 			/* a member that cannot hold the new shard would leave the
 			 * file short of redundancy for good: it is failed, and the
@@ -1343,3 +1344,13 @@ int rfile_release(struct rfile *rf)
 	rfile_free(rf);
 	return ret;
 }
+
+/* What the array tells the open-file table (array.h, struct array_hooks;
+ * registered by mount.c). */
+const struct array_hooks rfile_hooks = {
+	.slot_change_begin = rfile_change_begin,
+	.slot_change_end = rfile_change_end,
+	.forget_member = rfile_forget_member,
+	.shadow_commit = rfile_shadow_commit,
+	.open_path_of = rfile_path_of,
+};

@@ -1,5 +1,6 @@
 /*
- * file.h - open regular files (struct rfile) and the stripe I/O on them.
+ * file.h - open regular files (struct rfile) and their metadata.  The
+ * chunk I/O on them is stripe.h's (stripe.c).
  *
  * An rfile is one regular file of the array while it is open: one shard
  * descriptor per member (-1 where the member is absent), its layout, and
@@ -8,12 +9,8 @@
  * primary member, so the daemon holds descriptors only for open files
  * (DESIGN "POSIX" lesson: the per-process fd limit is 20,000).
  *
- * Write path, top to bottom (a newcomer can read it in this order):
- *   fs_write()            fuse.c: FUSE callback, finds the rfile
- *   stripe_write()        stripe.c: marks the file dirty, walks stripes
- *   write_group()         stripe.c: one redundancy group of one stripe:
- *                         loads what parity needs, encodes, and
- *   member_pwrite()       issues the pwrite()s to the member shards.
+ * The path of a write from the FUSE callback to the member pwrite()s is
+ * drawn at the top of stripe.h.
  *
  * Locking: rf->rw is a per-file reader/writer lock: reads share it, writes
  * and truncates hold it exclusively (the write-back cache's destage threads
@@ -245,115 +242,11 @@ static inline uint64_t rfile_acked(const struct rfile *rf)
  * rf->rw exclusively. */
 int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j);
 
-/* Stripe I/O (stripe.c). Callers hold no lock; these take rf->rw. */
-ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
-ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off);
-int stripe_truncate(struct rfile *rf, uint64_t size);
-int stripe_fsync(struct rfile *rf, bool datasync);
-/* Member j's shard, found damaged (short) at open, rebuilt from the others
- * from stripe `from` on (caller holds rf->rw exclusively): bytes written
- * or -errno. */
-long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from);
-
-/* The same with rf->rw already held by the caller (shared for reads and
- * the cache's destage of lines, exclusively for the others); used by the
- * cache (cache.c).  They do not
- * check that the array is writable. */
-ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off);
-ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint64_t off);
-/* The parity of each group holding one of the file offsets off[0..n),
- * made again from its data (absent slots reconstructed), bytes past the
- * file's end as zeros, then the shards cut to their lengths: guard.c's
- * put-back, after a write cut short (rf->rw held or private).  The number
- * of groups, or -errno. */
-int stripe_regen_at(struct rfile *rf, const uint64_t *off, int n);
-/* rf->rw held exclusively.  said: the caller wrote the shrink's "began"
- * record (rfile_record_truncate()) already (the cache does, before it
- * drops the lines past the new end); else it is written here. */
-int stripe_truncate_locked(struct rfile *rf, uint64_t size, bool said);
-/* A truncate's record replayed from the cache's log: the same, and the
- * stripe across the size made again even when the file has that size
- * already (a power loss can keep a shard's new length and lose the parity
- * written before it; its file, with the cache's mark, gets no resync). */
-int stripe_truncate_replayed(struct rfile *rf, uint64_t size);
-/* Whole stripes [s0, s0+ns) (ns <= 16): sd[i] holds stripe s0+i's data
- * bytes.  Parity comes from the buffers, nothing is read. */
-int stripe_write_stripes_locked(struct rfile *rf, uint64_t s0, uint32_t ns, const uint8_t *const *sd);
-
-/* Write the dirty sectors of a cache line (stripe s; data holds the
- * stripe's data bytes, valid/dirty one bit per `sector` bytes) with their
- * parity, reading what parity needs: the fewer reads of reconstruct-write
- * and read-modify-write (stripe.c).  Nothing past the file's end is
- * written.  rf->rw held (shared by the destage: its lines are busy). */
-int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const uint64_t *valid,
-			const uint64_t *dirty, uint32_t sector);
-
-/* The same with the cache-log mark (bbu=file: the change is in the log
- * before it is acknowledged), unless the file is marked already. */
-int stripe_mark_cached(struct rfile *rf);
-/* Shard j of rf (fd, unnamed and whole: rfile_restore_shard()) goes into
- * service: under the marking lock, its dirty-log marks first if the file
- * is marked (a crash must not find a marked file without them), then its
- * name relpath on member j, then rf->fd[j].  0 or -errno (nothing put in
- * service).  Caller holds the namespace lock and rf->rw exclusively. */
-int stripe_publish_shard(struct rfile *rf, uint32_t j, int fd, const char *relpath);
-/* *st: the primary shard's, st_nlink its names alone (its dirty-log links
- * not counted; no mark is made meanwhile).  0, or -1 with errno. */
-int stripe_names(struct rfile *rf, struct stat *st);
-/* This thread writes data that the cache log holds (destage in
- * bbu=file): a file marked by stripe_mark_cached needs no other mark. */
-void stripe_log_covered(bool on);
-/* fdatasync rf's shards on every member that takes writes (failures fail
- * the member): member_sync=always after a write, and before a guard slot
- * is freed (guard.h).  Nothing with member_sync=never. */
-int stripe_sync_shards(struct rfile *rf);
-
-/* Put the file in the dirty log before its first change (idempotent,
- * any lock state). */
-int stripe_mark_dirty(struct rfile *rf);
-
-/* -o member_sync: after member writes, fdatasync them (always), only on
- * fsync (flush, the default), or never (the members' own write cache is
- * trusted, like a controller's "disk cache enabled"). */
-enum member_sync { MSYNC_ALWAYS, MSYNC_FLUSH, MSYNC_NEVER };
-extern enum member_sync stripe_member_sync;
-
-/* Recompute every stripe's redundancy from its data (resync after a
- * crash).  Caller holds rf->rw or owns rf privately. */
-int stripe_resync(struct rfile *rf);
-
-/* Rebuild member j's chunk of stripe s into rf->fd[target] (rebuild.c):
- * target is j for a rebuild (the chunk is reconstructed from the others),
- * SHADOW for a replace in place (copied from j while j can be read).
- * Caller holds rf->rw exclusively.  With verify, the chunk is compared
- * with what the target holds and rewritten (and *fixed set) only when it
- * differs.  Bytes written or -errno. */
-long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify,
-			  bool *fixed);
-
 /* Every open file drops its shard descriptor on member j (it is being
  * replaced). */
 void rfile_forget_member(uint32_t j);
 
-/*
- * Verify redundancy of every stripe against the data (offline check).
- * Returns the number of inconsistent rows (>= 0), or -errno; calls
- * report(stripe, group) for each bad row when report is not NULL.
- * stripe_verify_range(): stripes [s0, s1) only (the scrub, rf->rw held);
- * *unreadable (if not NULL) counts the groups with a chunk that could not
- * be read, which are compared as far as the chunks read allow (parity:
- * with every data chunk and some redundancy read, the redundancy read;
- * mirrors: the copies read, two or more) and otherwise skipped.
- */
-long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
-			 void (*report)(void *ctx, uint64_t stripe, uint32_t group), void *ctx,
-			 uint64_t *unreadable);
-/* Recompute group g of stripe s's redundancy from its data (the scrub's
- * repair; rf->rw held exclusively, the file marked dirty); mirror copies
- * take what most of them agree on. */
-int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g);
-long stripe_verify(struct rfile *rf,
-		   void (*report)(void *ctx, uint64_t stripe, uint32_t group),
-		   void *ctx);
+/* The table's hooks for the array (array.h), registered by mount.c. */
+extern const struct array_hooks rfile_hooks;
 
 #endif

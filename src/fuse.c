@@ -1107,7 +1107,7 @@ static int fs_releasedir(const char *path, struct fuse_file_info *fi)
 static int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
 {
 	struct dirh *h = DH(fi);
-	if (stripe_member_sync == MSYNC_NEVER)
+	if (member_sync_mode == MSYNC_NEVER)
 		return 0;
 	if (!path && h) {
 		struct stat mine, now;
@@ -1349,7 +1349,8 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 		conn->want |= FUSE_CAP_SPLICE_READ;
 	conn->max_write = 1024 * 1024;
 	conn->max_read = 0;
-	fsops_started();
+	log_info("array '%s' (%s, %u members, state %s) mounted on %s", A->sb.name,
+		 layout_level_name(A->lay.level), A->width, array_state_name(array_state(A)), A->mountpoint);
 	return A;
 }
 

@@ -23,6 +23,7 @@
 
 #include "array.h"
 #include "file.h"
+#include "stripe.h"
 #include "guard.h"
 #include "layout.h"
 #include "util.h"

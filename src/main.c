@@ -24,7 +24,8 @@
 #include "cache.h"
 #include "rebuild.h"
 #include "check.h"
-#include "fsops.h"
+#include "ctl.h"
+#include "mount.h"
 #include "layout.h"
 #include "util.h"
 
@@ -206,7 +207,7 @@ static int parse_mount_opts(char *s, struct mount_opts *o)
 		else if (!strcmp(opt, "foreground"))
 			o->foreground = true;
 		else if (!strncmp(opt, "event_program=", 14))
-			array_event_program = strdup(opt + 14);
+			event_program = strdup(opt + 14);
 		else if (!strncmp(opt, "read_error_threshold=", 21))
 			array_read_error_threshold = strtoul(opt + 21, NULL, 10);
 		else if (!strncmp(opt, "rebuild_min_rate=", 17) || !strncmp(opt, "rebuild_max_rate=", 17)) {

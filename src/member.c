@@ -455,3 +455,5 @@ void member_inject_describe(struct array *a, uint32_t j, char *buf, size_t len)
 		ADD("%scorrupt %g", off ? ", " : "", f.corrupt_p);
 #undef ADD
 }
+
+enum member_sync member_sync_mode = MSYNC_FLUSH;

@@ -109,4 +109,10 @@ bool member_error_is_fatal(int err);
  * first of a burst is logged with what to do). */
 bool member_error_is_own(int err);
 
+/* -o member_sync: after member writes, fdatasync them (always), only on
+ * fsync (flush, the default), or never (the members' own write cache is
+ * trusted, like a controller's "disk cache enabled"). */
+enum member_sync { MSYNC_ALWAYS, MSYNC_FLUSH, MSYNC_NEVER };
+extern enum member_sync member_sync_mode;
+
 #endif

@@ -18,22 +18,18 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "monitor.h"
+#include "resync.h"
 #include "file.h"
+#include "ctl.h"
 #include "fsops.h"
+#include "mount.h"
 #include "parity.h"
 #include "rebuild.h"
 #include "scrub.h"
 #include "util.h"
 
 static struct array the_array;
-
-void fsops_started(void)
-{
-	struct array *a = &the_array;
-	log_info("array '%s' (%s, %u members, state %s) mounted on %s",
-		 a->sb.name, layout_level_name(a->lay.level), a->width,
-		 array_state_name(array_state(a)), a->mountpoint);
-}
 
 int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 {
@@ -78,6 +74,8 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 		return 1;
 	}
 	bool failed = r == 1;
+	array_add_hooks(a, &rfile_hooks);
+	array_add_hooks(a, &rebuild_hooks);
 	a->readonly = o->readonly;
 	a->force = o->force;
 	char cerr[1024];
@@ -110,7 +108,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 		cache_set_offline_reason(err);
 		r = 0;
 	} else {
-		r = array_resync_dirty(a, o->force, &count, err, sizeof(err));
+		r = resync_dirty(a, o->force, &count, err, sizeof(err));
 		if (r == -EAGAIN) {
 			/* the members cannot take the preserved cache (yet):
 			 * offline as above, until they can */
@@ -180,9 +178,10 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 		log_warn("array '%s' runs without a cache", a->sb.name);
 	ctl_start();
 	rebuild_resume(a);
-	array_monitor_start(a);
+	event_start(a);
+	monitor_start(a);
 	if (array_state(a) == ARRAY_DEGRADED)
-		array_event(a, "DegradedArray", -1);
+		event_post(a, "DegradedArray", -1);
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 0);
 	fuse_loop_cfg_set_max_threads(lc, 16);
@@ -193,7 +192,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	cache_close();
 	/* nothing may start a rebuild after rebuild_stop(): the monitor and
 	 * the control socket go first */
-	array_monitor_stop();
+	monitor_stop();
 	ctl_stop();
 	rebuild_stop();
 	fuse_remove_signal_handlers(fuse_get_session(f));

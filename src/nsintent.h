@@ -50,7 +50,7 @@ void nsintent_end(struct array *a, int slot);
  * gets its intent file emptied before anything can be recorded there. */
 void nsintent_refresh(struct array *a);
 
-/* At mount, before the dirty-file resync (array_resync_dirty()):
+/* At mount, before the dirty-file resync (resync_dirty()):
  * complete the recorded operations on the members in service (logged),
  * then empty the records. */
 void nsintent_recover(struct array *a);

@@ -20,6 +20,7 @@
 
 #include "array.h"
 #include "file.h"
+#include "stripe.h"
 #include "meta.h"
 #include "pair.h"
 #include "parity.h"
@@ -180,7 +181,7 @@ static bool throttle(uint64_t bytes)
 		if (last_pct < mark && pct >= mark && pct < 100) {
 			char ev[16];
 			snprintf(ev, sizeof(ev), "Rebuild%d", mark);
-			array_event(RA, ev, member);
+			event_post(RA, ev, member);
 		}
 	}
 	if (sleep_ms > 0)
@@ -2037,7 +2038,7 @@ static void *rebuild_thread(void *arg)
 				 j, a->m[j].path, info.files_done / 2, info.files_done / 2 == 1 ? "" : "s",
 				 (util_now_ms() - t_start_ms) / 1000.0);
 		log_info("%s", msg);
-		array_event(a, "RebuildFinished", j);
+		event_post(a, "RebuildFinished", j);
 	} else if (locked || abandoned) {
 		if (locked)
 			nslock_unlock(&a->ns_lock);
@@ -2233,8 +2234,8 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 		log_warn("array '%s': restarting the %s of member %d onto '%s' (no saved position)", a->sb.name,
 			 slot == SHADOW ? "replacement" : "rebuild", member, target);
 	if (mode != RB_FULL && !resume)
-		array_event(a, "MemberReturned", member);
-	array_event(a, "RebuildStarted", member);
+		event_post(a, "MemberReturned", member);
+	event_post(a, "RebuildStarted", member);
 	if (pthread_create(&rb_thread, NULL, rebuild_thread, (void *)(uintptr_t)slot) != 0) {
 		info.active = false;
 		snprintf(err, errlen, "cannot start the rebuild thread");
@@ -2295,7 +2296,7 @@ int rebuild_take_spare(struct array *a)
 		if (array_take_spare(a, j, &fd, path, sizeof(path)) < 0)
 			return 0;
 		log_warn("array '%s': hot spare '%s' takes the place of member %u", a->sb.name, path, j);
-		array_event(a, "SpareActive", j);
+		event_post(a, "SpareActive", j);
 		if (start_on(a, j, fd, path, RB_FULL, err, sizeof(err)) < 0) {
 			log_err("cannot rebuild member %u onto the spare '%s': %s", j, path, err);
 			return -1;
@@ -2473,3 +2474,12 @@ int rebuild_resume_member(struct array *a, int only)
 	}
 	return 0;
 }
+
+/* What the array and the file table tell the rebuild (array.h, struct
+ * array_hooks; registered by mount.c). */
+const struct array_hooks rebuild_hooks = {
+	.target_failed = rebuild_target_failed,
+	.replaced_member_failed = rebuild_replaced_member_failed,
+	.abandon_replace = rebuild_abandon_replace,
+	.redo = rebuild_redo,
+};

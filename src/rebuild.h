@@ -141,6 +141,9 @@ void rebuild_replaced_member_failed(void);
 /* Member j failed while it was being rebuilt (array_fail_member()): its
  * rebuild, if it is the one running, stops.  Any thread. */
 void rebuild_target_failed(uint32_t j);
+
+/* The rebuild's hooks for the array (array.h), registered by mount.c. */
+extern const struct array_hooks rebuild_hooks;
 /* The replacement of a member being replaced in place failed (why: it
  * vanished, a write to it failed, 'raidfs fail' of its directory): logged,
  * and the copy stops and is dropped, also when it is not running.  Any

@@ -29,6 +29,7 @@
 
 #include "cache.h"
 #include "file.h"
+#include "stripe.h"
 #include "layout.h"
 #include "rebuild.h"
 #include "superblock.h"

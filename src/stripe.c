@@ -36,6 +36,7 @@
 
 #include "cache.h"
 #include "file.h"
+#include "stripe.h"
 #include "guard.h"
 #include "pair.h"
 #include "parity.h"
@@ -156,7 +157,7 @@ static int put_member(struct rfile *rf, uint32_t j, const struct iovec *iov, int
 		if (e < 0) {
 			log_err("write error on the replacement of member %u '%s': %s", j,
 				rf->a->m[SHADOW].path, strerror(-e));
-			rebuild_abandon_replace();
+			array_abandon_replace(rf->a);
 		}
 	}
 	return r;
@@ -770,15 +771,13 @@ int stripe_mark_cached(struct rfile *rf)
 	return r;
 }
 
-enum member_sync stripe_member_sync = MSYNC_FLUSH;
-
 /* An operation on the in-place replacement's shard failed: the
  * replacement is given up, as on a write error there. */
 static void shadow_failed(struct rfile *rf, const char *op, int err)
 {
 	log_err("%s failed on the replacement '%s': %s; the replacement is given up (the member it was copying "
 		"keeps serving; start it again with 'raidfs replace')", op, rf->a->m[SHADOW].path, strerror(-err));
-	rebuild_abandon_replace();
+	array_abandon_replace(rf->a);
 }
 
 /* The in-place replacement's shard too (it takes every write the member
@@ -794,7 +793,7 @@ static void sync_shadow(struct rfile *rf, bool datasync)
 
 int stripe_sync_shards(struct rfile *rf)
 {
-	if (stripe_member_sync == MSYNC_NEVER)
+	if (member_sync_mode == MSYNC_NEVER)
 		return 0;
 	for (uint32_t j = 0; j < rf->a->width; j++) {
 		if (!writable(rf, j))
@@ -890,7 +889,7 @@ ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint6
 		__atomic_store_n(&rf->size, end, __ATOMIC_RELEASE);
 		rf->meta_stale = true;
 	}
-	if (ret == 0 && stripe_member_sync == MSYNC_ALWAYS)
+	if (ret == 0 && member_sync_mode == MSYNC_ALWAYS)
 		ret = stripe_sync_shards(rf);
 	return ret < 0 ? ret : (ssize_t)len;
 }
@@ -1174,7 +1173,7 @@ int stripe_destage_line(struct rfile *rf, uint64_t s, const uint8_t *data, const
 	}
 	for (uint32_t g = 0; g < l->groups && ret == 0; g++)
 		ret = destage_group(rf, s, g, &c);
-	if (ret == 0 && stripe_member_sync == MSYNC_ALWAYS)
+	if (ret == 0 && member_sync_mode == MSYNC_ALWAYS)
 		ret = stripe_sync_shards(rf);
 	return ret;
 }
@@ -1192,7 +1191,7 @@ int stripe_write_stripes_locked(struct rfile *rf, uint64_t s0, uint32_t ns, cons
 		note_written(rf, s0 + ns);
 	if (ret == 0 && l->red == RED_PARITY && ns > 0 && ns <= BATCH_STRIPES) {
 		ret = write_full_stripes(rf, s0, ns, sd);
-		if (ret == 0 && stripe_member_sync == MSYNC_ALWAYS)
+		if (ret == 0 && member_sync_mode == MSYNC_ALWAYS)
 			ret = stripe_sync_shards(rf);
 		return ret;
 	}
@@ -1547,7 +1546,7 @@ int stripe_fsync(struct rfile *rf, bool datasync)
 	if (rf->meta_stale)
 		ret = rfile_write_meta(rf, 0);
 	for (uint32_t j = 0; j < rf->a->width && ret == 0; j++) {
-		if (!writable(rf, j) || stripe_member_sync == MSYNC_NEVER)
+		if (!writable(rf, j) || member_sync_mode == MSYNC_NEVER)
 			continue;
 		int r = member_fsync(rf->a, j, rf->fd[j], datasync);
 		if (r < 0) {

@@ -1,0 +1,34 @@
+/*
+ * event.h - the array's events (layer 2, beside array.h).
+ *
+ * event_post() logs an event ("Fail", "DegradedArray", "RebuildStarted",
+ * ...; the list is in the README) and, when event_program is set, queues
+ * it for that program.  The program runs one event at a time, in order,
+ * on the queue's own thread, so the thread that posts (maybe in the
+ * middle of a write, holding locks) never waits for a user's script.
+ * The queue holds 64 events; beyond that an event is logged but its
+ * program run is dropped with a warning.
+ *
+ * The thread starts only after event_start(), which mount.c calls once
+ * the daemon is in the background: a thread started before the fork would
+ * stay behind in the parent.  Events posted before are kept and run then.
+ *
+ * Any thread may call event_post(); it takes only the queue's own lock
+ * (a leaf: nothing is taken under it).
+ */
+#ifndef RAIDFS_EVENT_H
+#define RAIDFS_EVENT_H
+
+struct array;
+
+/* the program given with -o event_program=PATH, or NULL */
+extern const char *event_program;
+
+/* Log `event` for member `member` (-1: the array) and queue it for the
+ * event program. */
+void event_post(struct array *a, const char *event, int member);
+
+/* The daemon is in the background: the event program may run now. */
+void event_start(struct array *a);
+
+#endif
