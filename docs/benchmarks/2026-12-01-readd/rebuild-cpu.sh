@@ -1,22 +1,22 @@
 #!/bin/bash
-# rebuild-cpu.sh RAIDFS LEVEL MEMBERS - rebuild-only.sh of the previous
-# session, also printing the daemon's CPU time during the rebuild (user +
+# rebuild-cpu.sh RAIDFS LEVEL MEMBERS - ../2026-12-01-rebuild-ceiling/
+# rebuild-only.sh, also printing the daemon's CPU time during the rebuild (user +
 # system, in 1/100 s, from /proc/PID/stat).  One rebuild, nothing else: on a
 # fresh tmpfs, create the array, write 2,048 files of 1 MiB, fail member
 # 1, 'raidfs replace' it onto an empty directory with no rate limit, and
 # print the daemon's own line ("... verified (2048 files, S s)") and the
 # member's bytes.  Alternate two binaries in a loop to compare them:
 #   for r in 1 2 3; do for b in old new; do ./rebuild-cpu.sh ./raidfs.$b raid6 4; done; done
-# A fourth argument "warm" (added the session after) waits for the daemon's
+# A fourth argument "warm" waits for the daemon's
 # log line instead of running 'raidfs status' every 20 ms, and writes 2 GiB
 # to a file on the same tmpfs and deletes it right before the rebuild, so the new
 # member's pages are pages freed a moment ago: on this machine (a guest
 # with free page reporting) the first write to a page handed back to the
-# host costs about three times as much (../2026-12-01-session7-rebuild/
+# host costs about three times as much (../2026-12-01-first-touch/
 # first-touch.sh), and how many of those a rebuild met varied by run.
 # It also prints the time the host took from the guest's CPUs meanwhile
 # (steal, /proc/stat): runs with much of it measure the host.
-# WHAT=ceiling (added in session 9) runs, instead of the rebuild and on the
+# WHAT=ceiling runs, instead of the rebuild and on the
 # same kind of member files, its data movement alone
 # (contrib/bench/rebuild-ceiling.c: the n - 1 (raid5) or n - 2 (raid6)
 # other members' shards of every file read, XORed, one shard written, two

@@ -1,7 +1,7 @@
 #!/bin/bash
 # ceiling-modes.sh K FILES SIZE [ROUNDS] - set up K source directories of
 # FILES files of SIZE bytes on a fresh tmpfs, then run the ceiling program
-# (../2026-12-01-session5-rebuild/ceiling.c) with
+# (../2026-12-01-rebuild-ceiling/ceiling.c) with
 # two threads in each mode ($MODES, commas for spaces; default: plain,
 # no read-back, mapped sources, mapped sources and read-back, mapped
 # sources without read-back), each right after 2 GiB were written to the
@@ -9,7 +9,7 @@
 # raid5/4, 1 MiB files: 3 2048 360448; raid5/8: 7 2048 155648.
 set -eu
 K=$1 NF=$2 S=$3 R=${4:-2}
-c=$(cd "$(dirname "$0")/../2026-12-01-session5-rebuild" && pwd)
+c=$(cd "$(dirname "$0")/../2026-12-01-rebuild-ceiling" && pwd)
 cc -O2 -o "$c/ceiling" "$c/ceiling.c" -lpthread -lisal
 W=$(mktemp -d /tmp/raidfs-ceiling.XXXXXX)
 mount -t tmpfs -o size=10g tmpfs "$W"

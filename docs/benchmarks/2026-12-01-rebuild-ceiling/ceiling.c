@@ -5,8 +5,8 @@
  *   cc -O2 -o ceiling ceiling.c -lpthread -lisal
  *   [MM=1|2] [NOV=1] ./ceiling DIR K FILES SIZE THREADS
  *
- * Two switches (added in session 8, ../2026-12-01-session8-verify/):
- *   NOV=1  no read-back of the new file (the verify pass since session 8);
+ * Two switches (../2026-12-01-ceiling-modes/ runs them):
+ *   NOV=1  no read-back of the new file (as the verify pass works now);
  *   MM=1   the K sources are mmap'ed and XORed in place (no copy into a
  *          buffer); MM=2 also maps the new file for the read-back's crc.
  *

@@ -5,7 +5,7 @@
 # 512 KiB written in 64 KiB pwrites (a rebuild's shards) three times:
 # into new pages, after deleting them (reused pages), and after writing
 # and deleting 2 GiB more (the warm step of
-# ../2026-12-01-session6-readd/rebuild-cpu.sh).
+# ../2026-12-01-readd/rebuild-cpu.sh).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cc -O2 -o /tmp/raidfs-first-touch "$here/first-touch.c"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # smallfiles.sh RAIDFS [LEVEL] - the cost of writing each file's metadata
-# with its shards at their full length (session 11): on a fresh tmpfs, a
+# with its shards at their full length (the "exact" flag): on a fresh tmpfs, a
 # LEVEL (raid5) array over 4 members, then timed:
 #   create   5,000 files of 1-12 KiB written and closed (a metadata write
 #            at create and at close: the shards' length is looked at, and

@@ -5,6 +5,6 @@
 # print the daemon's own line ("... verified (2048 files, S s)") and the
 # member's bytes.  Alternate two binaries in a loop to compare them:
 #   for r in 1 2 3; do for b in old new; do ./rebuild-only.sh ./raidfs.$b raid6 4; done; done
-# The next session's rebuild-cpu.sh does the same and also prints the
+# ../2026-12-01-readd/rebuild-cpu.sh does the same and also prints the
 # daemon's CPU time; this is it (its default, "cold", mode).
-exec "$(dirname "$0")/../2026-12-01-session6-readd/rebuild-cpu.sh" "$1" "$2" "$3" cold
+exec "$(dirname "$0")/../2026-12-01-readd/rebuild-cpu.sh" "$1" "$2" "$3" cold
