@@ -48,12 +48,13 @@
  * resyncs exactly those files (resync_dirty() (resync.h)) and removes the links.
  * Hard links follow renames and keep unlinked-but-open files reachable.
  *
- * Locking: a->lock protects member states and superblock writes.  A
- * slot's dirfd changes only when another directory takes the slot (a
- * replacement, a re-add, the commit of a replacement in place); open files
- * and lookups by inode follow through rfile_change_begin()/end() (file.h),
- * and a member directory replaced in place stays open until the unmount
- * (struct array, retired).
+ * Locking: a->lock protects member states and superblock writes (its
+ * place in the one lock order: locks.h).  A slot's dirfd changes only
+ * when another directory takes the slot (a replacement, a re-add, the
+ * commit of a replacement in place); open files and lookups by inode
+ * follow through the slot-change hooks (struct array_hooks), and a member
+ * directory replaced in place stays open until the unmount (struct
+ * array, retired).
  */
 #ifndef RAIDFS_ARRAY_H
 #define RAIDFS_ARRAY_H
@@ -169,11 +170,10 @@ struct array {
 	bool keep_failed;		/* array_assemble returns 1, not an error,
 					 * for a failed array (mount.c) */
 	pthread_mutex_t lock;
-	/* Namespace lock (nslock.h): operations that change the namespace on
-	 * the members hold it shared (fuse.c); the rebuild's file threads
-	 * hold it as a group while they open a file or create its shard on
-	 * the new member, and the rebuild holds it exclusively when it decides
-	 * the new member is complete (rebuild.c), so it never sees a rename
+	/* Namespace lock (nslock.h; its holders in locks.h): operations that
+	 * change the namespace on the members hold it shared (fuse.c), the
+	 * rebuild's file threads as a group, the rebuild's walk, the scrub
+	 * and the shard put-back exclusively, so none of them sees a rename
 	 * applied to some members only. */
 	struct nslock ns_lock;
 	char mountpoint[PATH_MAX];

@@ -181,9 +181,8 @@ void rfile_shadow_commit(uint32_t j)
 }
 
 /* A reference on every open file, taken under the table lock (the
- * caller locks each file without it: the lock order elsewhere is a
- * file's lock, then the table lock).  *short_: some were left out (no
- * memory). */
+ * caller locks each file without it: rf->rw comes before table_lock,
+ * locks.h).  *short_: some were left out (no memory). */
 static struct rfile **collect_open(size_t *count, bool *short_)
 {
 	struct rfile **all = NULL;

@@ -12,12 +12,14 @@
  * The path of a write from the FUSE callback to the member pwrite()s is
  * drawn at the top of stripe.h.
  *
- * Locking: rf->rw is a per-file reader/writer lock: reads share it, writes
- * and truncates hold it exclusively (the write-back cache's destage threads
- * write lines of one file under it shared, each line its own), so
+ * Locking: rf->rw is a per-file reader/writer lock: reads share it;
+ * write-through writes and truncates hold it exclusively; write-back
+ * writes and the destage of lines hold it shared (each line is its own,
+ * and with bbu=file rf->log_order keeps the log's records in order), so
  * different files never contend and there is no array-wide lock on the
- * data path.  rf->size is read without
- * the lock (atomic) by getattr.  The open-file table has its own mutex.
+ * data path.  rf->size is read without the lock (atomic) by getattr.
+ * The open-file table has its own mutex.  The order of all of them:
+ * locks.h.
  *
  * Metadata: the size is updated in memory by writes and written to every
  * shard's metadata at fsync, truncate and last close.  Until then the file

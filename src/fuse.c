@@ -1341,8 +1341,8 @@ static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->entry_timeout = 1.0;
 	/* The high-level API gives every name of a hard-linked file its own
 	 * kernel inode, so a cached size could be stale under the other name
-	 * after a write: attributes are not cached (see docs/plan-foundation.md
-	 * for the move to the low-level API that lifts this). */
+	 * after a write: attributes are not cached (DESIGN.md decision 13: the
+	 * low-level API lifts this). */
 	cfg->attr_timeout = 0;
 	cfg->negative_timeout = 0;
 	if (conn->capable & FUSE_CAP_SPLICE_READ)
@@ -1361,8 +1361,9 @@ static void fs_destroy(void *priv)
 
 /*
  * Every operation that changes the namespace runs under the namespace
- * lock (shared), so the rebuild, which takes it exclusively, never sees an
- * operation applied to some members and not yet to the others.  None runs
+ * lock (shared), so the rebuild (whose file threads hold it as a group,
+ * its walk exclusively: nslock.h) never sees an operation applied to some
+ * members and not yet to the others.  None runs
  * while a preserved cache keeps the mount offline (EIO).
  */
 #define NS(call) ({ \

@@ -1,9 +1,10 @@
 /*
  * nslock.h - the namespace lock (struct array's ns_lock).
  *
- * Three kinds of holders:
- *   shared     operations that change the namespace on the members
- *              (fuse.c): many at once;
+ * Three kinds of holders (every one, and the lock's place first in the
+ * one lock order, in locks.h):
+ *   shared     operations that change the namespace on the members, and
+ *              opens and truncates by name (fuse.c): many at once;
  *   group      the rebuild's file threads while each opens a file and
  *              creates its shard on the new member (rebuild.c): many at
  *              once, never beside a shared holder - so they never see an

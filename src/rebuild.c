@@ -799,7 +799,7 @@ static void note_rebuilt(struct walk *w, const struct fctx *fc, const struct rfi
  * read again: it would come from the page cache the first pass just
  * filled (no check of the disk), or, on a member larger than the
  * memory, from the new disk, doubling the time the array stays
- * degraded (docs/plan-failures.md, "Done in the eighth session").
+ * degraded (docs/failures.md, "Rebuild").
  */
 static bool unchanged_since_rebuilt(struct walk *w, const char *rel)
 {

@@ -49,8 +49,8 @@
  * empty under the exclusive lock, and only then is the member online.
  * The verify pass also removes names the primary does not have.  Hard-
  * linked files keep their rfile open for the whole rebuild, so all their
- * names end up on one inode of the new member.  docs/plan-failures.md
- * tells the story of each of these.
+ * names end up on one inode of the new member.  docs/failures.md
+ * ("Rebuild") says why each of these is needed.
  *
  * Re-add (rebuild_readd(), `raidfs add` of a member's old directory): the
  * same walk, but a file whose shard on the member has the current
