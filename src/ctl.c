@@ -7,6 +7,11 @@
  * first line is "rc N" (the exit status the CLI should return), the rest is
  * printed as is.
  *
+ * Status: status_collect() gathers the facts once into a struct status
+ * (under a->lock), status_text() and status_json() render them; the JSON
+ * is written by jansson, on one line, keys in a fixed order (scripts grep
+ * it).
+ *
  * Socket path: /run/raidfs/<hash of the canonical mount point>.sock (or
  * $XDG_RUNTIME_DIR/raidfs/ for an unprivileged daemon).
  */

@@ -1,6 +1,7 @@
 /*
  * util.h - small helpers shared by every module: logging, little-endian
- * encoding, size parsing, random ids, full-length member I/O.
+ * encoding, size parsing, random ids, full-length member I/O, growable
+ * arrays.
  *
  * Logging goes to one sink chosen at start-up by log_open(): stderr (CLI
  * and foreground daemon), a file (-o log=FILE) or syslog (background
