@@ -2,7 +2,7 @@
 # Install what raidfs needs to build and test on Debian 12 (bookworm).
 # Uses sudo when not run as root.  Safe to run again.
 set -e
-PKGS="build-essential autoconf automake pkg-config libfuse3-dev fuse3 libisal-dev zlib1g-dev python3 attr psmisc procps fio strace"
+PKGS="build-essential autoconf automake pkg-config libfuse3-dev fuse3 libjansson-dev libisal-dev zlib1g-dev python3 attr psmisc procps fio strace"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 missing=""

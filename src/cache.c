@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <fuse_opt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -228,38 +229,56 @@ static int name_index(const char *const *table, size_t n, const char *s)
 #define parse_wpolicy(s) name_index(wpolicy_names, sizeof(wpolicy_names) / sizeof(wpolicy_names[0]), (s))
 #define parse_rpolicy(s) name_index(rpolicy_names, sizeof(rpolicy_names) / sizeof(rpolicy_names[0]), (s))
 
-int cache_parse_option(const char *opt)
+/* The cache's mount options (-o NAME=VALUE), and cache_opt_parse(). */
+enum { COPT_SIZE, COPT_WPOLICY, COPT_RPOLICY, COPT_BBU, COPT_LEARN, COPT_AGE, COPT_MSYNC };
+static const struct fuse_opt cache_opt_table[] = {
+	FUSE_OPT_KEY("cache_size=", COPT_SIZE),
+	FUSE_OPT_KEY("write_policy=", COPT_WPOLICY),
+	FUSE_OPT_KEY("read_policy=", COPT_RPOLICY),
+	FUSE_OPT_KEY("bbu=", COPT_BBU),
+	FUSE_OPT_KEY("bbu_learn_time=", COPT_LEARN),
+	FUSE_OPT_KEY("cache_age=", COPT_AGE),
+	FUSE_OPT_KEY("member_sync=", COPT_MSYNC),
+	FUSE_OPT_END
+};
+
+/* v is a number from 0 to max (digits, not empty): into *out */
+static bool parse_ulong_max(const char *v, unsigned long max, unsigned long *out)
 {
-	const char *v;
-	if (!strncmp(opt, "cache_size=", 11)) {
-		uint64_t sz;
-		if (parse_size(opt + 11, &sz) < 0 || sz < (1u << 20)) {
-			fprintf(stderr, "raidfs: bad cache size '%s': give a size of at least 1M (for example 256M)\n", opt + 11);
-			return -1;
-		}
+	char *end;
+	*out = strtoul(v, &end, 10);
+	return *v && !*end && *out <= max;
+}
+
+/* fuse_opt_parse() callback: one option of cache_opt_table (arg is
+ * "NAME=VALUE"); everything else stays for the next table (1). */
+static int cache_opt(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	static const char *const msync_names[] = { [MSYNC_ALWAYS] = "always", [MSYNC_FLUSH] = "flush",
+						   [MSYNC_NEVER] = "never" };
+	if (key < 0)
+		return 1;
+	const char *v = strchr(arg, '=') + 1;
+	uint64_t sz;
+	unsigned long n;
+	int p;
+	switch (key) {
+	case COPT_SIZE:
+		if (parse_size(v, &sz) < 0 || sz < (1u << 20))
+			break;
 		cache_opts.size = sz;
-		return 1;
-	}
-	if (!strncmp(opt, "write_policy=", 13)) {
-		int p = parse_wpolicy(opt + 13);
-		if (p < 0) {
-			fprintf(stderr, "raidfs: unknown write policy '%s': use writeback, writethrough or always-writeback\n", opt + 13);
-			return -1;
-		}
+		return 0;
+	case COPT_WPOLICY:
+		if ((p = parse_wpolicy(v)) < 0)
+			break;
 		cache_opts.wpolicy = p;
-		return 1;
-	}
-	if (!strncmp(opt, "read_policy=", 12)) {
-		int p = parse_rpolicy(opt + 12);
-		if (p < 0) {
-			fprintf(stderr, "raidfs: unknown read policy '%s': use ra, nora or adaptive\n", opt + 12);
-			return -1;
-		}
+		return 0;
+	case COPT_RPOLICY:
+		if ((p = parse_rpolicy(v)) < 0)
+			break;
 		cache_opts.rpolicy = p;
-		return 1;
-	}
-	if (!strncmp(opt, "bbu=", 4)) {
-		v = opt + 4;
+		return 0;
+	case COPT_BBU:
 		if (!strcmp(v, "none"))
 			cache_opts.bbu = BBU_NONE;
 		else if (!strcmp(v, "shm"))
@@ -267,47 +286,41 @@ int cache_parse_option(const char *opt)
 		else if (!strncmp(v, "file:", 5) && v[5] == '/' && strlen(v + 5) < sizeof(cache_opts.bbu_path)) {
 			cache_opts.bbu = BBU_FILE;
 			snprintf(cache_opts.bbu_path, sizeof(cache_opts.bbu_path), "%s", v + 5);
-		} else {
-			fprintf(stderr, "raidfs: bad battery '%s': use bbu=none, bbu=shm or bbu=file:/ABSOLUTE/PATH\n", v);
-			return -1;
-		}
-		return 1;
+		} else
+			break;
+		return 0;
+	case COPT_LEARN:
+		if (!parse_ulong_max(v, 86400, &n))
+			break;
+		cache_opts.learn_secs = n;
+		return 0;
+	case COPT_AGE:
+		if (!parse_ulong_max(v, 3600000, &n))
+			break;
+		cache_opts.age_ms = n;
+		return 0;
+	case COPT_MSYNC:
+		if ((p = name_index(msync_names, 3, v)) < 0)
+			break;
+		member_sync_mode = p;
+		return 0;
 	}
-	if (!strncmp(opt, "bbu_learn_time=", 15)) {
-		char *end;
-		unsigned long s = strtoul(opt + 15, &end, 10);
-		if (*end || !opt[15] || s > 86400) {
-			fprintf(stderr, "raidfs: bad learn time '%s': give seconds (0 to 86400)\n", opt + 15);
-			return -1;
-		}
-		cache_opts.learn_secs = s;
-		return 1;
-	}
-	if (!strncmp(opt, "cache_age=", 10)) {
-		char *end;
-		unsigned long ms = strtoul(opt + 10, &end, 10);
-		if (*end || !opt[10] || ms > 3600000) {
-			fprintf(stderr, "raidfs: bad cache age '%s': give milliseconds (0 to 3600000)\n", opt + 10);
-			return -1;
-		}
-		cache_opts.age_ms = ms;
-		return 1;
-	}
-	if (!strncmp(opt, "member_sync=", 12)) {
-		v = opt + 12;
-		if (!strcmp(v, "always"))
-			member_sync_mode = MSYNC_ALWAYS;
-		else if (!strcmp(v, "flush"))
-			member_sync_mode = MSYNC_FLUSH;
-		else if (!strcmp(v, "never"))
-			member_sync_mode = MSYNC_NEVER;
-		else {
-			fprintf(stderr, "raidfs: bad member_sync '%s': use always, flush or never\n", v);
-			return -1;
-		}
-		return 1;
-	}
-	return 0;
+	static const struct { const char *what, *hint; } bad[] = {
+		[COPT_SIZE] = { "bad cache size", "give a size of at least 1M (for example cache_size=256M)" },
+		[COPT_WPOLICY] = { "unknown write policy", "use writeback, writethrough or always-writeback" },
+		[COPT_RPOLICY] = { "unknown read policy", "use ra, nora or adaptive" },
+		[COPT_BBU] = { "bad battery", "use bbu=none, bbu=shm or bbu=file:/ABSOLUTE/PATH" },
+		[COPT_LEARN] = { "bad learn time", "give seconds (0 to 86400)" },
+		[COPT_AGE] = { "bad cache age", "give milliseconds (0 to 3600000)" },
+		[COPT_MSYNC] = { "bad member_sync", "use always, flush or never" },
+	};
+	fprintf(stderr, "raidfs: %s '%s' (-o %.*s): %s\n", bad[key].what, v, (int)(v - 1 - arg), arg, bad[key].hint);
+	return -1;
+}
+
+int cache_opt_parse(struct fuse_args *args)
+{
+	return fuse_opt_parse(args, NULL, cache_opt_table, cache_opt);
 }
 
 /* ------------------------------------------------------ policy, battery */

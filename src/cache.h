@@ -91,10 +91,13 @@ struct cache_opts {
 extern struct cache_opts cache_opts;
 #define CACHE_DEFAULT_SIZE (256ull << 20)
 
-/* Parse one -o option meant for the cache ("cache_size=", "write_policy=",
- * "read_policy=", "bbu=", "bbu_learn_time=", "cache_age=", "member_sync=").  1 if it was
- * one (0 ok), 0 if not a cache option, -1 (message printed) if bad. */
-int cache_parse_option(const char *opt);
+/* Take the cache's mount options out of a command line (libfuse's
+ * fuse_opt_parse(): "-o cache_size=SIZE,write_policy=,read_policy=,bbu=,
+ * bbu_learn_time=,cache_age=,member_sync=") into cache_opts; everything
+ * else stays in args, the -o options joined into one "-o" after argv[0].
+ * 0, or -1 with a message on stderr that names the option and its value. */
+struct fuse_args;
+int cache_opt_parse(struct fuse_args *args);
 
 const char *cache_wpolicy_name(enum cache_wpolicy p);
 const char *cache_rpolicy_name(enum cache_rpolicy p);

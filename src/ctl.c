@@ -7,11 +7,17 @@
  * first line is "rc N" (the exit status the CLI should return), the rest is
  * printed as is.
  *
+ * Status: status_collect() gathers the facts once into a struct status
+ * (under a->lock), status_text() and status_json() render them; the JSON
+ * is written by jansson, on one line, keys in a fixed order (scripts grep
+ * it).
+ *
  * Socket path: /run/raidfs/<hash of the canonical mount point>.sock (or
  * $XDG_RUNTIME_DIR/raidfs/ for an unprivileged daemon).
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
@@ -97,6 +103,7 @@ struct out {
 	size_t len, cap;
 };
 
+/* printf onto o (on running out of memory the reply is cut short) */
 static void outf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void outf(struct out *o, const char *fmt, ...)
 {
@@ -104,7 +111,7 @@ static void outf(struct out *o, const char *fmt, ...)
 	for (;;) {
 		va_start(ap, fmt);
 		size_t room = o->cap - o->len;
-		int n = vsnprintf(o->buf + o->len, room, fmt, ap);
+		int n = vsnprintf(o->buf ? o->buf + o->len : NULL, room, fmt, ap);
 		va_end(ap);
 		if (n < 0)
 			return;
@@ -112,27 +119,9 @@ static void outf(struct out *o, const char *fmt, ...)
 			o->len += n;
 			return;
 		}
-		size_t cap = o->cap * 2 + n + 1;
-		char *nb = realloc(o->buf, cap);
-		if (!nb)
+		if (util_grow(&o->buf, &o->cap, o->len + n + 1, 1) < 0)
 			return;
-		o->buf = nb;
-		o->cap = cap;
 	}
-}
-
-static void json_str(struct out *o, const char *s)
-{
-	outf(o, "\"");
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			outf(o, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			outf(o, "\\u%04x", *s);
-		else
-			outf(o, "%c", *s);
-	}
-	outf(o, "\"");
 }
 
 static const char *member_word(const struct array *a, uint32_t j)
@@ -177,6 +166,92 @@ static const char *state_word(struct array *a, enum array_state st)
 	return array_state_name(st);
 }
 
+/*
+ * What 'raidfs status' says, collected once by status_collect() (under
+ * a->lock: the strings point into the array) and rendered by
+ * status_text() or status_json().
+ */
+struct status_member {
+	const char *word;		/* member_word() */
+	const char *path;
+	uint64_t reads, writes, errors, corrected;
+	const char *fail_reason;	/* "" if none */
+	char faults[256];		/* injected faults, "" if none */
+	const char *replacement;	/* the directory it is copied onto, or NULL */
+	char replacement_faults[256];
+	bool online, rebuilding, partial;
+};
+
+struct status {
+	enum array_state st;
+	const char *state;		/* state_word() */
+	const char *name, *mountpoint;
+	char uuid[37];
+	enum raid_level level;
+	uint32_t width, groups, chunk, parity;	/* parity: redundancy slots per group */
+	uint64_t size, events;
+	bool readonly, cache_offline;
+	struct status_member m[LAYOUT_MAX_WIDTH];
+	uint32_t nspares;
+	const char *spares[SB_MAX_SPARES];
+	struct rebuild_info ri;
+	struct scrub_info si;
+	struct cache_stats cs;
+	char log_faults[256];		/* injected on the cache log, "" if none (or no log) */
+};
+
+static void collect_member(struct array *a, uint32_t j, int shadow, struct status_member *m)
+{
+	m->word = member_word(a, j);
+	m->path = a->m[j].path;
+	m->reads = __atomic_load_n(&a->m[j].reads, __ATOMIC_RELAXED);
+	m->writes = __atomic_load_n(&a->m[j].writes, __ATOMIC_RELAXED);
+	m->errors = __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED);
+	m->corrected = __atomic_load_n(&a->m[j].corrected, __ATOMIC_RELAXED);
+	m->fail_reason = a->m[j].fail_reason;
+	member_inject_describe(a, j, m->faults, sizeof(m->faults));
+	m->replacement = NULL;
+	m->replacement_faults[0] = '\0';
+	if ((int)j == shadow) {
+		m->replacement = a->m[SHADOW].path;
+		member_inject_describe(a, SHADOW, m->replacement_faults, sizeof(m->replacement_faults));
+	}
+	m->online = member_online(a, j);
+	m->rebuilding = member_rebuilding(a, j);
+	m->partial = a->m[j].partial;
+}
+
+/* a->lock held */
+static void status_collect(struct array *a, struct status *s)
+{
+	s->st = array_state(a);
+	s->state = state_word(a, s->st);
+	s->name = a->sb.name;
+	s->mountpoint = a->mountpoint;
+	sb_uuid_str(a->sb.uuid, s->uuid);
+	s->level = a->lay.level;
+	s->width = a->width;
+	s->groups = a->lay.groups;
+	s->chunk = a->lay.chunk;
+	s->parity = a->lay.m;
+	s->size = usable_bytes(a);
+	s->events = a->sb.events;
+	s->readonly = a->readonly;
+	s->cache_offline = cache_offline();
+	int shadow = shadow_of(a);
+	for (uint32_t j = 0; j < a->width; j++)
+		collect_member(a, j, shadow, &s->m[j]);
+	s->nspares = a->sb.nspares;
+	for (uint32_t i = 0; i < s->nspares; i++)
+		s->spares[i] = a->m[a->width + i].path;
+	rebuild_get(&s->ri);
+	scrub_get(&s->si);
+	cache_get_stats(&s->cs);
+	cachelog_inject_describe(s->log_faults, sizeof(s->log_faults));
+}
+
+/* -------------------------------------------------------- status as text */
+
 /* "[=====>     ]  42.0%": 20 columns, pct cut to 0..100 */
 static void progress_bar(struct out *o, double pct)
 {
@@ -189,279 +264,362 @@ static void progress_bar(struct out *o, double pct)
 	outf(o, "] %5.1f%%", pct);
 }
 
-static void status_text(struct array *a, struct out *o)
+static void text_array(const struct status *s, struct out *o)
 {
-	char uuid[37], sz[32], ch[32];
-	enum array_state st = array_state(a);
-	sb_uuid_str(a->sb.uuid, uuid);
-	outf(o, "rc %d\n", status_rc(st));
-	outf(o, "array:   %s (uuid %s)\n", a->sb.name, uuid);
-	outf(o, "mounted: %s\n", a->mountpoint);
-	outf(o, "level:   %s, %u members", layout_level_name(a->lay.level), a->width);
-	if (a->lay.level == LEVEL_RAID50 || a->lay.level == LEVEL_RAID60)
-		outf(o, " in %u groups", a->lay.groups);
-	outf(o, ", chunk %s\n", fmt_size(a->lay.chunk, ch, sizeof(ch)));
-	outf(o, "size:    %s usable\n", fmt_size(usable_bytes(a), sz, sizeof(sz)));
-	outf(o, "state:   %s%s%s\n", state_word(a, st), a->readonly ? " (read-only)" : "",
-	     cache_offline() ? " (offline: preserved cache)" : "");
+	char sz[32], ch[32];
+	outf(o, "array:   %s (uuid %s)\n", s->name, s->uuid);
+	outf(o, "mounted: %s\n", s->mountpoint);
+	outf(o, "level:   %s, %u members", layout_level_name(s->level), s->width);
+	if (s->level == LEVEL_RAID50 || s->level == LEVEL_RAID60)
+		outf(o, " in %u groups", s->groups);
+	outf(o, ", chunk %s\n", fmt_size(s->chunk, ch, sizeof(ch)));
+	outf(o, "size:    %s usable\n", fmt_size(s->size, sz, sizeof(sz)));
+	outf(o, "state:   %s%s%s\n", s->state, s->readonly ? " (read-only)" : "",
+	     s->cache_offline ? " (offline: preserved cache)" : "");
+}
+
+static void text_members(const struct status *s, struct out *o)
+{
 	outf(o, "members:\n");
-	for (uint32_t j = 0; j < a->width; j++) {
-		char inj[256];
+	for (uint32_t j = 0; j < s->width; j++) {
+		const struct status_member *m = &s->m[j];
 		outf(o, "  %2u  %-10s %s  (reads %" PRIu64 ", writes %" PRIu64 ", errors %" PRIu64
 			", corrected %" PRIu64 ")\n",
-		     j, member_word(a, j), a->m[j].path,
-		     __atomic_load_n(&a->m[j].reads, __ATOMIC_RELAXED),
-		     __atomic_load_n(&a->m[j].writes, __ATOMIC_RELAXED),
-		     __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED),
-		     __atomic_load_n(&a->m[j].corrected, __ATOMIC_RELAXED));
-		if (a->m[j].fail_reason[0])
-			outf(o, "      failed: %s\n", a->m[j].fail_reason);
-		member_inject_describe(a, j, inj, sizeof(inj));
-		if (inj[0])
-			outf(o, "      injected faults: %s\n", inj);
-		if ((int)j == shadow_of(a)) {
-			outf(o, "      being replaced by %s (it serves until the copy is complete)\n",
-			     a->m[SHADOW].path);
-			member_inject_describe(a, SHADOW, inj, sizeof(inj));
-			if (inj[0])
-				outf(o, "      injected faults on the replacement: %s\n", inj);
+		     j, m->word, m->path, m->reads, m->writes, m->errors, m->corrected);
+		if (m->fail_reason[0])
+			outf(o, "      failed: %s\n", m->fail_reason);
+		if (m->faults[0])
+			outf(o, "      injected faults: %s\n", m->faults);
+		if (m->replacement) {
+			outf(o, "      being replaced by %s (it serves until the copy is complete)\n", m->replacement);
+			if (m->replacement_faults[0])
+				outf(o, "      injected faults on the replacement: %s\n", m->replacement_faults);
 		}
 	}
-	for (uint32_t s = 0; s < a->sb.nspares; s++)
-		outf(o, "  S%-2u spare      %s\n", s, a->m[a->width + s].path);
-	struct rebuild_info ri;
-	rebuild_get(&ri);
-	if (ri.active) {
-		char d[32], t[32], r[32];
-		/* the copy, then the verify pass over the same bytes again;
-		 * then what the namespace changed meanwhile (no size known) */
-		uint64_t done = ri.done > ri.total || ri.phase != REBUILD_COPY ? ri.total : ri.done;
-		double pct = ri.total ? 100.0 * done / ri.total : 0;
-		uint64_t vdone = ri.files_done - ri.files_copied, vtotal = ri.files_copied;
-		if (ri.phase == REBUILD_VERIFY)	/* (by files: an unchanged one is only looked at) */
-			pct = vtotal ? 100.0 * (vdone < vtotal ? vdone : vtotal) / vtotal : 100;
-		if (ri.replace)
-			outf(o, "replace: member %d -> '%s'\n         ", ri.member, ri.target);
-		else
-			outf(o, "%s member %d ", ri.readd ? "re-add: " : "rebuild:", ri.member);
-		progress_bar(o, pct);
-		if (ri.phase == REBUILD_VERIFY)
-			outf(o, "  verifying: %" PRIu64 " of %" PRIu64 " files (%s copied)", vdone < vtotal ? vdone : vtotal,
-			     vtotal, fmt_size(ri.total, t, sizeof(t)));
-		else
-			outf(o, "  %s / %s", fmt_size(done, d, sizeof(d)), fmt_size(ri.total, t, sizeof(t)));
-		if (ri.phase == REBUILD_CATCH_UP) {
-			outf(o, "  catching up with paths renamed or removed meanwhile");
-		} else if (ri.phase == REBUILD_VERIFY) {
-			/* (no ETA: a file unchanged since its copy is only looked at) */
-		} else if (ri.elapsed >= 2 && ri.rate > 0) {
-			double eta = (ri.total - done) / ri.rate;
-			outf(o, "  %s/s  ETA %dm%02ds", fmt_size((uint64_t)ri.rate, r, sizeof(r)), (int)eta / 60, (int)eta % 60);
-		} else {
-			outf(o, "  (measuring speed)");
-		}
-		outf(o, "%s\n", ri.paused ? "  PAUSED" : "");
-		if (ri.current[0])
-			outf(o, "         now: %s\n", ri.current);
-	} else if (ri.last_result[0]) {
-		outf(o, "rebuild: %s\n", ri.last_result);
+	for (uint32_t i = 0; i < s->nspares; i++)
+		outf(o, "  S%-2u spare      %s\n", i, s->spares[i]);
+}
+
+/* the progress line of a running rebuild, replacement or re-add */
+static void text_rebuild_progress(const struct rebuild_info *ri, struct out *o)
+{
+	char d[32], t[32], r[32];
+	/* the copy, then the verify pass over the same bytes again;
+	 * then what the namespace changed meanwhile (no size known) */
+	uint64_t done = ri->done > ri->total || ri->phase != REBUILD_COPY ? ri->total : ri->done;
+	double pct = ri->total ? 100.0 * done / ri->total : 0;
+	uint64_t vdone = ri->files_done - ri->files_copied, vtotal = ri->files_copied;
+	if (ri->phase == REBUILD_VERIFY)	/* (by files: an unchanged one is only looked at) */
+		pct = vtotal ? 100.0 * (vdone < vtotal ? vdone : vtotal) / vtotal : 100;
+	if (ri->replace)
+		outf(o, "replace: member %d -> '%s'\n         ", ri->member, ri->target);
+	else
+		outf(o, "%s member %d ", ri->readd ? "re-add: " : "rebuild:", ri->member);
+	progress_bar(o, pct);
+	if (ri->phase == REBUILD_VERIFY)
+		outf(o, "  verifying: %" PRIu64 " of %" PRIu64 " files (%s copied)", vdone < vtotal ? vdone : vtotal,
+		     vtotal, fmt_size(ri->total, t, sizeof(t)));
+	else
+		outf(o, "  %s / %s", fmt_size(done, d, sizeof(d)), fmt_size(ri->total, t, sizeof(t)));
+	if (ri->phase == REBUILD_CATCH_UP) {
+		outf(o, "  catching up with paths renamed or removed meanwhile");
+	} else if (ri->phase == REBUILD_VERIFY) {
+		/* (no ETA: a file unchanged since its copy is only looked at) */
+	} else if (ri->elapsed >= 2 && ri->rate > 0) {
+		double eta = (ri->total - done) / ri->rate;
+		outf(o, "  %s/s  ETA %dm%02ds", fmt_size((uint64_t)ri->rate, r, sizeof(r)), (int)eta / 60,
+		     (int)eta % 60);
+	} else {
+		outf(o, "  (measuring speed)");
 	}
-	struct scrub_info si;
-	scrub_get(&si);
-	if (si.active) {
-		char b[32], r[32];
-		double pct = si.files_total ? 100.0 * si.files_done / si.files_total : 0;
-		outf(o, "scrub:   ");
-		progress_bar(o, pct);	/* (past 100% with files created meanwhile: cut) */
-		outf(o, "  %" PRIu64 " of %" PRIu64 " files, %s compared", si.files_done, si.files_total,
-		     fmt_size(si.bytes, b, sizeof(b)));
-		if (si.elapsed >= 2 && si.rate > 0)
-			outf(o, "  %s/s", fmt_size((uint64_t)si.rate, r, sizeof(r)));
-		outf(o, ", %" PRIu64 " mismatch%s%s\n", si.mismatches, si.mismatches == 1 ? "" : "es",
-		     si.repair ? " (repairing)" : "");
-		if (si.current[0])
-			outf(o, "         now: %s\n", si.current);
-	} else if (si.last_result[0]) {
-		outf(o, "scrub:   %s\n", si.last_result);
+	outf(o, "%s\n", ri->paused ? "  PAUSED" : "");
+	if (ri->current[0])
+		outf(o, "         now: %s\n", ri->current);
+}
+
+static void text_scrub(const struct scrub_info *si, struct out *o)
+{
+	if (!si->active) {
+		if (si->last_result[0])
+			outf(o, "scrub:   %s\n", si->last_result);
+		return;
 	}
-	struct cache_stats cs;
-	cache_get_stats(&cs);
+	char b[32], r[32];
+	double pct = si->files_total ? 100.0 * si->files_done / si->files_total : 0;
+	outf(o, "scrub:   ");
+	progress_bar(o, pct);	/* (past 100% with files created meanwhile: cut) */
+	outf(o, "  %" PRIu64 " of %" PRIu64 " files, %s compared", si->files_done, si->files_total,
+	     fmt_size(si->bytes, b, sizeof(b)));
+	if (si->elapsed >= 2 && si->rate > 0)
+		outf(o, "  %s/s", fmt_size((uint64_t)si->rate, r, sizeof(r)));
+	outf(o, ", %" PRIu64 " mismatch%s%s\n", si->mismatches, si->mismatches == 1 ? "" : "es",
+	     si->repair ? " (repairing)" : "");
+	if (si->current[0])
+		outf(o, "         now: %s\n", si->current);
+}
+
+/* the cache and battery lines */
+static void text_cache(const struct status *s, struct out *o)
+{
+	const struct cache_stats *cs = &s->cs;
 	char csz[32], dz[32];
-	uint64_t looks = cs.hits + cs.misses;
+	uint64_t looks = cs->hits + cs->misses;
 	outf(o, "cache:   %s, write policy %s (current: %s%s%s), read policy %s\n",
-	     fmt_size(cs.size, csz, sizeof(csz)), cache_wpolicy_name(cs.configured),
-	     cache_wpolicy_name(cs.effective), cs.why_wt ? ", " : "", cs.why_wt ? cs.why_wt : "",
-	     cache_rpolicy_name(cs.rpolicy));
-	outf(o, "         dirty %s, read hits %.0f%%, destage %.1f MB/s\n", fmt_size(cs.dirty_bytes, dz, sizeof(dz)),
-	     looks ? 100.0 * cs.hits / looks : 0.0, cs.destage_mbps);
-	outf(o, "battery: %s (bbu=%s%s%s)", bbu_state_name(cs.bbu_state), bbu_kind_name(cs.bbu),
-	     cs.bbu == BBU_FILE ? ":" : "", cs.bbu == BBU_FILE ? cs.bbu_path : "");
-	if (cs.bbu_state == BBU_LEARNING)
-		outf(o, ", learn cycle %u s left", cs.learn_left);
-	if (cs.log_error)
-		outf(o, ", the cache log failed: %s%s", strerror(cs.log_error),
-		     cs.log_retired ? " (retired: what it held is on the members)" : " (the cache is being written out)");
+	     fmt_size(cs->size, csz, sizeof(csz)), cache_wpolicy_name(cs->configured),
+	     cache_wpolicy_name(cs->effective), cs->why_wt ? ", " : "", cs->why_wt ? cs->why_wt : "",
+	     cache_rpolicy_name(cs->rpolicy));
+	outf(o, "         dirty %s, read hits %.0f%%, destage %.1f MB/s\n", fmt_size(cs->dirty_bytes, dz, sizeof(dz)),
+	     looks ? 100.0 * cs->hits / looks : 0.0, cs->destage_mbps);
+	outf(o, "battery: %s (bbu=%s%s%s)", bbu_state_name(cs->bbu_state), bbu_kind_name(cs->bbu),
+	     cs->bbu == BBU_FILE ? ":" : "", cs->bbu == BBU_FILE ? cs->bbu_path : "");
+	if (cs->bbu_state == BBU_LEARNING)
+		outf(o, ", learn cycle %u s left", cs->learn_left);
+	if (cs->log_error)
+		outf(o, ", the cache log failed: %s%s", strerror(cs->log_error),
+		     cs->log_retired ? " (retired: what it held is on the members)" : " (the cache is being written out)");
 	outf(o, "\n");
-	char inj[256];
-	cachelog_inject_describe(inj, sizeof(inj));	/* ("": none, or no log) */
-	if (inj[0])
-		outf(o, "         injected faults on the cache log: %s\n", inj);
-	if (cs.preserved_bytes)
+	if (s->log_faults[0])
+		outf(o, "         injected faults on the cache log: %s\n", s->log_faults);
+	if (cs->preserved_bytes)
 		outf(o, "preserved cache: %s of acknowledged writes from the last run are not on the members yet\n",
-		     fmt_size(cs.preserved_bytes, dz, sizeof(dz)));
-	if (cs.offline && array_state(a) == ARRAY_FAILED)
+		     fmt_size(cs->preserved_bytes, dz, sizeof(dz)));
+}
+
+/* "action:" lines of the cache and the battery */
+static void text_cache_actions(const struct status *s, struct out *o)
+{
+	const struct cache_stats *cs = &s->cs;
+	if (cs->offline && s->st == ARRAY_FAILED)
 		outf(o, "action:  OFFLINE: the cache of the last run is preserved and the array cannot take it; return the missing members (they are taken back when they reappear at their paths) and the mount comes online by itself; 'raidfs cache %s discard --force' drops the preserved data for good\n",
-		     a->mountpoint);
-	else if (cs.offline)
+		     s->mountpoint);
+	else if (cs->offline)
 		outf(o, "action:  OFFLINE: %s; the mount comes online by itself once it is written; 'raidfs cache %s discard --force' drops the preserved data for good\n",
-		     cs.offline_why[0] ? cs.offline_why : "the cache of the last run is preserved and cannot be written yet",
-		     a->mountpoint);
-	if (cs.log_error && cs.log_retired)
+		     cs->offline_why[0] ? cs->offline_why : "the cache of the last run is preserved and cannot be written yet",
+		     s->mountpoint);
+	if (cs->log_error && cs->log_retired)
 		outf(o, "action:  the cache log '%s' failed and was retired (the members hold all it had): the cache runs write-through until the next mount; check the disk that holds it, or mount with another log (-o bbu=file:PATH)\n",
-		     cs.bbu_path);
-	else if (cs.log_error)
+		     cs->bbu_path);
+	else if (cs->log_error)
 		outf(o, "action:  the cache log '%s' failed: the cache is being written out to the members and runs write-through until the next mount; after a crash now, mount once more with this log (it may hold writes the members do not have yet)\n",
-		     cs.bbu_path);
-	else if (cs.bbu_state == BBU_FAILED)
+		     cs->bbu_path);
+	else if (cs->bbu_state == BBU_FAILED)
 		outf(o, "action:  the battery has failed: the cache runs write-through; 'raidfs bbu %s restore' once it is replaced\n",
-		     a->mountpoint);
-	if (!si.active && !si.repair && si.mismatches)
+		     s->mountpoint);
+}
+
+/* "action:" lines of the last scrub */
+static void text_scrub_actions(const struct status *s, struct out *o)
+{
+	const struct scrub_info *si = &s->si;
+	if (si->active)
+		return;
+	if (!si->repair && si->mismatches)
 		outf(o, "action:  the last scrub found %" PRIu64 " stripe%s whose redundancy does not match the data (see the log): "
 			"'raidfs scrub %s --repair' recomputes it from the data\n",
-		     si.mismatches, si.mismatches == 1 ? "" : "s", a->mountpoint);
-	if (!si.active && !si.repair && si.missing && a->lay.m > 0)
+		     si->mismatches, si->mismatches == 1 ? "" : "s", s->mountpoint);
+	if (!si->repair && si->missing && s->parity > 0)
 		outf(o, "action:  the last scrub found %" PRIu64 " shard%s missing on %s member%s (see the log): "
 			"'raidfs scrub %s --repair' puts %s back from the other members\n",
-		     si.missing, si.missing == 1 ? "" : "s", si.missing == 1 ? "its" : "their", si.missing == 1 ? "" : "s",
-		     a->mountpoint, si.missing == 1 ? "it" : "them");
-	else if (!si.active && si.missing > si.restored && a->lay.m > 0)
+		     si->missing, si->missing == 1 ? "" : "s", si->missing == 1 ? "its" : "their", si->missing == 1 ? "" : "s",
+		     s->mountpoint, si->missing == 1 ? "it" : "them");
+	else if (si->missing > si->restored && s->parity > 0)
 		outf(o, "action:  the last scrub could not put back %" PRIu64 " missing shard%s: the log says why for each "
 			"(a file in use: 'raidfs scrub %s --repair' again later; otherwise 'raidfs replace' of the member)\n",
-		     si.missing - si.restored, si.missing - si.restored == 1 ? "" : "s", a->mountpoint);
-	if (st == ARRAY_FAILED) {
+		     si->missing - si->restored, si->missing - si->restored == 1 ? "" : "s", s->mountpoint);
+}
+
+/* the "action:" line of a failed array, or of its first member out of service */
+static void text_member_actions(const struct status *s, struct out *o)
+{
+	const struct rebuild_info *ri = &s->ri;
+	if (s->st == ARRAY_FAILED) {
 		outf(o, "action:  too many members are lost for %s: the array refuses writes; bring the members back: a disk that returns to its path is taken back by itself, or use 'raidfs add %s DIR', or remount with all members\n",
-		     layout_level_name(a->lay.level), a->mountpoint);
-	} else if (st == ARRAY_DEGRADED) {
-		for (uint32_t j = 0; j < a->width; j++)
-			if (!member_online(a, j)) {
-				if (member_rebuilding(a, j) && !ri.active && ri.failed_files && ri.member == (int)j)
-					outf(o, "action:  the rebuild of member %u onto '%s' could not rebuild %d file%s (see above and the log); "
-						"an I/O error there means the members left do not hold all of its data: restore the file from a copy "
-						"or delete it, then 'raidfs rebuild %s resume'\n",
-					     j, a->m[j].path, ri.failed_files, ri.failed_files == 1 ? "" : "s", a->mountpoint);
-				else if (member_rebuilding(a, j) && !ri.active)
-					outf(o, "action:  the rebuild of member %u onto '%s' stopped (see above); 'raidfs rebuild %s resume' starts it again\n",
-					     j, a->m[j].path, a->mountpoint);
-				else if (member_rebuilding(a, j))
-					outf(o, "action:  member %u is being rebuilt onto '%s'; the array has less redundancy until it finishes\n",
-					     j, a->m[j].path);
-				else if (a->m[j].partial)
-					outf(o, "action:  member %u ('%s') failed during its rebuild: replace it with 'raidfs replace %s %u NEWDIR' (an empty directory on another disk)\n",
-					     j, a->m[j].path, a->mountpoint, j);
-				else
-					outf(o, "action:  member %u ('%s') is %s: replace it with 'raidfs replace %s %u NEWDIR' (an empty directory on a new disk), or if the disk is sound (pulled by mistake) put it back with 'raidfs add %s %s' (resyncs only what changed)\n",
-					     j, a->m[j].path, member_word(a, j), a->mountpoint, j, a->mountpoint, a->m[j].path);
-				break;
-			}
+		     layout_level_name(s->level), s->mountpoint);
+		return;
+	}
+	if (s->st != ARRAY_DEGRADED)
+		return;
+	for (uint32_t j = 0; j < s->width; j++) {
+		const struct status_member *m = &s->m[j];
+		if (m->online)
+			continue;
+		if (m->rebuilding && !ri->active && ri->failed_files && ri->member == (int)j)
+			outf(o, "action:  the rebuild of member %u onto '%s' could not rebuild %d file%s (see above and the log); "
+				"an I/O error there means the members left do not hold all of its data: restore the file from a copy "
+				"or delete it, then 'raidfs rebuild %s resume'\n",
+			     j, m->path, ri->failed_files, ri->failed_files == 1 ? "" : "s", s->mountpoint);
+		else if (m->rebuilding && !ri->active)
+			outf(o, "action:  the rebuild of member %u onto '%s' stopped (see above); 'raidfs rebuild %s resume' starts it again\n",
+			     j, m->path, s->mountpoint);
+		else if (m->rebuilding)
+			outf(o, "action:  member %u is being rebuilt onto '%s'; the array has less redundancy until it finishes\n",
+			     j, m->path);
+		else if (m->partial)
+			outf(o, "action:  member %u ('%s') failed during its rebuild: replace it with 'raidfs replace %s %u NEWDIR' (an empty directory on another disk)\n",
+			     j, m->path, s->mountpoint, j);
+		else
+			outf(o, "action:  member %u ('%s') is %s: replace it with 'raidfs replace %s %u NEWDIR' (an empty directory on a new disk), or if the disk is sound (pulled by mistake) put it back with 'raidfs add %s %s' (resyncs only what changed)\n",
+			     j, m->path, m->word, s->mountpoint, j, s->mountpoint, m->path);
+		return;
 	}
 }
 
-static void status_json(struct array *a, struct out *o)
+static void status_text(const struct status *s, struct out *o)
 {
-	char uuid[37];
-	enum array_state st = array_state(a);
-	sb_uuid_str(a->sb.uuid, uuid);
-	outf(o, "rc %d\n", status_rc(st));
-	outf(o, "{\"name\": ");
-	json_str(o, a->sb.name);
-	outf(o, ", \"uuid\": \"%s\", \"mountpoint\": ", uuid);
-	json_str(o, a->mountpoint);
-	outf(o, ", \"level\": \"%s\", \"width\": %u, \"groups\": %u, \"chunk\": %u, \"size\": %" PRIu64
-		", \"state\": \"%s\", \"readonly\": %s, \"events\": %" PRIu64 ", \"members\": [",
-	     layout_level_name(a->lay.level), a->width, a->lay.groups, a->lay.chunk,
-	     usable_bytes(a), state_word(a, st), a->readonly ? "true" : "false", a->sb.events);
-	for (uint32_t j = 0; j < a->width; j++) {
-		outf(o, "%s{\"index\": %u, \"path\": ", j ? ", " : "", j);
-		json_str(o, a->m[j].path);
-		outf(o, ", \"state\": \"%s\", \"reads\": %" PRIu64 ", \"writes\": %" PRIu64
-			", \"errors\": %" PRIu64 ", \"corrected\": %" PRIu64 ", \"fail_reason\": ",
-		     member_word(a, j),
-		     __atomic_load_n(&a->m[j].reads, __ATOMIC_RELAXED),
-		     __atomic_load_n(&a->m[j].writes, __ATOMIC_RELAXED),
-		     __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED),
-		     __atomic_load_n(&a->m[j].corrected, __ATOMIC_RELAXED));
-		json_str(o, a->m[j].fail_reason);
-		char inj[256];
-		member_inject_describe(a, j, inj, sizeof(inj));
-		outf(o, ", \"faults\": ");
-		json_str(o, inj);
-		/* the directory it is being copied onto (replace in place) */
-		outf(o, ", \"replacement\": ");
-		if ((int)j == shadow_of(a)) {
-			json_str(o, a->m[SHADOW].path);
-			member_inject_describe(a, SHADOW, inj, sizeof(inj));
-			outf(o, ", \"replacement_faults\": ");
-			json_str(o, inj);
-		} else {
-			outf(o, "null, \"replacement_faults\": null");
+	outf(o, "rc %d\n", status_rc(s->st));
+	text_array(s, o);
+	text_members(s, o);
+	if (s->ri.active)
+		text_rebuild_progress(&s->ri, o);
+	else if (s->ri.last_result[0])
+		outf(o, "rebuild: %s\n", s->ri.last_result);
+	text_scrub(&s->si, o);
+	text_cache(s, o);
+	text_cache_actions(s, o);
+	text_scrub_actions(s, o);
+	text_member_actions(s, o);
+}
+
+/* -------------------------------------------------------- status as JSON */
+
+/* s as a JSON string, NULL as null.  A string that is not UTF-8 (a path
+ * may hold any bytes) has its bytes above 0x7f written as '?'. */
+static json_t *jstr(const char *s)
+{
+	if (!s)
+		return json_null();
+	json_t *j = json_string(s);
+	char *c;
+	if (j || !(c = strdup(s)))
+		return j;
+	for (char *p = c; *p; p++)
+		if ((unsigned char)*p > 0x7f)
+			*p = '?';
+	j = json_string(c);
+	free(c);
+	return j;
+}
+
+/* x as printf("%.*f") writes it: the numbers read as they always did */
+static double printf_round(double x, int digits)
+{
+	char b[64];
+	snprintf(b, sizeof(b), "%.*f", digits, x);
+	return strtod(b, NULL);
+}
+
+/* Unsigned counters and sizes as JSON integers (json_int_t is signed
+ * 64 bits: a counter does not reach 2^63). */
+#define JU(v) ((json_int_t)(v))
+
+static json_t *json_members(const struct status *s)
+{
+	json_t *arr = json_array();
+	for (uint32_t j = 0; arr && j < s->width; j++) {
+		const struct status_member *m = &s->m[j];
+		/* replacement: the directory it is being copied onto (replace in place) */
+		json_t *e = json_pack("{s:I, s:o, s:s, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
+				      "index", JU(j), "path", jstr(m->path), "state", m->word,
+				      "reads", JU(m->reads), "writes", JU(m->writes), "errors", JU(m->errors),
+				      "corrected", JU(m->corrected), "fail_reason", jstr(m->fail_reason),
+				      "faults", jstr(m->faults), "replacement", jstr(m->replacement),
+				      "replacement_faults", jstr(m->replacement ? m->replacement_faults : NULL));
+		if (json_array_append_new(arr, e) < 0) {
+			json_decref(arr);
+			return NULL;
 		}
-		outf(o, "}");
 	}
-	outf(o, "], \"spares\": [");
-	for (uint32_t s = 0; s < a->sb.nspares; s++) {
-		outf(o, "%s", s ? ", " : "");
-		json_str(o, a->m[a->width + s].path);
+	return arr;
+}
+
+static json_t *json_spares(const struct status *s)
+{
+	json_t *arr = json_array();
+	for (uint32_t i = 0; arr && i < s->nspares; i++)
+		if (json_array_append_new(arr, jstr(s->spares[i])) < 0) {
+			json_decref(arr);
+			return NULL;
+		}
+	return arr;
+}
+
+static json_t *json_rebuild(const struct rebuild_info *ri)
+{
+	const char *phase = !ri->active ? "" : ri->phase == REBUILD_VERIFY ? "verify"
+					     : ri->phase == REBUILD_CATCH_UP ? "catch-up" : "copy";
+	return json_pack("{s:b, s:b, s:b, s:b, s:i, s:I, s:I, s:s, s:I, s:I, s:f, s:I, s:I, s:o, s:o, s:i}",
+			 "active", ri->active, "readd", ri->readd, "replace", ri->active && ri->replace,
+			 "paused", ri->paused, "member", ri->member, "done", JU(ri->done), "total", JU(ri->total),
+			 "phase", phase, "copied", JU(ri->copied), "rate", JU(printf_round(ri->rate, 0)),
+			 "elapsed", printf_round(ri->elapsed, 1), "min_rate", JU(ri->min_rate),
+			 "max_rate", JU(ri->max_rate), "target", jstr(ri->target), "last_result", jstr(ri->last_result),
+			 "failed_files", ri->failed_files);
+}
+
+static json_t *json_scrub(const struct scrub_info *si)
+{
+	return json_pack("{s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+			 "active", si->active, "repair", si->repair, "files_done", JU(si->files_done),
+			 "files_total", JU(si->files_total), "bytes", JU(si->bytes), "mismatches", JU(si->mismatches),
+			 "repaired", JU(si->repaired), "errors", JU(si->errors), "missing", JU(si->missing),
+			 "restored", JU(si->restored), "rate", JU(printf_round(si->rate, 0)),
+			 "last_result", jstr(si->last_result));
+}
+
+static json_t *json_cache(const struct status *s)
+{
+	const struct cache_stats *cs = &s->cs;
+	return json_pack("{s:I, s:I, s:s, s:s, s:o, s:s, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:s, s:s, s:I, s:b, "
+			 "s:o, s:o, s:b, s:o}",
+			 "size", JU(cs->size), "line_bytes", JU(cs->line_bytes),
+			 "write_policy", cache_wpolicy_name(cs->configured),
+			 "current_write_policy", cache_wpolicy_name(cs->effective), "current_reason", jstr(cs->why_wt),
+			 "read_policy", cache_rpolicy_name(cs->rpolicy), "dirty_bytes", JU(cs->dirty_bytes),
+			 "dirty_lines", JU(cs->dirty_lines), "hits", JU(cs->hits), "misses", JU(cs->misses),
+			 "destage_mbps", printf_round(cs->destage_mbps, 1), "destaged_bytes", JU(cs->destaged_bytes),
+			 "preserved_bytes", JU(cs->preserved_bytes), "bbu", bbu_kind_name(cs->bbu),
+			 "bbu_state", bbu_state_name(cs->bbu_state), "learn_left", JU(cs->learn_left),
+			 "offline", cs->offline,
+			 "offline_reason", jstr(cs->offline && cs->offline_why[0] ? cs->offline_why : NULL),
+			 "log_error", jstr(cs->log_error ? strerror(cs->log_error) : NULL),
+			 "log_retired", cs->log_retired, "log_faults", jstr(s->log_faults));
+}
+
+/* One line of JSON, keys in this order (scripts grep it: see
+ * tests/integration); reals with one decimal as "%.1f" wrote them. */
+static void status_json(const struct status *s, struct out *o)
+{
+	json_t *doc = json_pack("{s:o, s:s, s:o, s:s, s:I, s:I, s:I, s:I, s:s, s:b, s:I, s:o, s:o, s:o, s:o, s:o}",
+				"name", jstr(s->name), "uuid", s->uuid, "mountpoint", jstr(s->mountpoint),
+				"level", layout_level_name(s->level), "width", JU(s->width), "groups", JU(s->groups),
+				"chunk", JU(s->chunk), "size", JU(s->size), "state", s->state, "readonly", s->readonly,
+				"events", JU(s->events), "members", json_members(s), "spares", json_spares(s),
+				"rebuild", json_rebuild(&s->ri), "scrub", json_scrub(&s->si), "cache", json_cache(s));
+	char *text = doc ? json_dumps(doc, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
+	if (text)
+		outf(o, "rc %d\n%s\n", status_rc(s->st), text);
+	else
+		outf(o, "rc 2\nraidfs: status: the daemon ran out of memory writing the status as JSON\n");
+	free(text);
+	json_decref(doc);
+}
+
+/* status or status-json: collected under a->lock, rendered after */
+static void cmd_status(struct array *a, bool json, struct out *o)
+{
+	struct status *s = malloc(sizeof(*s));
+	if (!s) {
+		outf(o, "rc 2\nraidfs: status: the daemon ran out of memory\n");
+		return;
 	}
-	struct rebuild_info ri;
-	rebuild_get(&ri);
-	outf(o, "], \"rebuild\": {\"active\": %s, \"readd\": %s, \"replace\": %s, \"paused\": %s, \"member\": %d, \"done\": %" PRIu64
-		", \"total\": %" PRIu64 ", \"phase\": \"%s\", \"copied\": %" PRIu64
-		", \"rate\": %.0f, \"elapsed\": %.1f, \"min_rate\": %u, \"max_rate\": %u, \"target\": ",
-	     ri.active ? "true" : "false", ri.readd ? "true" : "false", ri.active && ri.replace ? "true" : "false",
-	     ri.paused ? "true" : "false", ri.member, ri.done, ri.total,
-	     !ri.active ? "" : ri.phase == REBUILD_VERIFY ? "verify" : ri.phase == REBUILD_CATCH_UP ? "catch-up" : "copy",
-	     ri.copied,
-	     ri.rate, ri.elapsed, ri.min_rate, ri.max_rate);
-	json_str(o, ri.target);
-	outf(o, ", \"last_result\": ");
-	json_str(o, ri.last_result);
-	outf(o, ", \"failed_files\": %d", ri.failed_files);
-	struct scrub_info si;
-	scrub_get(&si);
-	outf(o, "}, \"scrub\": {\"active\": %s, \"repair\": %s, \"files_done\": %" PRIu64 ", \"files_total\": %" PRIu64
-		", \"bytes\": %" PRIu64 ", \"mismatches\": %" PRIu64 ", \"repaired\": %" PRIu64 ", \"errors\": %" PRIu64
-		", \"missing\": %" PRIu64 ", \"restored\": %" PRIu64 ", \"rate\": %.0f, \"last_result\": ",
-	     si.active ? "true" : "false", si.repair ? "true" : "false", si.files_done, si.files_total, si.bytes,
-	     si.mismatches, si.repaired, si.errors, si.missing, si.restored, si.rate);
-	json_str(o, si.last_result);
-	struct cache_stats cs;
-	cache_get_stats(&cs);
-	outf(o, "}, \"cache\": {\"size\": %" PRIu64 ", \"line_bytes\": %" PRIu64 ", \"write_policy\": \"%s\", \"current_write_policy\": \"%s\", \"current_reason\": ",
-	     cs.size, cs.line_bytes, cache_wpolicy_name(cs.configured), cache_wpolicy_name(cs.effective));
-	if (cs.why_wt)
-		json_str(o, cs.why_wt);
+	pthread_mutex_lock(&a->lock);
+	status_collect(a, s);
+	if (json)
+		status_json(s, o);
 	else
-		outf(o, "null");
-	outf(o, ", \"read_policy\": \"%s\", \"dirty_bytes\": %" PRIu64
-		", \"dirty_lines\": %u, \"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"destage_mbps\": %.1f, \"destaged_bytes\": %" PRIu64
-		", \"preserved_bytes\": %" PRIu64 ", \"bbu\": \"%s\", \"bbu_state\": \"%s\", \"learn_left\": %u, \"offline\": %s, \"offline_reason\": ",
-	     cache_rpolicy_name(cs.rpolicy), cs.dirty_bytes, cs.dirty_lines, cs.hits, cs.misses, cs.destage_mbps,
-	     cs.destaged_bytes, cs.preserved_bytes, bbu_kind_name(cs.bbu), bbu_state_name(cs.bbu_state), cs.learn_left,
-	     cs.offline ? "true" : "false");
-	if (cs.offline && cs.offline_why[0])
-		json_str(o, cs.offline_why);
-	else
-		outf(o, "null");
-	outf(o, ", \"log_error\": ");
-	if (cs.log_error)
-		json_str(o, strerror(cs.log_error));
-	else
-		outf(o, "null");
-	outf(o, ", \"log_retired\": %s, \"log_faults\": ", cs.log_retired ? "true" : "false");
-	char linj[256];
-	cachelog_inject_describe(linj, sizeof(linj));
-	json_str(o, linj);
-	outf(o, "}}\n");
+		status_text(s, o);
+	pthread_mutex_unlock(&a->lock);
+	free(s);
 }
 
 /* ------------------------------------------------------------- commands */
@@ -736,14 +894,8 @@ static void cmd_scrub(struct array *a, int argc, char **argv, struct out *o)
 static void dispatch(struct array *a, int argc, char **argv, struct out *o)
 {
 	const char *cmd = argv[0];
-	if (!strcmp(cmd, "status")) {
-		pthread_mutex_lock(&a->lock);
-		status_text(a, o);
-		pthread_mutex_unlock(&a->lock);
-	} else if (!strcmp(cmd, "status-json")) {
-		pthread_mutex_lock(&a->lock);
-		status_json(a, o);
-		pthread_mutex_unlock(&a->lock);
+	if (!strcmp(cmd, "status") || !strcmp(cmd, "status-json")) {
+		cmd_status(a, cmd[6] == '-', o);
 	} else if (!strcmp(cmd, "pid")) {
 		outf(o, "rc 0\n%d\n", (int)getpid());
 	} else if (!strcmp(cmd, "fail")) {
@@ -831,10 +983,7 @@ static bool serve(int fd)
 /* Dispatch one request line and write the reply to fd. */
 static void answer(int fd, char *req)
 {
-	struct out o = { malloc(4096), 0, 4096 };
-	if (!o.buf)
-		return;
-	o.buf[0] = '\0';
+	struct out o = { NULL, 0, 0 };
 	/* words are separated by tabs (paths may hold spaces) */
 	char *argv[32];
 	int argc = 0;
@@ -935,14 +1084,14 @@ int ctl_request(const char *mountpoint, const char *req, bool quiet, char *reply
 		close(fd);
 		return 2;
 	}
-	struct out o = { malloc(4096), 0, 4096 };
+	struct out o = { NULL, 0, 0 };
 	char buf[4096];
 	ssize_t n;
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		outf(&o, "%.*s", (int)n, buf);
 	close(fd);
 	int rc = 2;
-	char *body = o.buf;
+	char *body = o.len ? o.buf : "";
 	if (o.len && sscanf(o.buf, "rc %d", &rc) == 1) {
 		body = strchr(o.buf, '\n');
 		body = body ? body + 1 : o.buf + o.len;

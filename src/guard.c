@@ -52,8 +52,9 @@ static struct {
 	uint32_t used;			/* bit i: slot i holds a write in progress */
 	uint32_t reserved;		/* bit i: slot i holds the last run's guard */
 	int busy;			/* slots in use by this run */
-	struct old_guard *old;
+	struct old_guard *old;		/* the last run's guards (guard_recover) */
 	int nold;
+	size_t capold;
 } G = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.freed = PTHREAD_COND_INITIALIZER,
@@ -273,15 +274,17 @@ int guard_recover(const struct guard_store *st, bool current)
 		uint32_t crc = parity_crc32(0, b, 124);
 		if (parity_crc32(crc, b + GUARD_HDR, total) != get_le32(b + 124))
 			continue;	/* torn while written: its write never began */
-		struct old_guard *o = realloc(G.old, (G.nold + 1) * sizeof(*o));
-		if (!o)
+		struct old_guard *o = NULL;
+		if (UTIL_GROW(G.old, G.capold, (size_t)G.nold + 1) == 0) {
+			o = &G.old[G.nold];
+			memset(o, 0, sizeof(*o));
+			o->bytes = malloc(total ? total : 1);
+		}
+		if (!o || !o->bytes) {
+			log_err("guard: out of memory reading the guard of a write cut short: %d of them taken, the rest not put back",
+				taken);
 			break;
-		G.old = o;
-		o = &G.old[G.nold];
-		memset(o, 0, sizeof(*o));
-		o->bytes = malloc(total ? total : 1);
-		if (!o->bytes)
-			break;
+		}
 		memcpy(o->bytes, b + GUARD_HDR, total);
 		o->fid = get_le64(b + 16);
 		o->size = get_le64(b + 8);
@@ -403,6 +406,7 @@ void guard_replay_done(void)
 	free(G.old);
 	G.old = NULL;
 	G.nold = 0;
+	G.capold = 0;
 	G.reserved = 0;
 	pthread_cond_broadcast(&G.freed);
 	pthread_mutex_unlock(&G.lock);

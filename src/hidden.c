@@ -107,7 +107,7 @@ static bool read_note(int dirfd, const char *name, uint64_t *id, char *buf, size
 void hidden_each(struct array *a, void (*fn)(const char *relpath, uint64_t id, void *arg), void *arg)
 {
 	char **seen = NULL;
-	size_t nseen = 0;
+	size_t nseen = 0, cap = 0;
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (!member_online(a, j))
 			continue;
@@ -123,12 +123,14 @@ void hidden_each(struct array *a, void (*fn)(const char *relpath, uint64_t id, v
 			bool dup = false;
 			for (size_t i = 0; i < nseen && !dup; i++)
 				dup = strcmp(seen[i], path) == 0;
-			char **more = dup ? NULL : realloc(seen, (nseen + 1) * sizeof(*seen));
-			if (more) {
-				seen = more;
-				if ((seen[nseen] = strdup(path)))
-					fn(seen[nseen++], id, arg);
+			if (dup)
+				continue;
+			if (!util_names_add(&seen, &nseen, &cap, path)) {
+				log_err("array '%s': out of memory listing hidden names: '%s' is left as it is",
+					a->sb.name, path);
+				continue;
 			}
+			fn(seen[nseen - 1], id, arg);
 		}
 		closedir(d);
 	}

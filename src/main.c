@@ -11,6 +11,7 @@
  * Only main() exits; everything below returns 0 or a negative errno.
  */
 #include <errno.h>
+#include <fuse_opt.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -174,97 +175,155 @@ static int cmd_create(int argc, char **argv)
 
 /* ------------------------------------------------------------------ mount */
 
-/* generic options fstab and mount(8) pass that mean nothing to raidfs */
-static bool ignored_option(const char *opt)
+/*
+ * The mount command line goes through libfuse's fuse_opt_parse() twice:
+ * first main's table (below: the mount's own options, the flags mount(8)
+ * passes, the positional DIR[:DIR...] MOUNTPOINT), then the cache's
+ * (cache_opt_parse()); the -o options neither takes go to FUSE.
+ */
+enum {
+	KEY_FOREGROUND, KEY_HELP, KEY_LOG, KEY_NODEGRADED, KEY_FORCE, KEY_RO, KEY_EVENT_PROGRAM,
+	KEY_READ_ERRORS, KEY_REBUILD_MIN, KEY_REBUILD_MAX,
+};
+static const struct fuse_opt mount_opt_table[] = {
+	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
+	FUSE_OPT_KEY("foreground", KEY_FOREGROUND),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("log=", KEY_LOG),
+	FUSE_OPT_KEY("nodegraded", KEY_NODEGRADED),
+	FUSE_OPT_KEY("force", KEY_FORCE),
+	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("event_program=", KEY_EVENT_PROGRAM),
+	FUSE_OPT_KEY("read_error_threshold=", KEY_READ_ERRORS),
+	FUSE_OPT_KEY("rebuild_min_rate=", KEY_REBUILD_MIN),
+	FUSE_OPT_KEY("rebuild_max_rate=", KEY_REBUILD_MAX),
+	/* mount(8) helper flags: no mtab, sloppy, verbose */
+	FUSE_OPT_KEY("-n", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("-s", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("-v", FUSE_OPT_KEY_DISCARD),
+	/* generic options fstab and mount(8) pass that mean nothing to raidfs
+	 * (and "x-*", below) */
+	FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("rw", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("nouser", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("owner", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("group", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("comment=", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_END
+};
+
+struct mount_cmdline {
+	struct mount_opts *o;
+	char *pos[2];		/* DIR[:DIR...] MOUNTPOINT */
+	int npos;
+	bool help;		/* -h: usage printed, stop */
+};
+
+/* -o rebuild_min_rate= / rebuild_max_rate=: as 'raidfs rebuild
+ * --min-rate/--max-rate', from the start (a rebuild or replacement
+ * resumed at mount) */
+static void set_rebuild_rate(bool min, uint32_t v)
 {
-	static const char *const ign[] = { "nofail", "noauto", "auto", "_netdev", "defaults",
-		"rw", "user", "nouser", "users", "owner", "group", NULL };
-	for (int i = 0; ign[i]; i++)
-		if (!strcmp(opt, ign[i]))
-			return true;
-	return !strncmp(opt, "x-systemd.", 10) || !strncmp(opt, "x-", 2) ||
-	       !strncmp(opt, "comment=", 8);
+	struct rebuild_info ri;
+	rebuild_get(&ri);
+	if (min)
+		rebuild_set_rates(v, ri.max_rate);
+	else
+		rebuild_set_rates(ri.min_rate, v);
 }
 
-static int parse_mount_opts(char *s, struct mount_opts *o)
+/* fuse_opt_parse() callback for mount_opt_table: 0 taken, 1 kept (for
+ * the cache's table, then FUSE), -1 refused (message printed). */
+static int mount_opt(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
-	for (char *save = NULL, *opt = strtok_r(s, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
-		if (!*opt || ignored_option(opt))
-			continue;
-		int c = cache_parse_option(opt);
-		if (c < 0)
+	struct mount_cmdline *c = data;
+	const char *v = strchr(arg, '=');
+	v = v ? v + 1 : "";
+	switch (key) {
+	case FUSE_OPT_KEY_NONOPT:
+		if (c->npos == 2) {
+			fprintf(stderr, "raidfs: mount: unexpected argument '%s' (give DIR[:DIR...] MOUNTPOINT)\n", arg);
 			return -1;
-		if (c > 0)
-			continue;
-		if (!strncmp(opt, "log=", 4))
-			o->log = strdup(opt + 4);
-		else if (!strcmp(opt, "nodegraded"))
-			o->allow_degraded = false;
-		else if (!strcmp(opt, "force"))
-			o->force = true;
-		else if (!strcmp(opt, "ro"))
-			o->readonly = true;
-		else if (!strcmp(opt, "foreground"))
-			o->foreground = true;
-		else if (!strncmp(opt, "event_program=", 14))
-			event_program = strdup(opt + 14);
-		else if (!strncmp(opt, "read_error_threshold=", 21))
-			array_read_error_threshold = strtoul(opt + 21, NULL, 10);
-		else if (!strncmp(opt, "rebuild_min_rate=", 17) || !strncmp(opt, "rebuild_max_rate=", 17)) {
-			/* as 'raidfs rebuild --min-rate/--max-rate', from the start
-			 * (a rebuild or replacement resumed at mount) */
-			struct rebuild_info ri;
-			uint32_t v = strtoul(opt + 17, NULL, 10);
-			rebuild_get(&ri);
-			if (!strncmp(opt, "rebuild_min", 11))
-				rebuild_set_rates(v, ri.max_rate);
-			else
-				rebuild_set_rates(ri.min_rate, v);
-		} else {
-			size_t l = strlen(o->fuse_opts);
-			snprintf(o->fuse_opts + l, sizeof(o->fuse_opts) - l, "%s%s", l ? "," : "", opt);
 		}
+		c->pos[c->npos++] = (char *)arg;
+		return 0;
+	case FUSE_OPT_KEY_OPT:
+		if (arg[0] == '-') {
+			fprintf(stderr, "raidfs: mount: unknown option '%s' (see 'raidfs --help')\n", arg);
+			return -1;
+		}
+		return *arg && strncmp(arg, "x-", 2) ? 1 : 0;	/* x-systemd.* and the like: not ours */
+	case KEY_FOREGROUND: c->o->foreground = true; return 0;
+	case KEY_HELP: c->help = true; return -1;
+	case KEY_NODEGRADED: c->o->allow_degraded = false; return 0;
+	case KEY_FORCE: c->o->force = true; return 0;
+	case KEY_RO: c->o->readonly = true; return 0;
+	case KEY_READ_ERRORS: array_read_error_threshold = strtoul(v, NULL, 10); return 0;
+	case KEY_REBUILD_MIN: set_rebuild_rate(true, strtoul(v, NULL, 10)); return 0;
+	case KEY_REBUILD_MAX: set_rebuild_rate(false, strtoul(v, NULL, 10)); return 0;
+	case KEY_LOG:
+	case KEY_EVENT_PROGRAM: {
+		char *copy = strdup(v);
+		if (!copy) {
+			fprintf(stderr, "raidfs: mount: out of memory for '%s'\n", arg);
+			return -1;
+		}
+		const char **to = key == KEY_LOG ? &c->o->log : &event_program;
+		free((char *)*to);	/* (given twice: the last one counts) */
+		*to = copy;
+		return 0;
 	}
-	return 0;
+	}
+	return 1;
+}
+
+/* The mount command line (argv[0] is the command) into *o and the two
+ * positional arguments; 0, 1 when -h printed the usage, -1 refused. */
+static int parse_mount_cmdline(int argc, char **argv, struct mount_opts *o, char *pos[2])
+{
+	struct mount_cmdline c = { .o = o };
+	if (argc > 1 && !strcmp(argv[argc - 1], "-o")) {
+		fprintf(stderr, "raidfs: -o needs a list of options (for example -o ro,log=FILE)\n");
+		return -1;
+	}
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	int ret = fuse_opt_parse(&args, &c, mount_opt_table, mount_opt);
+	if (ret == 0)
+		ret = cache_opt_parse(&args);
+	if (c.help) {
+		usage(stdout);
+		ret = 1;
+	} else if (ret == 0 && c.npos != 2) {
+		fprintf(stderr, "raidfs: mount: give DIR[:DIR...] MOUNTPOINT\n");
+		ret = -1;
+	} else if (ret == 0 && args.argc > 1 &&
+		   snprintf(o->fuse_opts, sizeof(o->fuse_opts), "%s", args.argv[args.argc - 1]) >=
+			   (int)sizeof(o->fuse_opts)) {
+		/* (what is left: argv[0], "-o", the options for FUSE) */
+		fprintf(stderr, "raidfs: mount: the options for FUSE are too long (at most %zu characters)\n",
+			sizeof(o->fuse_opts) - 1);
+		ret = -1;
+	}
+	pos[0] = c.pos[0];
+	pos[1] = c.pos[1];
+	fuse_opt_free_args(&args);
+	return ret;
 }
 
 static int cmd_mount(int argc, char **argv)
 {
 	struct mount_opts o = { .allow_degraded = true };
 	char *pos[2];
-	int npos = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-f")) {
-			o.foreground = true;
-		} else if (!strcmp(argv[i], "-o")) {
-			if (++i == argc) {
-				fprintf(stderr, "raidfs: -o needs a list of options\n");
-				return 1;
-			}
-			if (parse_mount_opts(argv[i], &o) < 0)
-				return 1;
-		} else if (!strncmp(argv[i], "-o", 2)) {
-			if (parse_mount_opts(argv[i] + 2, &o) < 0)
-				return 1;
-		} else if (!strcmp(argv[i], "-n") || !strcmp(argv[i], "-s") || !strcmp(argv[i], "-v")) {
-			/* mount(8) helper flags: no mtab, sloppy, verbose */
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "raidfs: mount: unknown option '%s'\n", argv[i]);
-			return 1;
-		} else if (npos < 2) {
-			pos[npos++] = argv[i];
-		} else {
-			fprintf(stderr, "raidfs: mount: unexpected argument '%s'\n", argv[i]);
-			return 1;
-		}
-	}
-	if (npos != 2) {
-		fprintf(stderr, "raidfs: mount: give DIR[:DIR...] MOUNTPOINT\n");
-		return 1;
-	}
+	int r = parse_mount_cmdline(argc, argv, &o, pos);
+	if (r)
+		return r < 0;
 	if (o.foreground && !o.log)
 		log_open(NULL);
 	return mount_main(pos[0], pos[1], &o);

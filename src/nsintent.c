@@ -314,7 +314,7 @@ void nsintent_recover(struct array *a)
 	S.recovered = true;
 	pthread_mutex_unlock(&S.lock);
 	struct rec *recs = NULL;
-	size_t n = 0;
+	size_t n = 0, cap = 0;
 	uint8_t *b = malloc(NSI_SLOT);
 	if (!b)
 		return;
@@ -332,11 +332,14 @@ void nsintent_recover(struct array *a)
 			bool seen = false;
 			for (size_t i = 0; i < n && !seen; i++)
 				seen = recs[i].seq == r.seq && recs[i].kind == r.kind && !strcmp(recs[i].p1, r.p1);
-			struct rec *nr = seen ? recs : realloc(recs, (n + 1) * sizeof(*recs));
-			if (!seen && nr) {
-				recs = nr;
-				recs[n++] = r;
+			if (seen)
+				continue;
+			if (UTIL_GROW(recs, cap, n + 1) < 0) {
+				log_err("array '%s': out of memory reading the namespace intent log: the operation on '%s' is not completed",
+					a->sb.name, r.p1);
+				continue;
 			}
+			recs[n++] = r;
 		}
 		close(fd);
 	}

@@ -287,16 +287,32 @@ void util_join_words(char *buf, size_t len, int argc, char **argv)
 		o += snprintf(buf + o, len - o, "%s%s", i ? " " : "", argv[i]);
 }
 
+int util_grow(void *pp, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 16;
+	while (c < need) {
+		if (c > SIZE_MAX / 2)
+			return -ENOMEM;
+		c *= 2;
+	}
+	if (elem && c > SIZE_MAX / elem)
+		return -ENOMEM;
+	void *old;
+	memcpy(&old, pp, sizeof(old));	/* (pp is a T **: any object pointer) */
+	void *g = realloc(old, c * elem);
+	if (!g)
+		return -ENOMEM;
+	memcpy(pp, &g, sizeof(g));
+	*cap = c;
+	return 0;
+}
+
 bool util_names_add(char ***names, size_t *n, size_t *cap, const char *name)
 {
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 64;
-		char **g = realloc(*names, c * sizeof(*g));
-		if (!g)
-			return false;
-		*names = g;
-		*cap = c;
-	}
+	if (*n == SIZE_MAX || util_grow(names, cap, *n + 1, sizeof(**names)) < 0)
+		return false;
 	char *s = strdup(name);
 	if (!s)
 		return false;

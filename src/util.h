@@ -1,6 +1,7 @@
 /*
  * util.h - small helpers shared by every module: logging, little-endian
- * encoding, size parsing, random ids, full-length member I/O.
+ * encoding, size parsing, random ids, full-length member I/O, growable
+ * arrays.
  *
  * Logging goes to one sink chosen at start-up by log_open(): stderr (CLI
  * and foreground daemon), a file (-o log=FILE) or syslog (background
@@ -94,6 +95,26 @@ void util_sleep_ms(uint32_t ms);
 
 /* argv[0..argc) joined by single spaces into buf (cut at len) */
 void util_join_words(char *buf, size_t len, int argc, char **argv);
+
+/*
+ * Growable arrays.  An array is a pointer, a count and a capacity (the
+ * elements there is room for).  util_grow() makes room for `need`
+ * elements of `elem` bytes at *pp (a pointer to the array's pointer),
+ * doubling the capacity (at least 16), so that appending one element at a
+ * time costs amortised O(1):
+ *
+ *	struct rec *recs = NULL;
+ *	size_t n = 0, cap = 0;
+ *	if (UTIL_GROW(recs, cap, n + 1) < 0)
+ *		return -ENOMEM;		(recs and cap are left as they were)
+ *	recs[n++] = r;
+ *
+ * 0, or -ENOMEM when the size overflows or memory runs out; then *pp and
+ * *cap are unchanged, so what the array holds is still there to use or
+ * free.  free() the pointer when done.
+ */
+int util_grow(void *pp, size_t *cap, size_t need, size_t elem);
+#define UTIL_GROW(p, cap, need) util_grow(&(p), &(cap), (need), sizeof(*(p)))
 
 /* A copy of name appended to the array *names of *n (room for *cap,
  * grown as needed); false when memory ran out (nothing added). */
