@@ -64,7 +64,7 @@
  *   - a->lock is never taken under table_lock: rfile_release() defers
  *     member failures (array_defer_failures()) until it lets the table
  *     lock go.
- *   - a->lock is never taken under C.lock: cache events (array_event())
+ *   - a->lock is never taken under C.lock: cache events (event_post())
  *     are sent after C.lock is dropped.
  *   - ns_lock is never taken under rf->rw: kill_setid_on_write() drops
  *     rf->rw before it takes ns_lock for the chmod.
