@@ -1402,14 +1402,9 @@ int array_missed_load(struct array *a, uint32_t away, uint64_t **ids, size_t *n)
 			uint64_t id = strtoull(e->d_name, &end, 16);
 			if (e->d_name[0] == '.' || *end)
 				continue;
-			if (*n == cap) {
-				cap = cap ? cap * 2 : 256;
-				uint64_t *x = realloc(*ids, cap * sizeof(**ids));
-				if (!x) {
-					closedir(d);
-					return -ENOMEM;
-				}
-				*ids = x;
+			if (UTIL_GROW(*ids, cap, *n + 1) < 0) {
+				closedir(d);
+				return -ENOMEM;
 			}
 			(*ids)[(*n)++] = id;
 		}
@@ -1501,9 +1496,8 @@ void array_left_dirty_add(struct array *a, uint64_t id)
 	while (i < a->nleft_dirty && a->left_dirty[i] < id)
 		i++;
 	if (i == a->nleft_dirty || a->left_dirty[i] != id) {
-		uint64_t *n = realloc(a->left_dirty, (a->nleft_dirty + 1) * sizeof(id));
-		if (n) {	/* (kept sorted) */
-			a->left_dirty = n;
+		if (UTIL_GROW(a->left_dirty, a->left_cap, a->nleft_dirty + 1) == 0) {	/* (kept sorted) */
+			uint64_t *n = a->left_dirty;
 			memmove(n + i + 1, n + i, (a->nleft_dirty - i) * sizeof(id));
 			n[i] = id;
 			__atomic_store_n(&a->nleft_dirty, a->nleft_dirty + 1, __ATOMIC_RELEASE);

@@ -195,7 +195,7 @@ struct array {
 	/* files whose resync at mount failed (array_left_dirty()), sorted;
 	 * under left_lock */
 	uint64_t *left_dirty;
-	size_t nleft_dirty;
+	size_t nleft_dirty, left_cap;
 	pthread_mutex_t left_lock;
 };
 

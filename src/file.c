@@ -191,14 +191,9 @@ static struct rfile **collect_open(size_t *count, bool *short_)
 	pthread_mutex_lock(&table_lock);
 	for (unsigned b = 0; b < TABLE_SIZE; b++) {
 		for (struct rfile *rf = table[b]; rf; rf = rf->next) {
-			if (n == cap) {
-				cap = cap ? cap * 2 : 64;
-				struct rfile **x = realloc(all, cap * sizeof(*all));
-				if (!x) {
-					*short_ = true;
-					break;
-				}
-				all = x;
+			if (UTIL_GROW(all, cap, n + 1) < 0) {
+				*short_ = true;
+				break;
 			}
 			rf->refs++;
 			all[n++] = rf;
