@@ -36,6 +36,7 @@
 #include "array.h"
 #include "cache.h"
 #include "cachelog.h"
+#include "cachepolicy.h"
 #include "file.h"
 #include "guard.h"
 #include "parity.h"
@@ -46,8 +47,6 @@
 #define DESTAGE_THREADS 2
 #define DESTAGE_BATCH 16			/* lines per destage round */
 #define STUCK_RETRY_NS (1000 * 1000000ull)
-#define SPACE_MARGIN (8ull << 20)		/* see room_for() */
-#define SPACE_PERIOD_NS (100 * 1000000ull)
 
 struct cache_opts cache_opts = {
 	.size = CACHE_DEFAULT_SIZE,
@@ -136,7 +135,7 @@ static struct {
 	enum bbu_state bbu;
 	uint64_t learn_end;		/* ns, while LEARNING */
 	int draining;			/* flush everything (count of requesters) */
-	/* members' free space (room_for()) */
+	/* members' free space (admit()) */
 	uint64_t space_free, space_used, space_t;
 	bool space_low;
 	bool stop;
@@ -310,41 +309,25 @@ int cache_parse_option(const char *opt)
 
 /* ------------------------------------------------------ policy, battery */
 
-/* The policy as configured and as the battery allows. */
-static enum cache_wpolicy policy_locked(const char **why)
+/* The policy as configured and as the battery and the log allow, and
+ * (space: the members' free space counts) while the members have room. */
+static enum cache_wpolicy policy_locked(bool space, const char **why)
 {
-	const char *w = NULL;
-	enum cache_wpolicy e = C.configured;
-	if (C.configured == WP_WRITEBACK) {
-		if (cache_opts.bbu == BBU_NONE)
-			w = "no battery";
-		else if (cachelog_failed())
-			w = "the cache log failed";
-		else if (C.bbu == BBU_LEARNING)
-			w = "battery learn cycle";
-		else if (C.bbu != BBU_OPTIMAL)
-			w = "battery failed";
-		if (w)
-			e = WP_WRITETHROUGH;
-	}
-	if (e == WP_ALWAYS_WRITEBACK)
-		e = WP_WRITEBACK;
-	if (why)
-		*why = w;
-	return e;
+	struct cache_policy_in in = {
+		.configured = C.configured,
+		.bbu = cache_opts.bbu,
+		.state = C.bbu,
+		.log_failed = cachelog_failed(),
+		.space_low = space && C.space_low,
+	};
+	return cache_policy_effective(&in, why);
 }
 
 /* The policy in force: also write-through while the members are nearly
- * full (room_for()). */
+ * full (admit()). */
 static enum cache_wpolicy effective_locked(const char **why)
 {
-	enum cache_wpolicy e = policy_locked(why);
-	if (e == WP_WRITEBACK && C.space_low) {
-		if (why)
-			*why = "members nearly full";
-		e = WP_WRITETHROUGH;
-	}
-	return e;
+	return policy_locked(true, why);
 }
 
 static bool writeback_now(void)
@@ -369,27 +352,27 @@ static uint64_t members_min_free(const struct array *a)
 }
 
 /*
- * A controller's disks never fill up; the members' filesystems do.
- * Write-back acknowledges a write before the members hold it, so it is
- * used only while every member has room for all that the cache may still
- * have to write there (every dirty byte and this write, as if one member
- * had to take them all, plus SPACE_MARGIN).  Closer to full, writes go
+ * Does this write go to the cache?  Write-back by policy and battery
+ * (policy_locked() without the space), and room for it on the members
+ * (cache_room()): a controller's disks never fill up; the members'
+ * filesystems do.  Write-back acknowledges a write before the members
+ * hold it, so it is used only while every member has room for all that
+ * the cache may still have to write there.  Closer to full, writes go
  * through, and a write the members cannot take gets their ENOSPC: no
- * acknowledged byte is left without a place.  The free space is read at
- * most every SPACE_PERIOD_NS and counted down in between by what was
- * accepted.  True: this write goes to the cache (write-back by policy and
- * battery, and room for it).
+ * acknowledged byte is left without a place.  The free space is measured
+ * (members_min_free(), without the lock) at most every
+ * CACHE_SPACE_PERIOD_NS and counted down in between by what was admitted.
  */
-static bool room_for(size_t len)
+static bool admit(size_t len)
 {
 	uint64_t t = now_ns();
 	pthread_mutex_lock(&C.lock);
-	if (!C.up || policy_locked(NULL) != WP_WRITEBACK) {
+	if (!C.up || policy_locked(false, NULL) != WP_WRITEBACK) {
 		pthread_mutex_unlock(&C.lock);
 		return false;	/* not write-back anyway */
 	}
-	uint64_t need = C.dirty_sectors * SECTOR + len + SPACE_MARGIN;
-	if (t - C.space_t < SPACE_PERIOD_NS && C.space_free >= C.space_used + need) {
+	uint64_t dirty = C.dirty_sectors * SECTOR;
+	if (cache_room(dirty, len, C.space_free, C.space_used, t - C.space_t, false) == CACHE_ROOM_ADMIT) {
 		C.space_used += len;
 		pthread_mutex_unlock(&C.lock);
 		return true;
@@ -400,7 +383,8 @@ static bool room_for(size_t len)
 	C.space_free = free_now;
 	C.space_t = t;
 	C.space_used = 0;
-	bool ok = free_now >= need;
+	/* (the dirty bytes as they were when the count fell short) */
+	bool ok = cache_room(dirty, len, free_now, 0, 0, true) == CACHE_ROOM_ADMIT;
 	if (ok)
 		C.space_used = len;
 	if (ok == C.space_low) {
@@ -974,7 +958,7 @@ void cache_log_wait(void)
 static void wait_room(void)
 {
 	pthread_mutex_lock(&C.lock);
-	while (C.dirty.n >= C.high && !C.stop) {
+	while (cache_backpressure(C.dirty.n, C.high) && !C.stop) {
 		kick_locked();
 		pthread_cond_wait(&C.space, &C.lock);
 	}
@@ -1315,7 +1299,7 @@ ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
 	if (cache_offline())
 		return -EIO;
 	ssize_t r;
-	if (!room_for(len)) {
+	if (!admit(len)) {
 		r = C.up ? write_through(rf, buf, len, off) : stripe_write(rf, buf, len, off);
 	} else if (!array_writable(rf->a)) {
 		return rf->a->readonly ? -EROFS : -EIO;
@@ -1783,9 +1767,7 @@ static size_t arena_layout(uint64_t size, uint64_t lb, uint64_t gstride, struct 
 	uint32_t bmw = (nsec + 63) / 64;
 	uint64_t stride = sizeof(struct lhdr) + 2ull * bmw * sizeof(uint64_t);
 	stride = (stride + 63) & ~63ull;
-	uint64_t n = size / lb;
-	if (n < 4)
-		n = 4;	/* a few stripes at least, whatever was asked */
+	uint64_t n = cache_lines_for(size, lb);
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, ARENA_MAGIC, 8);
 	h->version = ARENA_VERSION;
@@ -2150,10 +2132,7 @@ int cache_start(void)
 		ln->list = L_FREE;
 		lru_add(&C.free, ln);
 	}
-	C.high = C.nlines * 3 / 4;
-	C.low = C.nlines / 4;
-	if (C.high == 0)
-		C.high = 1;
+	cache_watermarks(C.nlines, &C.high, &C.low);
 	C.rate_t0 = now_ns();
 	/* the header last: a valid header means valid line headers */
 	memcpy(C.arena, &h, sizeof(h));
