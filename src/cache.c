@@ -890,9 +890,10 @@ static int flush_all(void)
 }
 
 /* The oldest file-log position a dirty line may still need (the log's
- * tail), or the head when nothing is dirty. */
-void cache_log_tail(uint64_t *v, uint64_t *seq)
+ * tail), or the head when nothing is dirty (cachelog_ops.tail). */
+static void log_tail(void *arg, uint64_t *v, uint64_t *seq)
 {
+	(void)arg;
 	pthread_mutex_lock(&C.lock);
 	cachelog_position(v, seq);
 	for (struct line *ln = C.dirty.head; ln; ln = ln->next)
@@ -911,8 +912,10 @@ void cache_log_tail(uint64_t *v, uint64_t *seq)
 /* The log is full: write the oldest lines out (called without locks). */
 static void wait_destage(bool for_line);
 
-bool cache_log_needed(void)
+/* Does a dirty line need a record of the log (cachelog_ops.needed)? */
+static bool log_needed(void *arg)
 {
+	(void)arg;
 	uint64_t head, seq;
 	pthread_mutex_lock(&C.lock);
 	cachelog_position(&head, &seq);
@@ -947,8 +950,10 @@ static int without_log(struct rfile *rf)
 	return r;
 }
 
-void cache_log_wait(void)
+/* The log is full (cachelog_ops.wait). */
+static void log_wait(void *arg)
 {
+	(void)arg;
 	wait_destage(false);
 }
 
@@ -1579,7 +1584,7 @@ static int lock_for_truncate(struct rfile *rf, uint64_t size, bool covered, stru
 			return r;
 		}
 		pthread_rwlock_unlock(&rf->rw);
-		cache_log_wait();
+		wait_destage(false);
 	}
 }
 
@@ -1714,8 +1719,10 @@ int cache_fsync(struct rfile *rf, bool datasync)
 
 static void bbu_set_locked(enum bbu_state s, const char *why);
 
-void cache_log_failed(void)
+/* The file log failed (cachelog_ops.failed): the battery with it. */
+static void log_failed(void *arg)
 {
+	(void)arg;
 	/* its guard slots too: writes into degraded stripes go on unguarded
 	 * rather than fail (the slots are in the same file) */
 	guard_off();
@@ -1862,7 +1869,10 @@ int cache_open(struct array *a, char *err, size_t errlen)
 		}
 	}
 	if (cache_opts.bbu == BBU_FILE) {
-		int r = cachelog_open(a, cache_opts.bbu_path, cache_opts.size * 2, err, errlen);
+		static const struct cachelog_ops ops = {
+			.tail = log_tail, .wait = log_wait, .needed = log_needed, .failed = log_failed,
+		};
+		int r = cachelog_open(a, cache_opts.bbu_path, cache_opts.size * 2, &ops, err, errlen);
 		if (r < 0)
 			return r;
 		C.old_has_log = cachelog_replay_pending();

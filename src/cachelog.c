@@ -73,6 +73,8 @@ static struct {
 	struct fault_rule rule[2];
 	uint32_t latency_ms;		/* before each record write and fdatasync */
 	bool faults;
+	/* the cache above (cachelog_open()) */
+	struct cachelog_ops ops;
 	/* replay */
 	struct rec *recs;
 	size_t nrecs;
@@ -187,7 +189,7 @@ int cachelog_error(void)
  * failure is set (set_failed()) before anyone else may sync, under the
  * sync lock, and from then on no record is written or committed.  The
  * first time, write-back ends as with a failed battery
- * (announce_failed(): cache_log_failed()), with no log lock held.
+ * (announce_failed(): ops.failed), with no log lock held.
  */
 static bool set_failed(int err)
 {
@@ -200,7 +202,8 @@ static void announce_failed(int err, const char *what)
 	log_err("cache log '%s': %s failed: %s; write-back ends, as when a controller's battery fails: "
 		"the cache is written out to the members, and the log is not used again until the next mount",
 		L.path, what, strerror(-err));
-	cache_log_failed();
+	if (L.ops.failed)
+		L.ops.failed(L.ops.arg);
 }
 
 static void log_failed(int err, const char *what)
@@ -372,9 +375,12 @@ static void guards(struct guard_store *st)
 	st->failed = guard_slot_failed;
 }
 
-int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *err, size_t errlen)
+int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, const struct cachelog_ops *ops,
+		  char *err, size_t errlen)
 {
 	struct guard_store gst;
+	if (ops)
+		L.ops = *ops;
 	snprintf(L.path, sizeof(L.path), "%s", path);
 	L.a = a;
 	memcpy(L.uuid, a->sb.uuid, 16);
@@ -504,17 +510,19 @@ bool cachelog_holds(uint64_t fid)
 	return false;
 }
 
-int cachelog_replay_file(struct rfile *rf)
+int cachelog_replay_each(uint64_t fid, int (*fn)(void *arg, const struct cachelog_record *r, const void *data),
+			 void *arg)
 {
 	uint8_t *data = NULL;
 	size_t dcap = 0;
 	int ret = 0;
 	for (size_t i = 0; i < L.nrecs && ret == 0; i++) {
-		struct rec *r = &L.recs[i];
-		if (r->fid != rf->id)
+		const struct rec *r = &L.recs[i];
+		if (r->fid != fid)
 			continue;
+		struct cachelog_record cr = { r->kind == REC_TRUNCATE, r->fid, r->off, r->len };
 		if (r->kind == REC_TRUNCATE) {
-			ret = stripe_truncate_replayed(rf, r->off);
+			ret = fn(arg, &cr, NULL);
 			continue;
 		}
 		if (dcap < r->len) {
@@ -528,10 +536,25 @@ int cachelog_replay_file(struct rfile *rf)
 			ret = -EIO;
 			break;
 		}
-		ssize_t n = stripe_write_locked(rf, data, r->len, r->off);
-		ret = n < 0 ? (int)n : 0;
+		ret = fn(arg, &cr, data);
 	}
 	free(data);
+	return ret;
+}
+
+/* One record into the file (cachelog_replay_file()). */
+static int replay_one(void *arg, const struct cachelog_record *r, const void *data)
+{
+	struct rfile *rf = arg;
+	if (r->truncate)
+		return stripe_truncate_replayed(rf, r->off);
+	ssize_t n = stripe_write_locked(rf, data, r->len, r->off);
+	return n < 0 ? (int)n : 0;
+}
+
+int cachelog_replay_file(struct rfile *rf)
+{
+	int ret = cachelog_replay_each(rf->id, replay_one, rf);
 	if (ret < 0)
 		log_err("cache log: replay into file %016" PRIx64 " failed: %s", rf->id, strerror(-ret));
 	return ret;
@@ -584,9 +607,18 @@ bool cachelog_live(void)
 	return live;
 }
 
+/* The oldest position the cache still needs (ops.tail), or the head. */
+static void need_tail(uint64_t *v, uint64_t *seq)
+{
+	if (L.ops.tail)
+		L.ops.tail(L.ops.arg, v, seq);
+	else
+		cachelog_position(v, seq);
+}
+
 /*
  * A failed log is retired once nothing in it is needed: no dirty line
- * may need one of its records (cache_log_needed()), and the members are
+ * may need one of its records (ops.needed), and the members are
  * synced.  The members then note that this log is retired
  * (array_note_cache_log()): a later mount drops its records,
  * which would put older bytes over what is written through from now on.
@@ -598,7 +630,7 @@ static bool retire(void)
 	static bool said;
 	if (cachelog_retired())
 		return true;
-	if (cache_log_needed())
+	if (L.ops.needed && L.ops.needed(L.ops.arg))
 		return false;
 	/* (its guard slots too: a slot whose clear did not reach it would be
 	 * put back over newer bytes; writes into degraded stripes go on
@@ -679,7 +711,7 @@ void cachelog_advance(void)
 			set_tail(0, 0, true);	/* (retire() once the cache is written out) */
 		return;
 	}
-	cache_log_tail(&tv, &ts);
+	need_tail(&tv, &ts);
 	pthread_mutex_lock(&L.lock);
 	/* lazily: a header write costs an fdatasync */
 	bool worth = tv == L.head_v ? tv != L.tail_v : tv - L.tail_v >= L.ring / 4;
@@ -693,7 +725,7 @@ int cachelog_reset(void)
 	/* up to the oldest line still dirty (a write-back write can come
 	 * between a flush and this), else everything */
 	uint64_t tv, ts;
-	cache_log_tail(&tv, &ts);
+	need_tail(&tv, &ts);
 	pthread_mutex_lock(&L.lock);
 	bool any = L.fd >= 0 && (L.tail_v < tv || (cachelog_failed() && !cachelog_retired()));
 	pthread_mutex_unlock(&L.lock);
@@ -728,7 +760,7 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *da
 		 * wait for the destage threads to write old lines out */
 		pthread_mutex_unlock(&L.lock);
 		uint64_t tv, ts;
-		cache_log_tail(&tv, &ts);
+		need_tail(&tv, &ts);
 		pthread_mutex_lock(&L.lock);
 		if (tv > L.tail_v) {
 			pthread_mutex_unlock(&L.lock);
@@ -742,7 +774,8 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *da
 			return -EIO;	/* nothing can be written out */
 		if (!wait)
 			return -EAGAIN;
-		cache_log_wait();
+		if (L.ops.wait)
+			L.ops.wait(L.ops.arg);
 		pthread_mutex_lock(&L.lock);
 	}
 	uint8_t h[REC_HDR];

@@ -20,15 +20,7 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                                        \
-	do {                                                                                    \
-		if (!(cond)) {                                                                  \
-			fprintf(stderr, "FAIL (line %d): ", __LINE__);                           \
-			fprintf(stderr, __VA_ARGS__);                                           \
-			fputc('\n', stderr);                                                    \
-			failures++;                                                             \
-		}                                                                               \
-	} while (0)
+#define CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, "FAIL (line %d): ", __LINE__); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); failures++; } } while (0)
 
 /* ---------------------------------------------------------------- policy */
 
