@@ -14,6 +14,12 @@
  * Replay follows the chain from the tail: each record must carry the next
  * sequence number and its own virtual offset; the first one that does not
  * (torn, never written, or an older lap) ends the log.
+ *
+ * The log sits below the cache: it never calls cache.c.  What it needs to
+ * know from it (the tail the dirty lines need, whether any still needs a
+ * record) and what it asks of it (write old lines out, end write-back when
+ * the log fails) go through the struct cachelog_ops registered at
+ * cachelog_open().
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -375,54 +381,36 @@ static void guards(struct guard_store *st)
 	st->failed = guard_slot_failed;
 }
 
-int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, const struct cachelog_ops *ops,
-		  char *err, size_t errlen)
+/* A new log: an empty ring, its guard slots in use, its id made. */
+static int open_new(uint64_t stride)
 {
 	struct guard_store gst;
-	if (ops)
-		L.ops = *ops;
-	snprintf(L.path, sizeof(L.path), "%s", path);
-	L.a = a;
-	memcpy(L.uuid, a->sb.uuid, 16);
-	L.ring = (ring_bytes + REC_ALIGN - 1) / REC_ALIGN * REC_ALIGN;
-	L.fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (L.fd < 0) {
-		snprintf(err, errlen, "cannot open the cache log '%s': %s (is its directory there and writable?)",
-			 path, strerror(errno));
-		return -errno;
-	}
-	L.gfd = open(path, O_RDWR | O_CLOEXEC);
-	struct stat st;
+	L.head_v = L.tail_v = 0;
+	L.seq = L.tail_seq = 1;
+	L.nguards = GUARD_SLOTS;
+	L.gstride = stride;
+	guards(&gst);
+	guard_use(&gst);
+	int r = write_hdr_locked(0, 1);
+	return r < 0 ? r : read_or_make_id();
+}
+
+/* The header of a log that is there: a raidfs log of this array, with a
+ * sane ring; its tail and slots taken.  0, or -EINVAL with err set. */
+static int read_header(const struct array *a, const char *path, char *err, size_t errlen)
+{
 	uint8_t b[64];
-	uint64_t want_stride = guard_stride(&a->lay);
-	if (fstat(L.fd, &st) < 0 || st.st_size == 0) {
-		L.head_v = L.tail_v = 0;
-		L.seq = L.tail_seq = 1;
-		L.nguards = GUARD_SLOTS;
-		L.gstride = want_stride;
-		guards(&gst);
-		guard_use(&gst);
-		int r = write_hdr_locked(0, 1);
-		return r < 0 ? r : read_or_make_id();
-	}
 	if (io_pread(L.fd, b, sizeof(b), 0) != sizeof(b) || memcmp(b, LOG_MAGIC, 8) ||
 	    get_le32(b + 60) != parity_crc32(0, b, 60) || get_le32(b + 8) != LOG_VERSION) {
 		snprintf(err, errlen, "'%s' is not a raidfs cache log (or its header is damaged); give another path, or remove it if it holds nothing you need",
 			 path);
-		close(L.fd);
-		close(L.gfd);
-		L.fd = L.gfd = -1;
-		return -EINVAL;
+		goto refuse;
 	}
 	if (memcmp(b + 16, a->sb.uuid, 16)) {
 		snprintf(err, errlen, "the cache log '%s' belongs to another array; give each array its own log",
 			 path);
-		close(L.fd);
-		close(L.gfd);
-		L.fd = L.gfd = -1;
-		return -EINVAL;
+		goto refuse;
 	}
-	uint64_t want_ring = L.ring;
 	L.ring = get_le64(b + 32);
 	L.tail_v = get_le64(b + 40);
 	L.tail_seq = get_le64(b + 48);
@@ -434,15 +422,22 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, const 
 		snprintf(err, errlen, "the cache log '%s' has a bad ring size", path);
 		return -EINVAL;
 	}
-	int r = scan();
-	if (r == 0)
-		r = read_or_make_id();
-	if (r < 0) {
-		snprintf(err, errlen, "cannot read the cache log '%s': %s", path, strerror(-r));
-		return r;
-	}
-	/* the guard slots of the last run: writes into degraded stripes cut
-	 * short (a finished one's slot was cleared) */
+	return 0;
+refuse:
+	close(L.fd);
+	close(L.gfd);
+	L.fd = L.gfd = -1;
+	return -EINVAL;
+}
+
+/* The guard slots of the last run put back (writes into degraded stripes
+ * cut short; a finished one's slot was cleared), and a new ring or slot
+ * size taken once nothing is needed from the old: no record, no slot
+ * (the slots move with the ring). */
+static int recover_slots(const struct array *a, const char *path, uint64_t want_ring, uint64_t want_stride,
+			 char *err, size_t errlen)
+{
+	struct guard_store gst;
 	guards(&gst);
 	bool slots_ok = L.nguards == GUARD_SLOTS && L.gstride == want_stride;
 	if (slots_ok)
@@ -451,8 +446,6 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, const 
 	if (ng > 0)
 		log_warn("array '%s': the cache log '%s' holds %d guarded chunk%s of writes into degraded stripes that were cut short: "
 			 "they are put back first", a->sb.name, path, ng, ng == 1 ? "" : "s");
-	/* A new ring size or slot size takes effect once nothing is needed
-	 * from the old: no record, no slot (the slots move with the ring). */
 	bool resize = !L.nrecs && ng == 0 && want_ring != L.ring;
 	if (!slots_ok && ng > 0) {
 		snprintf(err, errlen, "the cache log '%s' holds guard slots of another size than this array needs (%" PRIu64
@@ -473,6 +466,43 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, const 
 		guards(&gst);
 		guard_use(&gst);
 	}
+	return 0;
+}
+
+int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, const struct cachelog_ops *ops,
+		  char *err, size_t errlen)
+{
+	if (ops)
+		L.ops = *ops;
+	snprintf(L.path, sizeof(L.path), "%s", path);
+	L.a = a;
+	memcpy(L.uuid, a->sb.uuid, 16);
+	L.ring = (ring_bytes + REC_ALIGN - 1) / REC_ALIGN * REC_ALIGN;
+	L.fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (L.fd < 0) {
+		snprintf(err, errlen, "cannot open the cache log '%s': %s (is its directory there and writable?)",
+			 path, strerror(errno));
+		return -errno;
+	}
+	L.gfd = open(path, O_RDWR | O_CLOEXEC);
+	struct stat st;
+	uint64_t want_stride = guard_stride(&a->lay);
+	if (fstat(L.fd, &st) < 0 || st.st_size == 0)
+		return open_new(want_stride);
+	uint64_t want_ring = L.ring;
+	int r = read_header(a, path, err, errlen);
+	if (r < 0)
+		return r;
+	r = scan();
+	if (r == 0)
+		r = read_or_make_id();
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read the cache log '%s': %s", path, strerror(-r));
+		return r;
+	}
+	r = recover_slots(a, path, want_ring, want_stride, err, errlen);
+	if (r < 0)
+		return r;
 	L.synced_v = L.head_v;
 	return 0;
 }
@@ -732,32 +762,22 @@ int cachelog_reset(void)
 	return !any || set_tail(tv, ts, true) ? 0 : -EIO;
 }
 
-/* Write a record (not yet durable: cachelog_commit()); *end is where it
- * ends in the log. */
-static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *data, int ndata, bool wait,
-	       uint64_t *end)
+/*
+ * Where a record of `need` bytes goes (*v): at the head, or at the next
+ * lap's start when it would cross the end of the ring.  While the ring is
+ * full the tail moves up to what the cache still needs, or (`wait`) the
+ * cache is asked to write old lines out.  Called with the log lock held;
+ * returns 0 with it held, or -errno without it (-EAGAIN: full, and
+ * not to wait).
+ */
+static int place_locked(uint64_t need, bool wait, uint64_t *v)
 {
-	uint64_t total = 0;
-	for (int i = 0; i < ndata; i++)
-		total += data[i].iov_len;
-	if (total > UINT32_MAX)
-		return -EFBIG;
-	uint32_t len = (uint32_t)total;
-	uint64_t need = rec_size(len);
-	uint64_t v;
-	if (need > L.ring)
-		return -EFBIG;	/* cannot happen: the ring is twice the cache */
-	if (cachelog_failed())
-		return cachelog_error();
-	pthread_mutex_lock(&L.lock);
 	for (;;) {
-		v = L.head_v;
-		if (v % L.ring + need > L.ring)
-			v += L.ring - v % L.ring;
-		if (v + need - L.tail_v <= L.ring)
-			break;
-		/* full: move the tail up to what the cache still needs, or
-		 * wait for the destage threads to write old lines out */
+		*v = L.head_v;
+		if (*v % L.ring + need > L.ring)
+			*v += L.ring - *v % L.ring;
+		if (*v + need - L.tail_v <= L.ring)
+			return 0;
 		pthread_mutex_unlock(&L.lock);
 		uint64_t tv, ts;
 		need_tail(&tv, &ts);
@@ -778,11 +798,16 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *da
 			L.ops.wait(L.ops.arg);
 		pthread_mutex_lock(&L.lock);
 	}
-	uint8_t h[REC_HDR];
-	memset(h, 0, sizeof(h));
+}
+
+/* A record's header (docs/format.md): sequence seq, at v, of data[0..n). */
+static void rec_encode(uint8_t h[REC_HDR], uint32_t kind, uint64_t seq, uint64_t v, uint64_t fid, uint64_t off,
+		       uint32_t len, const struct iovec *data, int ndata)
+{
+	memset(h, 0, REC_HDR);
 	put_le32(h, REC_MAGIC);
 	put_le32(h + 4, kind);
-	put_le64(h + 8, L.seq);
+	put_le64(h + 8, seq);
 	put_le64(h + 16, v);
 	put_le64(h + 24, fid);
 	put_le64(h + 32, off);
@@ -793,6 +818,31 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *da
 			crc = parity_crc32(crc, data[i].iov_base, data[i].iov_len);
 	put_le32(h + 44, crc);
 	put_le32(h + 60, parity_crc32(0, h, 60));
+}
+
+/* Write a record (not yet durable: cachelog_commit()); *end is where it
+ * ends in the log. */
+static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *data, int ndata, bool wait,
+	       uint64_t *end)
+{
+	uint64_t total = 0;
+	for (int i = 0; i < ndata; i++)
+		total += data[i].iov_len;
+	if (total > UINT32_MAX)
+		return -EFBIG;
+	uint32_t len = (uint32_t)total;
+	uint64_t need = rec_size(len);
+	uint64_t v;
+	if (need > L.ring)
+		return -EFBIG;	/* cannot happen: the ring is twice the cache */
+	if (cachelog_failed())
+		return cachelog_error();
+	pthread_mutex_lock(&L.lock);
+	int r = place_locked(need, wait, &v);
+	if (r < 0)
+		return r;
+	uint8_t h[REC_HDR];
+	rec_encode(h, kind, L.seq, v, fid, off, len, data, ndata);
 	static const uint8_t zero[REC_ALIGN];
 	struct iovec iov[2 + CACHELOG_PIECES];
 	int n = 0;
@@ -800,7 +850,7 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *da
 	for (int i = 0; i < ndata; i++)
 		iov[n++] = data[i];
 	iov[n++] = (struct iovec){ (void *)zero, need - REC_HDR - len };
-	int r = cachelog_failed() ? cachelog_error() : log_pwritev(iov, n, phys(v));
+	r = cachelog_failed() ? cachelog_error() : log_pwritev(iov, n, phys(v));
 	if (r < 0) {
 		pthread_mutex_unlock(&L.lock);
 		log_failed(r, "the write of a record");

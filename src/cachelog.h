@@ -5,7 +5,8 @@
  * Every write-back write is appended as a record (file id, offset, bytes)
  * and fdatasynced before the write is acknowledged; a truncate of a file
  * with cached data is appended too.  The log is a ring: the tail is the
- * oldest record a dirty cache line may still need (cache.c knows it), and
+ * oldest record a dirty cache line may still need (the cache says which,
+ * through the callbacks it registers: struct cachelog_ops), and
  * the header, rewritten before the head may overwrite it, says where the
  * tail is.  At mount the records from the tail on are replayed, in order,
  * into each file (the dirty-log resync calls cachelog_replay_file).
