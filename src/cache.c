@@ -1268,61 +1268,82 @@ static uint64_t grow_to(struct rfile *rf, uint64_t end)
 	return end > cur ? end : cur;
 }
 
-static ssize_t write_back(struct cache *c, struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
+/* One write-back write in progress (write_back()). */
+struct wb {
+	struct rfile *rf;
+	const uint8_t *buf;
+	uint64_t off, end;
+	bool logged;			/* bbu=file: it gets records */
+	uint64_t rec_from, rec_end;	/* what has no record yet; where the last ends */
+	int lr;				/* the failed log's error: no more records (without_log()) */
+	struct edges e;
+};
+
+/* The file's lock for a write-back write: rf->rw shared, then (bbu=file)
+ * its turn in the log (rf->log_order); and let go in reverse. */
+static void wb_lock(struct wb *w)
 {
-	uint64_t lb = c->mem.line_bytes, end = off + len;
-	int r = kept(c) && log_noted(c) ? stripe_mark_cached(rf) : stripe_mark_dirty(rf);
-	if (r < 0)
-		return r;
-	wait_room(c);
-	pthread_rwlock_rdlock(&rf->rw);
-	/* The file log's records of one file go in the order the cache takes
-	 * the writes (two writers of the same bytes through two hard links
-	 * are not ordered by the kernel): a replay must end where the cache
-	 * did. */
-	bool logged = cache_opts.bbu == BBU_FILE;
-	uint64_t rec_from = off, rec_end = 0;	/* what has no record yet; where the last ends */
-	int lr = 0;	/* the failed log's error: no more records (without_log()) */
-	if (logged) {
-		__atomic_add_fetch(&rf->unlogged, 1, __ATOMIC_ACQ_REL);	/* (before any byte is in a line) */
-		pthread_mutex_lock(&rf->log_order);
-	}
+	pthread_rwlock_rdlock(&w->rf->rw);
+	if (w->logged)
+		pthread_mutex_lock(&w->rf->log_order);
+}
+
+static void wb_unlock(struct wb *w)
+{
+	if (w->logged)
+		pthread_mutex_unlock(&w->rf->log_order);
+	pthread_rwlock_unlock(&w->rf->rw);
+}
+
+/* The bytes of the write in the cache up to `to` get their record (not
+ * durable yet), unless the log failed (w->lr then says so: no more
+ * records).  0, or the -errno of a log that has not failed. */
+static int wb_record(struct wb *w, uint64_t to)
+{
+	if (!w->logged || to <= w->rec_from || w->lr != 0)
+		return 0;
+	int e = record_part(w->rf, w->buf, w->off, w->end, w->rec_from, to, &w->e, &w->rec_end);
+	if (e < 0 && !cachelog_failed())
+		return e;
+	w->lr = e;
+	w->rec_from = to;
+	return 0;
+}
+
+/*
+ * Copy the write into lines, stripe by stripe (put_range()), with the
+ * whole first and last sectors kept for the record.  When no line is
+ * free, the part already in the cache gets its record now (another writer
+ * may take these bytes meanwhile) and the destage is waited for with no
+ * lock held.  The file's lock (wb_lock()) held.  0 or -errno.
+ */
+static int wb_fill(struct cache *c, struct wb *w)
+{
+	struct rfile *rf = w->rf;
+	uint64_t lb = c->mem.line_bytes, off = w->off, end = w->end;
 	uint64_t new_size = grow_to(rf, end);
-	struct edges e = { .hlen = off % SECTOR };
 	for (uint64_t pos = off; pos < end;) {
 		uint64_t s = pos / lb, sbeg = s * lb;
 		uint64_t y = end < sbeg + lb ? end : sbeg + lb;
-		bool want_h = logged && pos == off && e.hlen, want_t = logged && y == end && end % SECTOR;
-		r = put_range(c, rf, s, pos - sbeg, y - sbeg, buf + (pos - off), new_size, want_h ? e.head : NULL,
-			      want_t ? e.tail : NULL);
+		bool want_h = w->logged && pos == off && w->e.hlen, want_t = w->logged && y == end && end % SECTOR;
+		int r = put_range(c, rf, s, pos - sbeg, y - sbeg, w->buf + (pos - off), new_size,
+				  want_h ? w->e.head : NULL, want_t ? w->e.tail : NULL);
 		if (r < 0)
-			break;
+			return r;
 		if (r == 0 && want_t) {
 			/* up to the sector's end or the file's (writers of
 			 * this file wait for log_order; truncate for rf->rw) */
 			uint64_t lim = (end / SECTOR + 1) * SECTOR;
 			uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
-			e.tlen = size > end ? (uint32_t)((size < lim ? size : lim) - end) : 0;
+			w->e.tlen = size > end ? (uint32_t)((size < lim ? size : lim) - end) : 0;
 		}
 		if (r == 1) {
-			/* (the part already in the cache gets its record now:
-			 * another writer may take these bytes meanwhile) */
-			if (logged && pos > rec_from && lr == 0) {
-				int e2 = record_part(rf, buf, off, end, rec_from, pos, &e, &rec_end);
-				if (e2 < 0 && !cachelog_failed()) {
-					r = e2;
-					break;
-				}
-				lr = e2;
-				rec_from = pos;
-			}
-			if (logged)
-				pthread_mutex_unlock(&rf->log_order);
-			pthread_rwlock_unlock(&rf->rw);
+			r = wb_record(w, pos);
+			if (r < 0)
+				return r;
+			wb_unlock(w);
 			wait_destage(c, true);
-			pthread_rwlock_rdlock(&rf->rw);
-			if (logged)
-				pthread_mutex_lock(&rf->log_order);
+			wb_lock(w);
 			/* (a truncate meanwhile may have cut the file short of
 			 * the part written so far: the rest must show) */
 			new_size = grow_to(rf, end);
@@ -1330,22 +1351,51 @@ static ssize_t write_back(struct cache *c, struct rfile *rf, const uint8_t *buf,
 		}
 		pos = y;
 	}
+	return 0;
+}
+
+/*
+ * A write-back write: the file marked (with the cache's mark when the
+ * battery keeps what the cache holds), back-pressure, the bytes into
+ * lines (wb_fill()), and with bbu=file their records, made durable
+ * before the write is acknowledged.  A log that fails on the way ends
+ * write-back without losing the write (without_log()).
+ */
+static ssize_t write_back(struct cache *c, struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
+{
+	int r = kept(c) && log_noted(c) ? stripe_mark_cached(rf) : stripe_mark_dirty(rf);
+	if (r < 0)
+		return r;
+	wait_room(c);
+	/* The file log's records of one file go in the order the cache takes
+	 * the writes (two writers of the same bytes through two hard links
+	 * are not ordered by the kernel): a replay must end where the cache
+	 * did. */
+	struct wb w = {
+		.rf = rf, .buf = buf, .off = off, .end = off + len,
+		.logged = cache_opts.bbu == BBU_FILE, .rec_from = off,
+		.e = { .hlen = off % SECTOR },
+	};
+	pthread_rwlock_rdlock(&rf->rw);
+	if (w.logged) {
+		__atomic_add_fetch(&rf->unlogged, 1, __ATOMIC_ACQ_REL);	/* (before any byte is in a line) */
+		pthread_mutex_lock(&rf->log_order);
+	}
+	r = wb_fill(c, &w);
 	if (r >= 0) {
 		/* getattr reports the primary shard's mtime */
 		static const struct timespec now[2] = { { 0, UTIME_OMIT }, { 0, UTIME_NOW } };
 		futimens(rf->fd[rf->a->primary], now);
 	}
-	if (r >= 0 && logged && end > rec_from && lr == 0)
-		lr = record_part(rf, buf, off, end, rec_from, end, &e, &rec_end);
-	if (logged)
-		pthread_mutex_unlock(&rf->log_order);
-	pthread_rwlock_unlock(&rf->rw);
-	if (r >= 0 && logged && lr == 0)
-		lr = cachelog_commit(rec_end);
-	if (logged)
+	if (r >= 0 && w.logged && w.end > w.rec_from && w.lr == 0)
+		w.lr = record_part(rf, buf, off, w.end, w.rec_from, w.end, &w.e, &w.rec_end);
+	wb_unlock(&w);
+	if (r >= 0 && w.logged && w.lr == 0)
+		w.lr = cachelog_commit(w.rec_end);
+	if (w.logged)
 		__atomic_sub_fetch(&rf->unlogged, 1, __ATOMIC_ACQ_REL);
-	if (r >= 0 && lr < 0)
-		r = cachelog_failed() ? without_log(c, rf) : lr;
+	if (r >= 0 && w.lr < 0)
+		r = cachelog_failed() ? without_log(c, rf) : w.lr;
 	return r < 0 ? r : (ssize_t)len;
 }
 

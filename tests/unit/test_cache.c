@@ -120,7 +120,7 @@ static void test_policy_named(void)
 	in.configured = WP_ALWAYS_WRITEBACK;
 	CHECK(cache_policy_effective(&in, NULL) == WB, "always-writeback with a failed battery");
 	/* bbu=file whose log failed: the battery goes FAILED too
-	 * (cache_log_failed()), but the log's reason comes first */
+	 * (log_failed() in cache.c), but the log's reason comes first */
 	const char *why = NULL;
 	in = (struct cache_policy_in){ WP_WRITEBACK, BBU_FILE, BBU_FAILED, true, false };
 	CHECK(cache_policy_effective(&in, &why) == WT && why && !strcmp(why, "the cache log failed"),
