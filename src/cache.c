@@ -34,24 +34,27 @@
  *        |                               cache_room (members_min_free)
  *        |
  *        +- write-back (admitted):
- *        |  write_back                    file marked (stripe_mark_cached with
- *        |  |                             a battery that keeps it, else
- *        |  |                             stripe_mark_dirty); wait_room
- *        |  |                             (back-pressure); rf->rw shared
- *        |  -> put_range, per stripe      bytes into a line (get_line_locked);
- *        |  |                             partial sectors read first
- *        |  |                             (read_sector -> stripe_read_locked)
- *        |  -> record_part                bbu=file: cachelog_put_writev
- *        |  -> cachelog_commit            fdatasync of the log, then the
- *        |                                write is acknowledged (rfile_note_acked)
+ *        |  write_back                   file marked (stripe_mark_cached with
+ *        |  |                            a battery that keeps it, else
+ *        |  |                            stripe_mark_dirty); wait_room
+ *        |  |                            (back-pressure); rf->rw shared
+ *        |  -> wb_fill
+ *        |  |  -> put_range, per stripe  bytes into a line (get_line_locked);
+ *        |  |                            partial sectors read first
+ *        |  |                            (read_sector -> stripe_read_locked);
+ *        |  |                            no line free: wb_record, then
+ *        |  |                            wait_destage with no lock held
+ *        |  -> record_part               bbu=file: cachelog_put_writev
+ *        |  -> cachelog_commit           fdatasync of the log, then the
+ *        |                               write is acknowledged (rfile_note_acked)
  *        |
  *        +- write-through (not admitted, cache up):
- *        |  write_through                 bbu=file with live records: flush_all,
- *        |  |                             cachelog_reset first; rf->rw exclusive
- *        |  -> drop_range_locked          cached lines of the range written out
- *        |  |                             (flush_range_locked) and dropped
- *        |  -> stripe_write_locked        (stripe.c, below)
- *        |  -> record_and_unlock          bbu=file: a record after older ones
+ *        |  write_through                bbu=file with live records: flush_all,
+ *        |  |                            cachelog_reset first; rf->rw exclusive
+ *        |  -> drop_range_locked         cached lines of the range written out
+ *        |  |                            (flush_range_locked) and dropped
+ *        |  -> stripe_write_locked       (stripe.c, below)
+ *        |  -> record_and_unlock         bbu=file: a record after older ones
  *        |
  *        +- no cache (not started): stripe_write -> stripe_write_locked
  *
@@ -63,8 +66,9 @@
  *
  * ----------------------------------------------------------------- destage
  *
- * destage_main (DESTAGE_THREADS threads; flush_file, flush_all and
- * drop_range_locked go the same way through flush_range_locked)
+ * destage_main (DESTAGE_THREADS threads; flush_file, drop_range_locked
+ * and flush_all without threads go the same way from destage_file_locked
+ * on, through flush_range_locked)
  *  -> learn_check_locked                 LEARNING ends on time
  *  -> pick_locked                        a complete line, else the oldest
  *  |                                     ready one (ready_locked)
