@@ -83,6 +83,16 @@ cyc=$(echo "$edges" | awk '{print $1, $2}' | sort -u | while read -r f t; do
 	[ "${layer[$f]:-x}" = "${layer[$t]:-y}" ] && [[ "$f" < "$t" ]] && echo "$edges" | grep -q "^$t $f " && echo "$f <-> $t"
 done)
 cyc_allowed=$(grep '^#cycle ' "$here/layers.allow" 2>/dev/null | awk '{print $2, $3, $4}')
+cyc_gone=$(comm -13 <(echo "$cyc" | grep . | sort) <(echo "$cyc_allowed" | grep . | sort))
+if [ -n "$cyc_gone" ]; then
+	if [ $mode = prune ]; then
+		echo "$cyc_gone" | while read -r f x t; do sed -i "/^#cycle $f <-> $t\$/d" "$here/layers.allow"; done
+	else
+		echo "layers.sh: contrib/layers.allow allows loops that are gone; remove them:" >&2
+		echo "$cyc_gone" | sed 's/^/  /' >&2
+		rc=1
+	fi
+fi
 cyc=$(comm -23 <(echo "$cyc" | grep . | sort) <(echo "$cyc_allowed" | grep . | sort))
 if [ -n "$cyc" ]; then
 	echo "layers.sh: files of one layer that call each other:" >&2

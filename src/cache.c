@@ -15,10 +15,108 @@
  *
  * Threads: FUSE threads (cache_write / cache_read), two destage threads
  * (destage_main), the read-ahead thread, and cache_close.  Lock order:
- * rf->rw, then C.lock, then the log lock (cachelog.c).  A destage thread
+ * rf->rw, then c->lock, then the log lock (cachelog.c).  A destage thread
  * holds rf->rw shared and marks the lines it writes busy: writers of those
  * lines, and readers that would go to the members for their stripes, wait
- * on C.idle until they are done; everything else of the file goes on.
+ * on c->idle until they are done; everything else of the file goes on.
+ *
+ * The state is one struct cache (cache_one, below), grouped by concern;
+ * the exported functions work on cache_one, the static ones on the
+ * struct cache they are given.  The decisions - policy in force, room on
+ * the members, water marks - are pure functions in cachepolicy.c.
+ *
+ * ------------------------------------------------------------- write paths
+ *
+ * fuse.c fs_write_buf / fs_write
+ *  -> cache_write                        offline: -EIO; len 0: 0
+ *     -> admit                           write-back or not: policy_locked ->
+ *        |                               cache_policy_effective, then
+ *        |                               cache_room (members_min_free)
+ *        |
+ *        +- write-back (admitted):
+ *        |  write_back                   file marked (stripe_mark_cached with
+ *        |  |                            a battery that keeps it, else
+ *        |  |                            stripe_mark_dirty); wait_room
+ *        |  |                            (back-pressure); rf->rw shared
+ *        |  -> wb_fill
+ *        |  |  -> put_range, per stripe  bytes into a line (get_line_locked);
+ *        |  |                            partial sectors read first
+ *        |  |                            (read_sector -> stripe_read_locked);
+ *        |  |                            no line free: wb_record, then
+ *        |  |                            wait_destage with no lock held
+ *        |  -> record_part               bbu=file: cachelog_put_writev
+ *        |  -> cachelog_commit           fdatasync of the log, then the
+ *        |                               write is acknowledged (rfile_note_acked)
+ *        |
+ *        +- write-through (not admitted, cache up):
+ *        |  write_through                bbu=file with live records: flush_all,
+ *        |  |                            cachelog_reset first; rf->rw exclusive
+ *        |  -> drop_range_locked         cached lines of the range written out
+ *        |  |                            (flush_range_locked) and dropped
+ *        |  -> stripe_write_locked       (stripe.c, below)
+ *        |  -> record_and_unlock         bbu=file: a record after older ones
+ *        |
+ *        +- no cache (not started): stripe_write -> stripe_write_locked
+ *
+ * stripe_write_locked (stripe.c)
+ *  -> write_full_stripes -> put_member           whole stripes, parity
+ *  |                                             computed, no reads
+ *  -> write_group -> shard_write -> put_member   a part of a stripe
+ *     put_member -> member_pwritev (member.c) -> io_pwritev_some -> pwritev
+ *
+ * ----------------------------------------------------------------- destage
+ *
+ * destage_main (DESTAGE_THREADS threads; flush_file, drop_range_locked
+ * and flush_all without threads go the same way from destage_file_locked
+ * on, through flush_range_locked)
+ *  -> learn_check_locked                 LEARNING ends on time
+ *  -> pick_locked                        a complete line, else the oldest
+ *  |                                     ready one (ready_locked)
+ *  -> destage_file_locked                up to DESTAGE_BATCH lines of that
+ *     |                                  file, marked busy, c->lock dropped
+ *     -> destage_lines
+ *     |  -> stripe_write_stripes_locked  wholly dirty lines inside the file:
+ *     |  |                               write_full_stripes -> put_member
+ *     |  -> stripe_destage_line          the others: destage_group ->
+ *     |                                  destage_range -> shard_write ->
+ *     |                                  put_member (stripe.c; reads what
+ *     |                                  the parity needs)
+ *     -> record_size                     degraded, with a battery
+ *     -> note_clean_locked               lines clean, the file's hold let go
+ *  -> cachelog_advance                   bbu=file: the log's tail moves up
+ *                                        (log_tail, registered at open)
+ *
+ * ----------------------------------------------------------------- battery
+ *
+ *   cache_open: bbu=none -> MISSING (for good); shm, file -> OPTIMAL
+ *
+ *                    learn                    learn time over
+ *        OPTIMAL ------------------> LEARNING ---------------> OPTIMAL
+ *         |   ^   <------------------    |
+ *         |   |       restore            |
+ *    fail |   | restore             fail |
+ *         v   |                          |
+ *        FAILED <------------------------+
+ *
+ *   from       to         function                   when
+ *   OPTIMAL    LEARNING   cache_bbu_ctl("learn")     bbu learn (refused from
+ *                                                    FAILED, or once the log
+ *                                                    failed)
+ *   LEARNING   OPTIMAL    learn_check_locked         destage thread, learn
+ *                                                    time over
+ *   LEARNING   OPTIMAL    cache_bbu_ctl("restore")   bbu restore
+ *   any        FAILED     cache_bbu_ctl("fail")      bbu fail
+ *   any        FAILED     log_failed                 the file log failed
+ *                                                    (cachelog_ops.failed)
+ *   OPTIMAL    FAILED     cache_start                bbu=shm: no arena in
+ *                                                    /dev/shm
+ *   FAILED     OPTIMAL    cache_bbu_ctl("restore")   bbu restore (refused once
+ *                                                    the log failed)
+ *   Each but cache_start's goes through bbu_set_locked (logged, the
+ *   destage kicked when write-back ends) and is an event (BbuLearnStart,
+ *   BbuLearnDone, BbuRestored, BbuFailed).  A learn during LEARNING starts
+ *   the time again.  MISSING never changes: bbu=none refuses every action.
+ *   What the states mean for the write policy: cache_policy_effective().
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +127,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -38,6 +137,7 @@
 #include "cache.h"
 #include "cachelog.h"
 #include "resync.h"
+#include "cachepolicy.h"
 #include "file.h"
 #include "stripe.h"
 #include "guard.h"
@@ -49,8 +149,6 @@
 #define DESTAGE_THREADS 2
 #define DESTAGE_BATCH 16			/* lines per destage round */
 #define STUCK_RETRY_NS (1000 * 1000000ull)
-#define SPACE_MARGIN (8ull << 20)		/* see room_for() */
-#define SPACE_PERIOD_NS (100 * 1000000ull)
 
 struct cache_opts cache_opts = {
 	.size = CACHE_DEFAULT_SIZE,
@@ -94,15 +192,16 @@ enum { L_FREE, L_CLEAN, L_DIRTY };
  * record is there to do it again. */
 struct log_pin {
 	uint64_t v, seq;
-	struct log_pin *next;
+	SLIST_ENTRY(log_pin) next;
 };
+SLIST_HEAD(log_pins, log_pin);
 
 struct line {
 	struct lhdr *h;
 	uint8_t *data;
 	struct rfile *rf;		/* while dirty (the file is held) */
 	struct line *hnext;
-	struct line *prev, *next;	/* on the list named by `list` */
+	TAILQ_ENTRY(line) lru;		/* on the list named by `list` */
 	uint64_t since;			/* became dirty (ns); retry time when stuck */
 	uint64_t log_v, log_seq;	/* file log: oldest record it may need */
 	uint32_t ndirty, nvalid;	/* sectors */
@@ -111,69 +210,126 @@ struct line {
 	int pins;			/* a writer fills it without the lock */
 };
 
+/* A list of lines, least recently used (or oldest dirty) first. */
+TAILQ_HEAD(line_list, line);
 struct lru {
-	struct line *head, *tail;	/* head: oldest */
+	struct line_list q;
 	uint32_t n;
 };
 
-static struct {
+/* A read-ahead request: stripes [s0, s0 + n) of rf (ra_main()). */
+struct ra_req {
+	struct rfile *rf;
+	uint64_t s0;
+	uint32_t n;
+};
+#define RA_QUEUE 32
+
+/*
+ * The cache of one mount.  `lock` protects everything in it but what says
+ * otherwise; the lock order is rf->rw, then lock, then the log's lock.
+ */
+struct cache {
 	pthread_mutex_t lock;
-	pthread_cond_t work, space, idle;
+	pthread_cond_t work;		/* a destage thread has something to do */
+	pthread_cond_t space;		/* lines became clean (back-pressure, log room) */
+	pthread_cond_t idle;		/* busy lines were written out */
 	struct array *a;
-	bool up;
-	/* arena */
-	uint8_t *arena;
-	size_t arena_len;
-	char shm_path[PATH_MAX];
-	uint64_t line_bytes;
-	uint32_t nsec, bmw, nlines;
-	struct line *lines;
-	struct line **hash;
-	uint32_t hmask;
-	struct lru free, clean, dirty;
-	uint64_t dirty_sectors;
-	struct log_pin *pins;		/* truncates in flight (file log) */
-	uint32_t high, low;		/* dirty-line water marks */
-	/* policy and battery */
-	enum cache_wpolicy configured;
-	enum bbu_state bbu;
-	uint64_t learn_end;		/* ns, while LEARNING */
-	int draining;			/* flush everything (count of requesters) */
-	/* members' free space (room_for()) */
-	uint64_t space_free, space_used, space_t;
-	bool space_low;
-	bool stop;
-	pthread_t thr[DESTAGE_THREADS];
-	int nthr;
+	bool up;			/* lines set up (cache_start()) until a clean close */
+
+	/* configuration and policy (the options are cache_opts) */
+	struct {
+		enum cache_wpolicy configured;	/* as mounted, or `raidfs cache` */
+		/* the members' free space (admit()): measured at t, of
+		 * which write-back admitted `used` since; low: write-through */
+		uint64_t space_free, space_used, space_t;
+		bool space_low;
+	} pol;
+
+	/* the battery */
+	struct {
+		enum bbu_state state;
+		uint64_t learn_end;		/* ns, while LEARNING */
+		bool shm_up;			/* this run's arena is in /dev/shm */
+	} bbu;
+
+	/* memory: the arena, its lines, their hash and lists */
+	struct {
+		uint8_t *arena;
+		size_t arena_len;
+		char shm_path[PATH_MAX];
+		uint64_t line_bytes;
+		uint32_t nsec, bmw, nlines;	/* sectors, bitmap words a line; lines */
+		struct line *lines;
+		struct line **hash;
+		uint32_t hmask;
+		struct lru free, clean, dirty;
+		uint64_t dirty_sectors;
+		uint32_t high, low;		/* dirty-line water marks */
+	} mem;
+
+	/* the destage threads (destage_main()) */
+	struct {
+		bool stop;
+		pthread_t thr[DESTAGE_THREADS];
+		int nthr;
+		int draining;			/* flush everything (count of requesters) */
+	} dst;
+
+	/* the read-ahead thread (ra_main()): a ring of requests */
+	struct {
+		pthread_cond_t cond;
+		struct ra_req q[RA_QUEUE];
+		uint32_t head, tail;
+		pthread_t thr;
+		bool started;
+	} ra;
+
+	/* the file log (bbu=file) */
+	struct {
+		struct log_pins pins;		/* truncates in flight */
+		pthread_mutex_t noted_lock;	/* log_noted() */
+		bool noted;
+	} log;
+
+	/* what the last run left, until it is written (replay) or discarded */
+	struct {
+		pthread_mutex_t lock;		/* replay and discard one at a time;
+						 * taken before `lock` */
+		struct arena_hdr *old;		/* its mapped shm arena, or NULL */
+		size_t old_len;
+		uint64_t dirty_bytes;
+		bool has_log;			/* its file log holds records */
+		bool guarded;			/* its cache kept guard slots */
+		bool found;			/* its arena or log was found */
+		bool retired;			/* its log was retired (it failed) */
+	} last;
+
+	/* the mount waits offline for members (preserved cache) */
+	struct {
+		bool on;			/* atomic */
+		bool told;
+		char why[1024];			/* under lock */
+		bool closing;			/* unmount began (under last.lock) */
+	} off;
+
 	/* statistics */
-	uint64_t hits, misses, destaged_bytes;
-	uint64_t rate_t0, rate_b0;	/* destage rate window */
-	double rate;
-	/* replay of what a previous daemon left */
-	struct arena_hdr *old;		/* mapped old shm arena, or NULL */
-	size_t old_len;
-	uint64_t old_dirty_bytes;
-	bool old_has_log;
-	bool last_guarded;		/* the last run's cache kept guard slots */
-	bool last_found;		/* the last run's arena or log was found */
-	bool last_retired;		/* its log was retired (it failed) */
-	bool shm_up;			/* this run's arena is in /dev/shm */
-	/* read-ahead requests (ra_main) */
-	pthread_cond_t ra_cond;
-	struct ra_req { struct rfile *rf; uint64_t s0; uint32_t n; } raq[32];
-	uint32_t ra_head, ra_tail;
-	pthread_t ra_thr;
-	bool ra_started;
-	bool offline;			/* preserved cache: mount not finished */
-	bool offline_told;
-	char offline_why[1024];		/* why (under lock) */
-	bool closing;			/* unmount: an offline mount stays so */
-} C = {
+	struct {
+		uint64_t hits, misses, destaged_bytes;
+		uint64_t rate_t0, rate_b0;	/* destage rate window */
+		double rate;			/* MB/s */
+	} stats;
+};
+
+/* The one cache (the exported API works on it). */
+static struct cache cache_one = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.work = PTHREAD_COND_INITIALIZER,
 	.space = PTHREAD_COND_INITIALIZER,
 	.idle = PTHREAD_COND_INITIALIZER,
-	.ra_cond = PTHREAD_COND_INITIALIZER,
+	.ra.cond = PTHREAD_COND_INITIALIZER,
+	.log.noted_lock = PTHREAD_MUTEX_INITIALIZER,
+	.last.lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static uint64_t now_ns(void)
@@ -325,48 +481,32 @@ int cache_opt_parse(struct fuse_args *args)
 
 /* ------------------------------------------------------ policy, battery */
 
-/* The policy as configured and as the battery allows. */
-static enum cache_wpolicy policy_locked(const char **why)
+/* The policy as configured and as the battery and the log allow, and
+ * (space: the members' free space counts) while the members have room. */
+static enum cache_wpolicy policy_locked(struct cache *c, bool space, const char **why)
 {
-	const char *w = NULL;
-	enum cache_wpolicy e = C.configured;
-	if (C.configured == WP_WRITEBACK) {
-		if (cache_opts.bbu == BBU_NONE)
-			w = "no battery";
-		else if (cachelog_failed())
-			w = "the cache log failed";
-		else if (C.bbu == BBU_LEARNING)
-			w = "battery learn cycle";
-		else if (C.bbu != BBU_OPTIMAL)
-			w = "battery failed";
-		if (w)
-			e = WP_WRITETHROUGH;
-	}
-	if (e == WP_ALWAYS_WRITEBACK)
-		e = WP_WRITEBACK;
-	if (why)
-		*why = w;
-	return e;
+	struct cache_policy_in in = {
+		.configured = c->pol.configured,
+		.bbu = cache_opts.bbu,
+		.state = c->bbu.state,
+		.log_failed = cachelog_failed(),
+		.space_low = space && c->pol.space_low,
+	};
+	return cache_policy_effective(&in, why);
 }
 
 /* The policy in force: also write-through while the members are nearly
- * full (room_for()). */
-static enum cache_wpolicy effective_locked(const char **why)
+ * full (admit()). */
+static enum cache_wpolicy effective_locked(struct cache *c, const char **why)
 {
-	enum cache_wpolicy e = policy_locked(why);
-	if (e == WP_WRITEBACK && C.space_low) {
-		if (why)
-			*why = "members nearly full";
-		e = WP_WRITETHROUGH;
-	}
-	return e;
+	return policy_locked(c, true, why);
 }
 
-static bool writeback_now(void)
+static bool writeback_now(struct cache *c)
 {
-	pthread_mutex_lock(&C.lock);
-	bool wb = C.up && effective_locked(NULL) == WP_WRITEBACK;
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_lock(&c->lock);
+	bool wb = c->up && effective_locked(c, NULL) == WP_WRITEBACK;
+	pthread_mutex_unlock(&c->lock);
 	return wb;
 }
 
@@ -384,56 +524,57 @@ static uint64_t members_min_free(const struct array *a)
 }
 
 /*
- * A controller's disks never fill up; the members' filesystems do.
- * Write-back acknowledges a write before the members hold it, so it is
- * used only while every member has room for all that the cache may still
- * have to write there (every dirty byte and this write, as if one member
- * had to take them all, plus SPACE_MARGIN).  Closer to full, writes go
+ * Does this write go to the cache?  Write-back by policy and battery
+ * (policy_locked() without the space), and room for it on the members
+ * (cache_room()): a controller's disks never fill up; the members'
+ * filesystems do.  Write-back acknowledges a write before the members
+ * hold it, so it is used only while every member has room for all that
+ * the cache may still have to write there.  Closer to full, writes go
  * through, and a write the members cannot take gets their ENOSPC: no
- * acknowledged byte is left without a place.  The free space is read at
- * most every SPACE_PERIOD_NS and counted down in between by what was
- * accepted.  True: this write goes to the cache (write-back by policy and
- * battery, and room for it).
+ * acknowledged byte is left without a place.  The free space is measured
+ * (members_min_free(), without the lock) at most every
+ * CACHE_SPACE_PERIOD_NS and counted down in between by what was admitted.
  */
-static bool room_for(size_t len)
+static bool admit(struct cache *c, size_t len)
 {
 	uint64_t t = now_ns();
-	pthread_mutex_lock(&C.lock);
-	if (!C.up || policy_locked(NULL) != WP_WRITEBACK) {
-		pthread_mutex_unlock(&C.lock);
+	pthread_mutex_lock(&c->lock);
+	if (!c->up || policy_locked(c, false, NULL) != WP_WRITEBACK) {
+		pthread_mutex_unlock(&c->lock);
 		return false;	/* not write-back anyway */
 	}
-	uint64_t need = C.dirty_sectors * SECTOR + len + SPACE_MARGIN;
-	if (t - C.space_t < SPACE_PERIOD_NS && C.space_free >= C.space_used + need) {
-		C.space_used += len;
-		pthread_mutex_unlock(&C.lock);
+	uint64_t dirty = c->mem.dirty_sectors * SECTOR;
+	if (cache_room(dirty, len, c->pol.space_free, c->pol.space_used, t - c->pol.space_t, false) == CACHE_ROOM_ADMIT) {
+		c->pol.space_used += len;
+		pthread_mutex_unlock(&c->lock);
 		return true;
 	}
-	pthread_mutex_unlock(&C.lock);
-	uint64_t free_now = members_min_free(C.a);
-	pthread_mutex_lock(&C.lock);
-	C.space_free = free_now;
-	C.space_t = t;
-	C.space_used = 0;
-	bool ok = free_now >= need;
+	pthread_mutex_unlock(&c->lock);
+	uint64_t free_now = members_min_free(c->a);
+	pthread_mutex_lock(&c->lock);
+	c->pol.space_free = free_now;
+	c->pol.space_t = t;
+	c->pol.space_used = 0;
+	/* (the dirty bytes as they were when the count fell short) */
+	bool ok = cache_room(dirty, len, free_now, 0, 0, true) == CACHE_ROOM_ADMIT;
 	if (ok)
-		C.space_used = len;
-	if (ok == C.space_low) {
-		C.space_low = !ok;
+		c->pol.space_used = len;
+	if (ok == c->pol.space_low) {
+		c->pol.space_low = !ok;
 		if (ok)
-			log_info("array '%s': the members have room again: write-back resumes", C.a->sb.name);
+			log_info("array '%s': the members have room again: write-back resumes", c->a->sb.name);
 		else
 			log_warn("array '%s': a member has %llu MiB free, less than the cache may have to write: writes go through until there is room",
-				 C.a->sb.name, (unsigned long long)(free_now >> 20));
+				 c->a->sb.name, (unsigned long long)(free_now >> 20));
 	}
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_unlock(&c->lock);
 	return ok;
 }
 
 /* ------------------------------------------------------------ the lines */
 
 #define VALID(ln) ((ln)->h->bm)
-#define DIRTY(ln) ((ln)->h->bm + C.bmw)
+#define DIRTY(c, ln) ((ln)->h->bm + (c)->mem.bmw)
 
 static inline bool bit(const uint64_t *bm, uint32_t i)
 {
@@ -452,59 +593,45 @@ static inline void clear_bit(uint64_t *bm, uint32_t i)
 
 static void lru_del(struct lru *l, struct line *ln)
 {
-	if (ln->prev)
-		ln->prev->next = ln->next;
-	else
-		l->head = ln->next;
-	if (ln->next)
-		ln->next->prev = ln->prev;
-	else
-		l->tail = ln->prev;
-	ln->prev = ln->next = NULL;
+	TAILQ_REMOVE(&l->q, ln, lru);
 	l->n--;
 }
 
 static void lru_add(struct lru *l, struct line *ln)
 {
-	ln->next = NULL;
-	ln->prev = l->tail;
-	if (l->tail)
-		l->tail->next = ln;
-	else
-		l->head = ln;
-	l->tail = ln;
+	TAILQ_INSERT_TAIL(&l->q, ln, lru);
 	l->n++;
 }
 
-static struct lru *list_of(struct line *ln)
+static struct lru *list_of(struct cache *c, struct line *ln)
 {
-	return ln->list == L_FREE ? &C.free : ln->list == L_CLEAN ? &C.clean : &C.dirty;
+	return ln->list == L_FREE ? &c->mem.free : ln->list == L_CLEAN ? &c->mem.clean : &c->mem.dirty;
 }
 
-static void move_to(struct line *ln, int list)
+static void move_to(struct cache *c, struct line *ln, int list)
 {
-	lru_del(list_of(ln), ln);
+	lru_del(list_of(c, ln), ln);
 	ln->list = list;
-	lru_add(list_of(ln), ln);
+	lru_add(list_of(c, ln), ln);
 }
 
-static unsigned hash_of(uint64_t fid, uint64_t s)
+static unsigned hash_of(struct cache *c, uint64_t fid, uint64_t s)
 {
 	uint64_t h = (fid ^ (s * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-	return (unsigned)(h >> 32) & C.hmask;
+	return (unsigned)(h >> 32) & c->mem.hmask;
 }
 
-static struct line *lookup_locked(uint64_t fid, uint64_t s)
+static struct line *lookup_locked(struct cache *c, uint64_t fid, uint64_t s)
 {
-	for (struct line *ln = C.hash[hash_of(fid, s)]; ln; ln = ln->hnext)
+	for (struct line *ln = c->mem.hash[hash_of(c, fid, s)]; ln; ln = ln->hnext)
 		if (ln->h->fid == fid && ln->h->stripe == s)
 			return ln;
 	return NULL;
 }
 
-static void unhash_locked(struct line *ln)
+static void unhash_locked(struct cache *c, struct line *ln)
 {
-	struct line **pp = &C.hash[hash_of(ln->h->fid, ln->h->stripe)];
+	struct line **pp = &c->mem.hash[hash_of(c, ln->h->fid, ln->h->stripe)];
 	while (*pp && *pp != ln)
 		pp = &(*pp)->hnext;
 	if (*pp)
@@ -513,74 +640,72 @@ static void unhash_locked(struct line *ln)
 }
 
 /* Forget a clean line's contents (it goes to the free list). */
-static void drop_clean_locked(struct line *ln)
+static void drop_clean_locked(struct cache *c, struct line *ln)
 {
-	unhash_locked(ln);
+	unhash_locked(c, ln);
 	__atomic_store_n(&ln->h->fid, 0, __ATOMIC_RELEASE);
-	memset(ln->h->bm, 0, 2 * C.bmw * sizeof(uint64_t));
+	memset(ln->h->bm, 0, 2 * c->mem.bmw * sizeof(uint64_t));
 	ln->nvalid = 0;
-	move_to(ln, L_FREE);
+	move_to(c, ln, L_FREE);
 }
 
 /* A line for (rf, s): the one there, a free one, or the least recently
  * used clean one.  NULL when every line is dirty, busy or pinned. */
-static struct line *get_line_locked(struct rfile *rf, uint64_t s)
+static struct line *get_line_locked(struct cache *c, struct rfile *rf, uint64_t s)
 {
-	struct line *ln = lookup_locked(rf->id, s);
+	struct line *ln = lookup_locked(c, rf->id, s);
 	if (ln)
 		return ln;
-	ln = C.free.head;
+	ln = TAILQ_FIRST(&c->mem.free.q);
 	if (!ln) {
-		for (ln = C.clean.head; ln && ln->pins; ln = ln->next)
+		for (ln = TAILQ_FIRST(&c->mem.clean.q); ln && ln->pins; ln = TAILQ_NEXT(ln, lru))
 			;
 		if (!ln)
 			return NULL;
-		drop_clean_locked(ln);
+		drop_clean_locked(c, ln);
 	}
 	struct lhdr *h = ln->h;
 	h->stripe = s;
 	h->size_hint = 0;
 	__atomic_store_n(&h->fid, rf->id, __ATOMIC_RELEASE);
-	ln->hnext = C.hash[hash_of(rf->id, s)];
-	C.hash[hash_of(rf->id, s)] = ln;
-	move_to(ln, L_CLEAN);
+	ln->hnext = c->mem.hash[hash_of(c, rf->id, s)];
+	c->mem.hash[hash_of(c, rf->id, s)] = ln;
+	move_to(c, ln, L_CLEAN);
 	return ln;
 }
 
 /* Does a dirty line's content outlive a kill -9 of the daemon (the file
  * log, or the arena in /dev/shm)?  Then a file changed only through the
  * cache gets the cache's dirty mark: the replay alone makes it whole. */
-static bool battery_kept(void)
+static bool battery_kept(struct cache *c)
 {
-	return cache_opts.bbu == BBU_FILE || (cache_opts.bbu == BBU_SHM && C.shm_up);
+	return cache_opts.bbu == BBU_FILE || (cache_opts.bbu == BBU_SHM && c->bbu.shm_up);
 }
 
 /* (and from now on: not once the file log failed - what it held before
  * still counts, battery_kept()) */
-static bool kept(void)
+static bool kept(struct cache *c)
 {
-	return battery_kept() && !cachelog_failed();
+	return battery_kept(c) && !cachelog_failed();
 }
 
 /* bbu=file: before this run's first cache mark, the members note which log
  * the marks rely on (array_note_cache_log()); false when they could not. */
-static bool log_noted(void)
+static bool log_noted(struct cache *c)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	static bool noted;
-	if (cache_opts.bbu != BBU_FILE || __atomic_load_n(&noted, __ATOMIC_ACQUIRE))
+	if (cache_opts.bbu != BBU_FILE || __atomic_load_n(&c->log.noted, __ATOMIC_ACQUIRE))
 		return true;
-	pthread_mutex_lock(&lock);
-	if (!noted && array_note_cache_log(C.a, cachelog_id(), false) == 0)
-		__atomic_store_n(&noted, true, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&lock);
-	return noted;
+	pthread_mutex_lock(&c->log.noted_lock);
+	if (!c->log.noted && array_note_cache_log(c->a, cachelog_id(), false) == 0)
+		__atomic_store_n(&c->log.noted, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&c->log.noted_lock);
+	return c->log.noted;
 }
 
 /* The line became dirty: the file is held until it is clean again. */
-static void note_dirty_locked(struct line *ln, struct rfile *rf)
+static void note_dirty_locked(struct cache *c, struct line *ln, struct rfile *rf)
 {
-	move_to(ln, L_DIRTY);
+	move_to(c, ln, L_DIRTY);
 	ln->since = now_ns();
 	ln->rf = rf;
 	if (cache_opts.bbu == BBU_FILE)
@@ -591,14 +716,14 @@ static void note_dirty_locked(struct line *ln, struct rfile *rf)
 
 /* The line's dirty sectors are on the members now.  Returns true when its
  * file has no dirty line left (the caller releases the file's hold). */
-static bool note_clean_locked(struct line *ln)
+static bool note_clean_locked(struct cache *c, struct line *ln)
 {
 	struct rfile *rf = ln->rf;
-	memset(DIRTY(ln), 0, C.bmw * sizeof(uint64_t));
-	C.dirty_sectors -= ln->ndirty;
+	memset(DIRTY(c, ln), 0, c->mem.bmw * sizeof(uint64_t));
+	c->mem.dirty_sectors -= ln->ndirty;
 	ln->ndirty = 0;
 	ln->rf = NULL;
-	move_to(ln, L_CLEAN);
+	move_to(c, ln, L_CLEAN);
 	return --rf->cache_dirty == 0;
 }
 
@@ -621,26 +746,26 @@ static bool range_set(const uint64_t *bm, uint64_t x, uint64_t y)
  * cheaper of reconstruct-write and read-modify-write).  Bytes past the file's end are never written, so the shards keep
  * the lengths the size implies.
  */
-static int destage_lines(struct rfile *rf, struct line **v, int n)
+static int destage_lines(struct cache *c, struct rfile *rf, struct line **v, int n)
 {
-	uint64_t lb = C.line_bytes, size = rf->size;
+	uint64_t lb = c->mem.line_bytes, size = rf->size;
 	int ret = 0;
 	for (int i = 0; i < n && ret == 0;) {
 		struct line *ln = v[i];
 		uint64_t s = ln->h->stripe;
-		if (ln->ndirty == C.nsec && (s + 1) * lb <= size) {
+		if (ln->ndirty == c->mem.nsec && (s + 1) * lb <= size) {
 			const uint8_t *sd[16];
-			int c = 0;
-			while (i + c < n && c < 16 && v[i + c]->h->stripe == s + c &&
-			       v[i + c]->ndirty == C.nsec && (s + c + 1) * lb <= size) {
-				sd[c] = v[i + c]->data;
-				c++;
+			int k = 0;
+			while (i + k < n && k < 16 && v[i + k]->h->stripe == s + k &&
+			       v[i + k]->ndirty == c->mem.nsec && (s + k + 1) * lb <= size) {
+				sd[k] = v[i + k]->data;
+				k++;
 			}
-			ret = stripe_write_stripes_locked(rf, s, c, sd);
-			i += c;
+			ret = stripe_write_stripes_locked(rf, s, k, sd);
+			i += k;
 			continue;
 		}
-		ret = stripe_destage_line(rf, s, ln->data, VALID(ln), DIRTY(ln), SECTOR);
+		ret = stripe_destage_line(rf, s, ln->data, VALID(ln), DIRTY(c, ln), SECTOR);
 		i++;
 	}
 	return ret;
@@ -652,27 +777,27 @@ static int cmp_stripe(const void *x, const void *y)
 	return a->h->stripe < b->h->stripe ? -1 : a->h->stripe > b->h->stripe;
 }
 
-static void rate_note_locked(uint64_t bytes)
+static void rate_note_locked(struct cache *c, uint64_t bytes)
 {
-	C.destaged_bytes += bytes;
+	c->stats.destaged_bytes += bytes;
 	uint64_t t = now_ns();
-	if (t - C.rate_t0 >= 2000000000ull) {
-		C.rate = (double)(C.destaged_bytes - C.rate_b0) / ((t - C.rate_t0) / 1e9) / 1e6;
-		C.rate_t0 = t;
-		C.rate_b0 = C.destaged_bytes;
+	if (t - c->stats.rate_t0 >= 2000000000ull) {
+		c->stats.rate = (double)(c->stats.destaged_bytes - c->stats.rate_b0) / ((t - c->stats.rate_t0) / 1e9) / 1e6;
+		c->stats.rate_t0 = t;
+		c->stats.rate_b0 = c->stats.destaged_bytes;
 	}
 }
 
 /*
  * Destage rf's dirty lines whose stripes lie in [s0, s1) (all: 0, ~0),
  * at most `max` of them.  The caller holds rf->rw (shared: destage threads;
- * exclusively: flush, write-through) and C.lock;
+ * exclusively: flush, write-through) and c->lock;
  * the lock is dropped during the I/O.  Returns 0, or -errno when the
  * members could not take the data (the lines stay dirty and are retried
  * later).  *release: the file has no dirty line left; the caller drops
  * the cache's hold after unlocking everything.
  */
-static bool ready_locked(const struct line *ln, uint64_t t, bool pressure);
+static bool ready_locked(struct cache *c, const struct line *ln, uint64_t t, bool pressure);
 
 /*
  * The file grew, and a member is missing: the mount after a crash finds
@@ -685,15 +810,15 @@ static bool ready_locked(const struct line *ln, uint64_t t, bool pressure);
  * battery) nothing is recorded: a crash loses what the cache held
  * anyway, and a size past the bytes there would read as zeros.
  */
-static int record_size(struct rfile *rf)
+static int record_size(struct cache *c, struct rfile *rf)
 {
 	/* (how far acknowledged writes reach: the size grows before a
 	 * write is taken, and one not acknowledged yet must not leave the
 	 * file longer after a crash) */
-	return array_absent_count(rf->a) == 0 || !battery_kept() ? 0 : rfile_record_acked(rf);
+	return array_absent_count(rf->a) == 0 || !battery_kept(c) ? 0 : rfile_record_acked(rf);
 }
 
-static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int max, bool *release)
+static int destage_file_locked(struct cache *c, struct rfile *rf, uint64_t s0, uint64_t s1, int max, bool *release)
 {
 	struct line *v[DESTAGE_BATCH];
 	int n = 0, ret = 0;
@@ -704,16 +829,16 @@ static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int m
 		max = -max;
 	if (max > DESTAGE_BATCH)
 		max = DESTAGE_BATCH;
-	for (struct line *ln = C.dirty.head; ln && n < max; ln = ln->next)
+	for (struct line *ln = TAILQ_FIRST(&c->mem.dirty.q); ln && n < max; ln = TAILQ_NEXT(ln, lru))
 		if (ln->rf == rf && !ln->busy && !ln->pins && ln->h->stripe >= s0 && ln->h->stripe < s1 &&
-		    ready_locked(ln, t, pressure))
+		    ready_locked(c, ln, t, pressure))
 			v[n++] = ln;
 	if (n == 0)
 		return 0;
 	for (int i = 0; i < n; i++)
 		v[i]->busy = true;
 	qsort(v, n, sizeof(v[0]), cmp_stripe);
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_unlock(&c->lock);
 	/* with a file log every dirty line's bytes are in the log until the
 	 * line is clean: a crash in the middle is repaired by the replay -
 	 * not while a write's bytes are in a line and its record is not
@@ -725,35 +850,36 @@ static int destage_file_locked(struct rfile *rf, uint64_t s0, uint64_t s1, int m
 	 * resync could not, without that member; raid6 has stripes where the
 	 * absent member held P or Q, which take no slot) */
 	bool guarded = rf->lay.level == LEVEL_RAID5 && array_absent_count(rf->a) > 0 && guard_on();
-	stripe_log_covered(kept() && (guarded || !__atomic_load_n(&rf->unlogged, __ATOMIC_ACQUIRE)));
-	ret = destage_lines(rf, v, n);
+	stripe_log_covered(kept(c) && (guarded || !__atomic_load_n(&rf->unlogged, __ATOMIC_ACQUIRE)));
+	ret = destage_lines(c, rf, v, n);
 	stripe_log_covered(false);
 	if (ret == 0)
-		ret = record_size(rf);
-	pthread_mutex_lock(&C.lock);
+		ret = record_size(c, rf);
+	pthread_mutex_lock(&c->lock);
 	uint64_t bytes = 0;
 	for (int i = 0; i < n; i++) {
 		v[i]->busy = false;
 		if (ret == 0) {
 			bytes += (uint64_t)v[i]->ndirty * SECTOR;
-			if (note_clean_locked(v[i]))
+			if (note_clean_locked(c, v[i]))
 				*release = true;
 		} else {
 			v[i]->since = now_ns() + STUCK_RETRY_NS;	/* not before */
 		}
 	}
-	rate_note_locked(bytes);
-	pthread_cond_broadcast(&C.space);
-	pthread_cond_broadcast(&C.idle);
+	rate_note_locked(c, bytes);
+	pthread_cond_broadcast(&c->space);
+	pthread_cond_broadcast(&c->idle);
 	return ret;
 }
 
 /* Someone waits for rf's lines in [s0, s1): try them now, also those
  * waiting to retry a failed write.  Returns how many are dirty. */
-static int want_now_locked(struct rfile *rf, uint64_t s0, uint64_t s1)
+static int want_now_locked(struct cache *c, struct rfile *rf, uint64_t s0, uint64_t s1)
 {
 	int n = 0;
-	for (struct line *ln = C.dirty.head; ln; ln = ln->next)
+	struct line *ln;
+	TAILQ_FOREACH(ln, &c->mem.dirty.q, lru)
 		if (ln->rf == rf && ln->h->stripe >= s0 && ln->h->stripe < s1) {
 			ln->since = 0;
 			n++;
@@ -762,13 +888,13 @@ static int want_now_locked(struct rfile *rf, uint64_t s0, uint64_t s1)
 }
 
 /* Destage all of rf's dirty lines in [s0, s1).  rf->rw held exclusively,
- * C.lock held.  -EIO when some cannot be written (they stay dirty). */
-static int flush_range_locked(struct rfile *rf, uint64_t s0, uint64_t s1, bool *release)
+ * c->lock held.  -EIO when some cannot be written (they stay dirty). */
+static int flush_range_locked(struct cache *c, struct rfile *rf, uint64_t s0, uint64_t s1, bool *release)
 {
 	bool rel;
 	*release = false;
-	while (want_now_locked(rf, s0, s1) > 0) {
-		int r = destage_file_locked(rf, s0, s1, DESTAGE_BATCH, &rel);
+	while (want_now_locked(c, rf, s0, s1) > 0) {
+		int r = destage_file_locked(c, rf, s0, s1, DESTAGE_BATCH, &rel);
 		*release |= rel;
 		if (r < 0)
 			return r;
@@ -777,49 +903,49 @@ static int flush_range_locked(struct rfile *rf, uint64_t s0, uint64_t s1, bool *
 }
 
 /* Destage all of rf's dirty lines in [s0, s1).  Takes rf->rw. */
-static int flush_file(struct rfile *rf, uint64_t s0, uint64_t s1)
+static int flush_file(struct cache *c, struct rfile *rf, uint64_t s0, uint64_t s1)
 {
 	int ret;
 	bool release;
 	pthread_rwlock_wrlock(&rf->rw);
-	pthread_mutex_lock(&C.lock);
-	ret = flush_range_locked(rf, s0, s1, &release);
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_lock(&c->lock);
+	ret = flush_range_locked(c, rf, s0, s1, &release);
+	pthread_mutex_unlock(&c->lock);
 	pthread_rwlock_unlock(&rf->rw);
 	if (release)
 		rfile_release(rf);
 	return ret;
 }
 
-static bool pressure_locked(void)
+static bool pressure_locked(struct cache *c)
 {
-	return C.draining || C.stop || C.dirty.n >= C.low || effective_locked(NULL) != WP_WRITEBACK;
+	return c->dst.draining || c->dst.stop || c->mem.dirty.n >= c->mem.low || effective_locked(c, NULL) != WP_WRITEBACK;
 }
 
 /* May line ln be written out now?  A complete line may; a partial one
  * once it waited cache_age for more bytes, or under pressure; a line
  * whose last destage failed only after its retry time. */
-static bool ready_locked(const struct line *ln, uint64_t t, bool pressure)
+static bool ready_locked(struct cache *c, const struct line *ln, uint64_t t, bool pressure)
 {
 	if (ln->since > t)
 		return false;
-	if (ln->nvalid == C.nsec && ln->ndirty == C.nsec)
+	if (ln->nvalid == c->mem.nsec && ln->ndirty == c->mem.nsec)
 		return true;
 	return pressure || t - ln->since >= (uint64_t)cache_opts.age_ms * 1000000ull;
 }
 
 /* Which line should a destage thread write next?  Complete lines first,
  * then the oldest that is ready. */
-static struct line *pick_locked(void)
+static struct line *pick_locked(struct cache *c)
 {
 	uint64_t t = now_ns();
-	bool pressure = pressure_locked();
+	bool pressure = pressure_locked(c);
 	struct line *oldest = NULL;
 	int scanned = 0;
-	for (struct line *ln = C.dirty.head; ln && scanned < 256; ln = ln->next, scanned++) {
-		if (ln->busy || ln->pins || !ready_locked(ln, t, pressure))
+	for (struct line *ln = TAILQ_FIRST(&c->mem.dirty.q); ln && scanned < 256; ln = TAILQ_NEXT(ln, lru), scanned++) {
+		if (ln->busy || ln->pins || !ready_locked(c, ln, t, pressure))
 			continue;
-		if (ln->nvalid == C.nsec && ln->ndirty == C.nsec)
+		if (ln->nvalid == c->mem.nsec && ln->ndirty == c->mem.nsec)
 			return ln;
 		if (!oldest)
 			oldest = ln;
@@ -827,83 +953,83 @@ static struct line *pick_locked(void)
 	return oldest;
 }
 
-static void learn_check_locked(void);
+static void learn_check_locked(struct cache *c);
 
 static void *destage_main(void *arg)
 {
-	(void)arg;
-	pthread_mutex_lock(&C.lock);
-	while (!C.stop) {
-		learn_check_locked();
-		struct line *ln = pick_locked();
+	struct cache *c = arg;
+	pthread_mutex_lock(&c->lock);
+	while (!c->dst.stop) {
+		learn_check_locked(c);
+		struct line *ln = pick_locked(c);
 		if (!ln) {
 			struct timespec ts = deadline_ms(20);
-			pthread_cond_timedwait(&C.work, &C.lock, &ts);
+			pthread_cond_timedwait(&c->work, &c->lock, &ts);
 			continue;
 		}
 		struct rfile *rf = ln->rf;
 		rfile_hold(rf);		/* it may get clean (and released) meanwhile */
-		pthread_mutex_unlock(&C.lock);
+		pthread_mutex_unlock(&c->lock);
 		/* shared: writers and readers of the file's other stripes go
 		 * on; those of the lines being written wait for them (busy) */
 		pthread_rwlock_rdlock(&rf->rw);
-		pthread_mutex_lock(&C.lock);
+		pthread_mutex_lock(&c->lock);
 		bool release = false;
 		/* the picked line and what follows it in the file first */
 		uint64_t s = ln->rf == rf ? ln->h->stripe : 0;
-		destage_file_locked(rf, s, ~0ull, pressure_locked() ? DESTAGE_BATCH : -DESTAGE_BATCH, &release);
-		pthread_mutex_unlock(&C.lock);
+		destage_file_locked(c, rf, s, ~0ull, pressure_locked(c) ? DESTAGE_BATCH : -DESTAGE_BATCH, &release);
+		pthread_mutex_unlock(&c->lock);
 		pthread_rwlock_unlock(&rf->rw);
 		if (release)
 			rfile_release(rf);
 		rfile_release(rf);
 		if (cache_opts.bbu == BBU_FILE)
 			cachelog_advance();
-		pthread_mutex_lock(&C.lock);
+		pthread_mutex_lock(&c->lock);
 	}
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_unlock(&c->lock);
 	return NULL;
 }
 
-static void kick_locked(void)
+static void kick_locked(struct cache *c)
 {
-	pthread_cond_broadcast(&C.work);
+	pthread_cond_broadcast(&c->work);
 }
 
 /*
  * Write every dirty line out.  0, or -EIO when some cannot be written
  * (too many members lost): they stay in the cache.
  */
-static int flush_all(void)
+static int flush_all(struct cache *c)
 {
 	int ret = 0;
-	pthread_mutex_lock(&C.lock);
-	C.draining++;
-	kick_locked();
-	while (C.dirty.n > 0) {
+	pthread_mutex_lock(&c->lock);
+	c->dst.draining++;
+	kick_locked(c);
+	while (c->mem.dirty.n > 0) {
 		bool stuck = false;
-		for (struct line *ln = C.dirty.head; ln && !stuck; ln = ln->next)
+		for (struct line *ln = TAILQ_FIRST(&c->mem.dirty.q); ln && !stuck; ln = TAILQ_NEXT(ln, lru))
 			stuck = !ln->busy && ln->since > now_ns();
-		if (stuck && !array_writable(C.a)) {
+		if (stuck && !array_writable(c->a)) {
 			ret = -EIO;
 			break;
 		}
-		if (C.nthr == 0) {
+		if (c->dst.nthr == 0) {
 			/* no destage threads (unmount): do it here, once */
-			struct line *ln = C.dirty.head;
+			struct line *ln = TAILQ_FIRST(&c->mem.dirty.q);
 			struct rfile *rf = ln->rf;
 			bool release;
 			rfile_hold(rf);
-			pthread_mutex_unlock(&C.lock);
+			pthread_mutex_unlock(&c->lock);
 			pthread_rwlock_wrlock(&rf->rw);
-			pthread_mutex_lock(&C.lock);
-			int r = flush_range_locked(rf, 0, ~0ull, &release);
-			pthread_mutex_unlock(&C.lock);
+			pthread_mutex_lock(&c->lock);
+			int r = flush_range_locked(c, rf, 0, ~0ull, &release);
+			pthread_mutex_unlock(&c->lock);
 			pthread_rwlock_unlock(&rf->rw);
 			if (release)
 				rfile_release(rf);
 			rfile_release(rf);
-			pthread_mutex_lock(&C.lock);
+			pthread_mutex_lock(&c->lock);
 			if (r < 0) {
 				ret = r;
 				break;
@@ -911,46 +1037,51 @@ static int flush_all(void)
 			continue;
 		}
 		struct timespec ts = deadline_ms(1000);
-		pthread_cond_timedwait(&C.idle, &C.lock, &ts);
+		pthread_cond_timedwait(&c->idle, &c->lock, &ts);
 	}
-	C.draining--;
-	pthread_mutex_unlock(&C.lock);
+	c->dst.draining--;
+	pthread_mutex_unlock(&c->lock);
 	if (ret == 0 && cache_opts.bbu == BBU_FILE)
 		cachelog_advance();
 	return ret;
 }
 
 /* The oldest file-log position a dirty line may still need (the log's
- * tail), or the head when nothing is dirty. */
-void cache_log_tail(uint64_t *v, uint64_t *seq)
+ * tail), or the head when nothing is dirty (cachelog_ops.tail). */
+static void log_tail(void *arg, uint64_t *v, uint64_t *seq)
 {
-	pthread_mutex_lock(&C.lock);
+	struct cache *c = arg;
+	pthread_mutex_lock(&c->lock);
 	cachelog_position(v, seq);
-	for (struct line *ln = C.dirty.head; ln; ln = ln->next)
+	struct line *ln;
+	TAILQ_FOREACH(ln, &c->mem.dirty.q, lru)
 		if (ln->log_v < *v) {
 			*v = ln->log_v;
 			*seq = ln->log_seq;
 		}
-	for (struct log_pin *p = C.pins; p; p = p->next)
+	struct log_pin *p;
+	SLIST_FOREACH(p, &c->log.pins, next)
 		if (p->v < *v) {
 			*v = p->v;
 			*seq = p->seq;
 		}
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* The log is full: write the oldest lines out (called without locks). */
-static void wait_destage(bool for_line);
+static void wait_destage(struct cache *c, bool for_line);
 
-bool cache_log_needed(void)
+/* Does a dirty line need a record of the log (cachelog_ops.needed)? */
+static bool log_needed(void *arg)
 {
+	struct cache *c = arg;
 	uint64_t head, seq;
-	pthread_mutex_lock(&C.lock);
+	pthread_mutex_lock(&c->lock);
 	cachelog_position(&head, &seq);
 	bool need = false;
-	for (struct line *ln = C.dirty.head; ln && !need; ln = ln->next)
+	for (struct line *ln = TAILQ_FIRST(&c->mem.dirty.q); ln && !need; ln = TAILQ_NEXT(ln, lru))
 		need = ln->log_v < head;
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_unlock(&c->lock);
 	return need;
 }
 
@@ -964,58 +1095,60 @@ bool cache_log_needed(void)
  * told it succeeded, as a controller whose battery fails tells the host
  * nothing.  No lock held.
  */
-static int without_log(struct rfile *rf)
+static int without_log(struct cache *c, struct rfile *rf)
 {
 	int r = stripe_mark_dirty(rf);
 	if (r == 0)
-		r = flush_all();
+		r = flush_all(c);
 	/* (the log may be retired already: its retirement does not wait for
 	 * lines it holds no record of) */
 	if (r == 0)
-		r = array_sync_members(C.a);
+		r = array_sync_members(c->a);
 	if (r == 0)
 		r = cachelog_reset();
 	return r;
 }
 
-void cache_log_wait(void)
+/* The log is full (cachelog_ops.wait). */
+static void log_wait(void *arg)
 {
-	wait_destage(false);
+	struct cache *c = arg;
+	wait_destage(c, false);
 }
 
 /* ----------------------------------------------------------- write path */
 
 /* Wait while too many lines are dirty (back-pressure).  No lock held. */
-static void wait_room(void)
+static void wait_room(struct cache *c)
 {
-	pthread_mutex_lock(&C.lock);
-	while (C.dirty.n >= C.high && !C.stop) {
-		kick_locked();
-		pthread_cond_wait(&C.space, &C.lock);
+	pthread_mutex_lock(&c->lock);
+	while (cache_backpressure(c->mem.dirty.n, c->mem.high) && !c->dst.stop) {
+		kick_locked(c);
+		pthread_cond_wait(&c->space, &c->lock);
 	}
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* Make the destage threads write everything out and wait up to 50 ms
  * for a batch (for_line: unless a line is free already).  No lock held. */
-static void wait_destage(bool for_line)
+static void wait_destage(struct cache *c, bool for_line)
 {
-	pthread_mutex_lock(&C.lock);
-	C.draining++;
-	kick_locked();
+	pthread_mutex_lock(&c->lock);
+	c->dst.draining++;
+	kick_locked(c);
 	struct timespec ts = deadline_ms(50);
-	if (!for_line || (!C.free.head && !C.clean.head))
-		pthread_cond_timedwait(&C.space, &C.lock, &ts);
-	C.draining--;
-	pthread_mutex_unlock(&C.lock);
+	if (!for_line || (TAILQ_EMPTY(&c->mem.free.q) && TAILQ_EMPTY(&c->mem.clean.q)))
+		pthread_cond_timedwait(&c->space, &c->lock, &ts);
+	c->dst.draining--;
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* The bytes of sector `sec` of stripe s as the file holds them now
  * (members; zeros past the end).  rf->rw held shared. */
-static int read_sector(struct rfile *rf, uint64_t s, uint32_t sec, uint8_t *out)
+static int read_sector(struct cache *c, struct rfile *rf, uint64_t s, uint32_t sec, uint8_t *out)
 {
 	memset(out, 0, SECTOR);
-	ssize_t r = stripe_read_locked(rf, out, SECTOR, s * C.line_bytes + (uint64_t)sec * SECTOR);
+	ssize_t r = stripe_read_locked(rf, out, SECTOR, s * c->mem.line_bytes + (uint64_t)sec * SECTOR);
 	return r < 0 ? (int)r : 0;
 }
 
@@ -1027,7 +1160,7 @@ static int read_sector(struct rfile *rf, uint64_t s, uint32_t sec, uint8_t *out)
  * them then.  Returns 0, 1 when no line was free (nothing copied: wait
  * and retry), or -errno.
  */
-static int put_range(struct rfile *rf, uint64_t s, uint64_t a, uint64_t b, const uint8_t *src,
+static int put_range(struct cache *c, struct rfile *rf, uint64_t s, uint64_t a, uint64_t b, const uint8_t *src,
 		     uint64_t new_size, uint8_t *head, uint8_t *tail)
 {
 	uint32_t sa = a / SECTOR, sb = (b - 1) / SECTOR;
@@ -1035,32 +1168,32 @@ static int put_range(struct rfile *rf, uint64_t s, uint64_t a, uint64_t b, const
 	uint8_t fill[2][SECTOR];
 	bool have[2] = { false, false };
 
-	pthread_mutex_lock(&C.lock);
+	pthread_mutex_lock(&c->lock);
 	struct line *ln;
-	while ((ln = get_line_locked(rf, s)) && ln->busy)
-		pthread_cond_wait(&C.idle, &C.lock);	/* being written out */
+	while ((ln = get_line_locked(c, rf, s)) && ln->busy)
+		pthread_cond_wait(&c->idle, &c->lock);	/* being written out */
 	if (!ln) {
-		pthread_mutex_unlock(&C.lock);
+		pthread_mutex_unlock(&c->lock);
 		return 1;
 	}
 	bool need_a = part_a && !bit(VALID(ln), sa);
 	bool need_b = part_b && !bit(VALID(ln), sb) && !(sb == sa && need_a);
 	if (need_a || need_b) {
 		ln->pins++;
-		pthread_mutex_unlock(&C.lock);
+		pthread_mutex_unlock(&c->lock);
 		int r = 0;
 		if (need_a) {
-			r = read_sector(rf, s, sa, fill[0]);
+			r = read_sector(c, rf, s, sa, fill[0]);
 			have[0] = r == 0;
 		}
 		if (need_b && r == 0) {
-			r = read_sector(rf, s, sb, fill[1]);
+			r = read_sector(c, rf, s, sb, fill[1]);
 			have[1] = r == 0;
 		}
-		pthread_mutex_lock(&C.lock);
+		pthread_mutex_lock(&c->lock);
 		ln->pins--;
 		if (r < 0) {
-			pthread_mutex_unlock(&C.lock);
+			pthread_mutex_unlock(&c->lock);
 			return r;
 		}
 		/* another writer may have made the sector valid meanwhile:
@@ -1088,19 +1221,19 @@ static int put_range(struct rfile *rf, uint64_t s, uint64_t a, uint64_t b, const
 			set_bit(VALID(ln), i);
 			ln->nvalid++;
 		}
-		if (!bit(DIRTY(ln), i)) {
-			set_bit(DIRTY(ln), i);
+		if (!bit(DIRTY(c, ln), i)) {
+			set_bit(DIRTY(c, ln), i);
 			ln->ndirty++;
-			C.dirty_sectors++;
+			c->mem.dirty_sectors++;
 		}
 	}
 	if (ln->h->size_hint < new_size)
 		ln->h->size_hint = new_size;
 	if (!was_dirty)
-		note_dirty_locked(ln, rf);
-	if (ln->nvalid == C.nsec && ln->ndirty == C.nsec)
-		kick_locked();
-	pthread_mutex_unlock(&C.lock);
+		note_dirty_locked(c, ln, rf);
+	if (ln->nvalid == c->mem.nsec && ln->ndirty == c->mem.nsec)
+		kick_locked(c);
+	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
 
@@ -1154,61 +1287,82 @@ static uint64_t grow_to(struct rfile *rf, uint64_t end)
 	return end > cur ? end : cur;
 }
 
-static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
+/* One write-back write in progress (write_back()). */
+struct wb {
+	struct rfile *rf;
+	const uint8_t *buf;
+	uint64_t off, end;
+	bool logged;			/* bbu=file: it gets records */
+	uint64_t rec_from, rec_end;	/* what has no record yet; where the last ends */
+	int lr;				/* the failed log's error: no more records (without_log()) */
+	struct edges e;
+};
+
+/* The file's lock for a write-back write: rf->rw shared, then (bbu=file)
+ * its turn in the log (rf->log_order); and let go in reverse. */
+static void wb_lock(struct wb *w)
 {
-	uint64_t lb = C.line_bytes, end = off + len;
-	int r = kept() && log_noted() ? stripe_mark_cached(rf) : stripe_mark_dirty(rf);
-	if (r < 0)
-		return r;
-	wait_room();
-	pthread_rwlock_rdlock(&rf->rw);
-	/* The file log's records of one file go in the order the cache takes
-	 * the writes (two writers of the same bytes through two hard links
-	 * are not ordered by the kernel): a replay must end where the cache
-	 * did. */
-	bool logged = cache_opts.bbu == BBU_FILE;
-	uint64_t rec_from = off, rec_end = 0;	/* what has no record yet; where the last ends */
-	int lr = 0;	/* the failed log's error: no more records (without_log()) */
-	if (logged) {
-		__atomic_add_fetch(&rf->unlogged, 1, __ATOMIC_ACQ_REL);	/* (before any byte is in a line) */
-		pthread_mutex_lock(&rf->log_order);
-	}
+	pthread_rwlock_rdlock(&w->rf->rw);
+	if (w->logged)
+		pthread_mutex_lock(&w->rf->log_order);
+}
+
+static void wb_unlock(struct wb *w)
+{
+	if (w->logged)
+		pthread_mutex_unlock(&w->rf->log_order);
+	pthread_rwlock_unlock(&w->rf->rw);
+}
+
+/* The bytes of the write in the cache up to `to` get their record (not
+ * durable yet), unless the log failed (w->lr then says so: no more
+ * records).  0, or the -errno of a log that has not failed. */
+static int wb_record(struct wb *w, uint64_t to)
+{
+	if (!w->logged || to <= w->rec_from || w->lr != 0)
+		return 0;
+	int e = record_part(w->rf, w->buf, w->off, w->end, w->rec_from, to, &w->e, &w->rec_end);
+	if (e < 0 && !cachelog_failed())
+		return e;
+	w->lr = e;
+	w->rec_from = to;
+	return 0;
+}
+
+/*
+ * Copy the write into lines, stripe by stripe (put_range()), with the
+ * whole first and last sectors kept for the record.  When no line is
+ * free, the part already in the cache gets its record now (another writer
+ * may take these bytes meanwhile) and the destage is waited for with no
+ * lock held.  The file's lock (wb_lock()) held.  0 or -errno.
+ */
+static int wb_fill(struct cache *c, struct wb *w)
+{
+	struct rfile *rf = w->rf;
+	uint64_t lb = c->mem.line_bytes, off = w->off, end = w->end;
 	uint64_t new_size = grow_to(rf, end);
-	struct edges e = { .hlen = off % SECTOR };
 	for (uint64_t pos = off; pos < end;) {
 		uint64_t s = pos / lb, sbeg = s * lb;
 		uint64_t y = end < sbeg + lb ? end : sbeg + lb;
-		bool want_h = logged && pos == off && e.hlen, want_t = logged && y == end && end % SECTOR;
-		r = put_range(rf, s, pos - sbeg, y - sbeg, buf + (pos - off), new_size, want_h ? e.head : NULL,
-			      want_t ? e.tail : NULL);
+		bool want_h = w->logged && pos == off && w->e.hlen, want_t = w->logged && y == end && end % SECTOR;
+		int r = put_range(c, rf, s, pos - sbeg, y - sbeg, w->buf + (pos - off), new_size,
+				  want_h ? w->e.head : NULL, want_t ? w->e.tail : NULL);
 		if (r < 0)
-			break;
+			return r;
 		if (r == 0 && want_t) {
 			/* up to the sector's end or the file's (writers of
 			 * this file wait for log_order; truncate for rf->rw) */
 			uint64_t lim = (end / SECTOR + 1) * SECTOR;
 			uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
-			e.tlen = size > end ? (uint32_t)((size < lim ? size : lim) - end) : 0;
+			w->e.tlen = size > end ? (uint32_t)((size < lim ? size : lim) - end) : 0;
 		}
 		if (r == 1) {
-			/* (the part already in the cache gets its record now:
-			 * another writer may take these bytes meanwhile) */
-			if (logged && pos > rec_from && lr == 0) {
-				int e2 = record_part(rf, buf, off, end, rec_from, pos, &e, &rec_end);
-				if (e2 < 0 && !cachelog_failed()) {
-					r = e2;
-					break;
-				}
-				lr = e2;
-				rec_from = pos;
-			}
-			if (logged)
-				pthread_mutex_unlock(&rf->log_order);
-			pthread_rwlock_unlock(&rf->rw);
-			wait_destage(true);
-			pthread_rwlock_rdlock(&rf->rw);
-			if (logged)
-				pthread_mutex_lock(&rf->log_order);
+			r = wb_record(w, pos);
+			if (r < 0)
+				return r;
+			wb_unlock(w);
+			wait_destage(c, true);
+			wb_lock(w);
 			/* (a truncate meanwhile may have cut the file short of
 			 * the part written so far: the rest must show) */
 			new_size = grow_to(rf, end);
@@ -1216,54 +1370,83 @@ static ssize_t write_back(struct rfile *rf, const uint8_t *buf, size_t len, uint
 		}
 		pos = y;
 	}
+	return 0;
+}
+
+/*
+ * A write-back write: the file marked (with the cache's mark when the
+ * battery keeps what the cache holds), back-pressure, the bytes into
+ * lines (wb_fill()), and with bbu=file their records, made durable
+ * before the write is acknowledged.  A log that fails on the way ends
+ * write-back without losing the write (without_log()).
+ */
+static ssize_t write_back(struct cache *c, struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
+{
+	int r = kept(c) && log_noted(c) ? stripe_mark_cached(rf) : stripe_mark_dirty(rf);
+	if (r < 0)
+		return r;
+	wait_room(c);
+	/* The file log's records of one file go in the order the cache takes
+	 * the writes (two writers of the same bytes through two hard links
+	 * are not ordered by the kernel): a replay must end where the cache
+	 * did. */
+	struct wb w = {
+		.rf = rf, .buf = buf, .off = off, .end = off + len,
+		.logged = cache_opts.bbu == BBU_FILE, .rec_from = off,
+		.e = { .hlen = off % SECTOR },
+	};
+	pthread_rwlock_rdlock(&rf->rw);
+	if (w.logged) {
+		__atomic_add_fetch(&rf->unlogged, 1, __ATOMIC_ACQ_REL);	/* (before any byte is in a line) */
+		pthread_mutex_lock(&rf->log_order);
+	}
+	r = wb_fill(c, &w);
 	if (r >= 0) {
 		/* getattr reports the primary shard's mtime */
 		static const struct timespec now[2] = { { 0, UTIME_OMIT }, { 0, UTIME_NOW } };
 		futimens(rf->fd[rf->a->primary], now);
 	}
-	if (r >= 0 && logged && end > rec_from && lr == 0)
-		lr = record_part(rf, buf, off, end, rec_from, end, &e, &rec_end);
-	if (logged)
-		pthread_mutex_unlock(&rf->log_order);
-	pthread_rwlock_unlock(&rf->rw);
-	if (r >= 0 && logged && lr == 0)
-		lr = cachelog_commit(rec_end);
-	if (logged)
+	if (r >= 0 && w.logged && w.end > w.rec_from && w.lr == 0)
+		w.lr = record_part(rf, buf, off, w.end, w.rec_from, w.end, &w.e, &w.rec_end);
+	wb_unlock(&w);
+	if (r >= 0 && w.logged && w.lr == 0)
+		w.lr = cachelog_commit(w.rec_end);
+	if (w.logged)
 		__atomic_sub_fetch(&rf->unlogged, 1, __ATOMIC_ACQ_REL);
-	if (r >= 0 && lr < 0)
-		r = cachelog_failed() ? without_log(rf) : lr;
+	if (r >= 0 && w.lr < 0)
+		r = cachelog_failed() ? without_log(c, rf) : w.lr;
 	return r < 0 ? r : (ssize_t)len;
 }
 
 /* Lines of rf over [off, end) are written out and forgotten, so that
  * bytes going straight to the members are not shadowed by older cached
  * ones.  rf->rw held exclusively. */
-static int drop_range_locked(struct rfile *rf, uint64_t off, uint64_t end, bool *release)
+static int drop_range_locked(struct cache *c, struct rfile *rf, uint64_t off, uint64_t end, bool *release)
 {
-	uint64_t lb = C.line_bytes;
+	uint64_t lb = c->mem.line_bytes;
 	int ret = 0;
 	*release = false;
-	if (!C.up || end <= off)
+	if (!c->up || end <= off)
 		return 0;
-	pthread_mutex_lock(&C.lock);
+	pthread_mutex_lock(&c->lock);
 	for (uint64_t s = off / lb; s <= (end - 1) / lb && ret == 0; s++) {
-		struct line *ln = lookup_locked(rf->id, s);
+		struct line *ln = lookup_locked(c, rf->id, s);
 		if (!ln)
 			continue;
 		if (ln->ndirty) {
 			bool rel;
 			/* if it cannot be written, neither may the new bytes be:
 			 * the old line would later overwrite them */
-			ret = flush_range_locked(rf, s, s + 1, &rel);
+			ret = flush_range_locked(c, rf, s, s + 1, &rel);
 			*release |= rel;
-			ln = lookup_locked(rf->id, s);
+			ln = lookup_locked(c, rf->id, s);
 			if (ret < 0 || !ln)
 				continue;
 		}
 		if (!ln->pins && !ln->ndirty)
-			drop_clean_locked(ln);
+			drop_clean_locked(c, ln);
 	}
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_unlock(&c->lock);
 	return ret;
 }
 
@@ -1276,7 +1459,7 @@ static int drop_range_locked(struct rfile *rf, uint64_t off, uint64_t end, bool 
  * full log waits for lines of this file to be written out, which needs
  * rf->rw.  Unlocks rf->rw.
  */
-static int record_and_unlock(struct rfile *rf, bool done, uint64_t off, const void *buf, size_t len)
+static int record_and_unlock(struct cache *c, struct rfile *rf, bool done, uint64_t off, const void *buf, size_t len)
 {
 	bool logged = done && cache_opts.bbu == BBU_FILE && cachelog_live();
 	if (logged)
@@ -1289,15 +1472,15 @@ static int record_and_unlock(struct rfile *rf, bool done, uint64_t off, const vo
 	pthread_mutex_unlock(&rf->log_order);
 	if (r == 0)
 		r = cachelog_commit(end);
-	return r < 0 && cachelog_failed() ? without_log(rf) : r;
+	return r < 0 && cachelog_failed() ? without_log(c, rf) : r;
 }
 
-static ssize_t write_through(struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
+static ssize_t write_through(struct cache *c, struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
 {
 	if (cache_opts.bbu == BBU_FILE && cachelog_live()) {
 		/* a record still in the log must never be replayed over these
 		 * bytes: empty it first (only after a switch from write-back) */
-		int r = flush_all();
+		int r = flush_all(c);
 		if (r == 0)
 			r = cachelog_reset();
 		if (r < 0)
@@ -1308,14 +1491,14 @@ static ssize_t write_through(struct rfile *rf, const uint8_t *buf, size_t len, u
 	rebuild_note_user_io();
 	bool release;
 	pthread_rwlock_wrlock(&rf->rw);
-	ssize_t r = drop_range_locked(rf, off, off + len, &release);
+	ssize_t r = drop_range_locked(c, rf, off, off + len, &release);
 	if (r == 0)
 		r = stripe_write_locked(rf, buf, len, off);
 	/* A write-back write that came between the emptying above and here
 	 * (a small one that still had room while this one had not) left its
 	 * record in the log, and a replay would put those older bytes over
 	 * these: this write gets a record after it. */
-	int e = record_and_unlock(rf, r >= 0, off, buf, len);
+	int e = record_and_unlock(c, rf, r >= 0, off, buf, len);
 	if (e < 0)
 		r = e;
 	if (release)
@@ -1325,18 +1508,19 @@ static ssize_t write_through(struct rfile *rf, const uint8_t *buf, size_t len, u
 
 ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
 {
+	struct cache *c = &cache_one;
 	if (len == 0)
 		return 0;
 	if (cache_offline())
 		return -EIO;
 	ssize_t r;
-	if (!room_for(len)) {
-		r = C.up ? write_through(rf, buf, len, off) : stripe_write(rf, buf, len, off);
+	if (!admit(c, len)) {
+		r = c->up ? write_through(c, rf, buf, len, off) : stripe_write(rf, buf, len, off);
 	} else if (!array_writable(rf->a)) {
 		return rf->a->readonly ? -EROFS : -EIO;
 	} else {
 		rebuild_note_user_io();
-		r = write_back(rf, buf, len, off);
+		r = write_back(c, rf, buf, len, off);
 	}
 	if (r > 0)
 		rfile_note_acked(rf, off + (uint64_t)r);	/* (returned to the caller next) */
@@ -1347,12 +1531,12 @@ ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
 
 /* Put dirty sectors of line ln over [x, y) (bytes in the line) into dst
  * (which holds [x, y)). */
-static void overlay_dirty(struct line *ln, uint64_t x, uint64_t y, uint8_t *dst)
+static void overlay_dirty(struct cache *c, struct line *ln, uint64_t x, uint64_t y, uint8_t *dst)
 {
 	if (!ln || !ln->ndirty)
 		return;
 	for (uint32_t i = x / SECTOR; i <= (y - 1) / SECTOR; i++) {
-		if (!bit(DIRTY(ln), i))
+		if (!bit(DIRTY(c, ln), i))
 			continue;
 		uint64_t a = (uint64_t)i * SECTOR, b = a + SECTOR;
 		if (a < x)
@@ -1376,15 +1560,16 @@ static void keep_clean(struct line *ln, uint64_t x, uint64_t y, const uint8_t *s
 	}
 }
 
-static void read_ahead(struct rfile *rf, uint64_t off, size_t len);
+static void read_ahead(struct cache *c, struct rfile *rf, uint64_t off, size_t len);
 
 ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 {
+	struct cache *c = &cache_one;
 	if (cache_offline())
 		return -EIO;
-	if (!C.up)
+	if (!c->up)
 		return stripe_read(rf, buf, len, off);
-	uint64_t lb = C.line_bytes;
+	uint64_t lb = c->mem.line_bytes;
 	uint8_t *dst = buf;
 	ssize_t ret = 0;
 	rebuild_note_user_io();
@@ -1401,52 +1586,52 @@ ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 		uint64_t s = pos / lb, sbeg = s * lb;
 		uint64_t y = end < sbeg + lb ? end : sbeg + lb;
 		uint64_t a = pos - sbeg, b = y - sbeg;
-		pthread_mutex_lock(&C.lock);
-		struct line *ln = lookup_locked(rf->id, s);
+		pthread_mutex_lock(&c->lock);
+		struct line *ln = lookup_locked(c, rf->id, s);
 		if (ln && range_set(VALID(ln), a, b)) {
 			memcpy(dst + (pos - off), ln->data + a, b - a);
-			C.hits++;
+			c->stats.hits++;
 			if (ln->list == L_CLEAN && !ln->pins)
-				move_to(ln, L_CLEAN);	/* most recently used */
-			pthread_mutex_unlock(&C.lock);
+				move_to(c, ln, L_CLEAN);	/* most recently used */
+			pthread_mutex_unlock(&c->lock);
 			pos = y;
 			continue;
 		}
 		if (ln && ln->busy) {
 			/* its stripe is being written: the members are not
 			 * consistent until that is done */
-			pthread_cond_wait(&C.idle, &C.lock);
-			pthread_mutex_unlock(&C.lock);
+			pthread_cond_wait(&c->idle, &c->lock);
+			pthread_mutex_unlock(&c->lock);
 			continue;
 		}
-		C.misses++;
+		c->stats.misses++;
 		/* pinned, the line is neither written out nor evicted while we
 		 * read the members: its dirty sectors then still hold what the
 		 * members lack */
 		if (ln)
 			ln->pins++;
-		pthread_mutex_unlock(&C.lock);
+		pthread_mutex_unlock(&c->lock);
 		ssize_t r = stripe_read_locked(rf, dst + (pos - off), y - pos, pos);
-		pthread_mutex_lock(&C.lock);
+		pthread_mutex_lock(&c->lock);
 		if (ln)
 			ln->pins--;
 		if (r < 0) {
-			pthread_mutex_unlock(&C.lock);
+			pthread_mutex_unlock(&c->lock);
 			ret = r;
 			break;
 		}
 		if ((uint64_t)r < y - pos)
 			memset(dst + (pos - off) + r, 0, y - pos - r);	/* past the shards: cached */
 		if (ln) {
-			overlay_dirty(ln, a, b, dst + (pos - off));
+			overlay_dirty(c, ln, a, b, dst + (pos - off));
 			keep_clean(ln, a, b, dst + (pos - off));
 		}
-		pthread_mutex_unlock(&C.lock);
+		pthread_mutex_unlock(&c->lock);
 		pos = y;
 	}
 	pthread_rwlock_unlock(&rf->rw);
 	if (ret >= 0)
-		read_ahead(rf, off, len);
+		read_ahead(c, rf, off, len);
 	return ret < 0 ? ret : (ssize_t)len;
 }
 
@@ -1459,15 +1644,15 @@ ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
  */
 #define RA_BYTES (2u << 20)
 
-static void read_ahead(struct rfile *rf, uint64_t off, size_t len)
+static void read_ahead(struct cache *c, struct rfile *rf, uint64_t off, size_t len)
 {
 	enum cache_rpolicy p = cache_opts.rpolicy;
 	bool seq = off == rf->ra_next;
 	rf->ra_seq = seq ? rf->ra_seq + 1 : 0;
 	rf->ra_next = off + len;
-	if (p == RP_NORA || (p == RP_ADAPTIVE && rf->ra_seq < 2) || !C.ra_started)
+	if (p == RP_NORA || (p == RP_ADAPTIVE && rf->ra_seq < 2) || !c->ra.started)
 		return;
-	uint64_t lb = C.line_bytes;
+	uint64_t lb = c->mem.line_bytes;
 	uint32_t w = RA_BYTES / lb < 2 ? 2 : RA_BYTES / lb;
 	uint64_t s0 = (off + len) / lb, s1 = s0 + w;
 	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
@@ -1477,90 +1662,92 @@ static void read_ahead(struct rfile *rf, uint64_t off, size_t len)
 		s0 = rf->ra_done;	/* queued already up to there */
 	if (s0 >= s1)
 		return;
-	pthread_mutex_lock(&C.lock);
-	if (C.ra_head - C.ra_tail < 32) {
+	pthread_mutex_lock(&c->lock);
+	if (c->ra.head - c->ra.tail < RA_QUEUE) {
 		rfile_hold(rf);
-		C.raq[C.ra_head % 32] = (struct ra_req){ rf, s0, (uint32_t)(s1 - s0) };
-		C.ra_head++;
+		c->ra.q[c->ra.head % RA_QUEUE] = (struct ra_req){ rf, s0, (uint32_t)(s1 - s0) };
+		c->ra.head++;
 		rf->ra_done = s1;
-		pthread_cond_signal(&C.ra_cond);
+		pthread_cond_signal(&c->ra.cond);
 	}
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_unlock(&c->lock);
 }
 
 static void *ra_main(void *arg)
 {
-	(void)arg;
+	struct cache *c = arg;
 	uint8_t *tmp = NULL;
-	if (posix_memalign((void **)&tmp, 4096, C.line_bytes))
+	if (posix_memalign((void **)&tmp, 4096, c->mem.line_bytes))
 		return NULL;
-	pthread_mutex_lock(&C.lock);
-	while (!C.stop) {
-		if (C.ra_head == C.ra_tail) {
-			pthread_cond_wait(&C.ra_cond, &C.lock);
+	pthread_mutex_lock(&c->lock);
+	while (!c->dst.stop) {
+		if (c->ra.head == c->ra.tail) {
+			pthread_cond_wait(&c->ra.cond, &c->lock);
 			continue;
 		}
-		struct ra_req q = C.raq[C.ra_tail % 32];
-		C.ra_tail++;
-		pthread_mutex_unlock(&C.lock);
+		struct ra_req q = c->ra.q[c->ra.tail % RA_QUEUE];
+		c->ra.tail++;
+		pthread_mutex_unlock(&c->lock);
 		struct rfile *rf = q.rf;
 		pthread_rwlock_rdlock(&rf->rw);
 		uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
-		for (uint64_t s = q.s0; s < q.s0 + q.n && !C.stop; s++) {
-			uint64_t sbeg = s * C.line_bytes;
+		for (uint64_t s = q.s0; s < q.s0 + q.n && !c->dst.stop; s++) {
+			uint64_t sbeg = s * c->mem.line_bytes;
 			if (sbeg >= size)
 				break;
-			uint64_t want = size - sbeg < C.line_bytes ? size - sbeg : C.line_bytes;
-			pthread_mutex_lock(&C.lock);
-			struct line *ln = lookup_locked(rf->id, s);
+			uint64_t want = size - sbeg < c->mem.line_bytes ? size - sbeg : c->mem.line_bytes;
+			pthread_mutex_lock(&c->lock);
+			struct line *ln = lookup_locked(c, rf->id, s);
 			if (ln && (ln->busy || range_set(VALID(ln), 0, want / SECTOR * SECTOR))) {
-				pthread_mutex_unlock(&C.lock);
+				pthread_mutex_unlock(&c->lock);
 				continue;
 			}
-			if (!ln && (C.dirty.n >= C.low || !(ln = get_line_locked(rf, s)))) {
-				pthread_mutex_unlock(&C.lock);
+			if (!ln && (c->mem.dirty.n >= c->mem.low || !(ln = get_line_locked(c, rf, s)))) {
+				pthread_mutex_unlock(&c->lock);
 				break;	/* the cache is busy with writes: no read-ahead */
 			}
 			ln->pins++;
-			pthread_mutex_unlock(&C.lock);
+			pthread_mutex_unlock(&c->lock);
 			ssize_t r = stripe_read_locked(rf, tmp, want, sbeg);
-			pthread_mutex_lock(&C.lock);
+			pthread_mutex_lock(&c->lock);
 			ln->pins--;
 			if (r > 0) {
 				keep_clean(ln, 0, r, tmp);
 			}
-			pthread_mutex_unlock(&C.lock);
+			pthread_mutex_unlock(&c->lock);
 			if (r <= 0)
 				break;
 		}
 		pthread_rwlock_unlock(&rf->rw);
 		rfile_release(rf);
-		pthread_mutex_lock(&C.lock);
+		pthread_mutex_lock(&c->lock);
 	}
 	/* requests left at stop: drop their holds */
-	while (C.ra_head != C.ra_tail) {
-		struct rfile *rf = C.raq[C.ra_tail % 32].rf;
-		C.ra_tail++;
-		pthread_mutex_unlock(&C.lock);
+	while (c->ra.head != c->ra.tail) {
+		struct rfile *rf = c->ra.q[c->ra.tail % RA_QUEUE].rf;
+		c->ra.tail++;
+		pthread_mutex_unlock(&c->lock);
 		rfile_release(rf);
-		pthread_mutex_lock(&C.lock);
+		pthread_mutex_lock(&c->lock);
 	}
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_unlock(&c->lock);
 	free(tmp);
 	return NULL;
 }
 
 /* ------------------------------------------------------ truncate, fsync */
 
-static void pin_drop(struct log_pin *pin)
+/* The truncate's record is not needed any more (if it was pinned). */
+static void pin_drop(struct cache *c, struct log_pin *pin)
 {
-	pthread_mutex_lock(&C.lock);
-	struct log_pin **pp = &C.pins;
-	while (*pp && *pp != pin)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = pin->next;
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_lock(&c->lock);
+	struct log_pin *p;
+	SLIST_FOREACH(p, &c->log.pins, next)
+		if (p == pin)
+			break;
+	if (p)
+		SLIST_REMOVE(&c->log.pins, pin, log_pin, next);
+	pthread_mutex_unlock(&c->lock);
 }
 
 /*
@@ -1575,7 +1762,7 @@ static void pin_drop(struct log_pin *pin)
  * which takes rf->rw; so is log_order when busy (a write-through write of
  * this file holds it without rf->rw while it waits for room).
  */
-static int lock_for_truncate(struct rfile *rf, uint64_t size, bool covered, struct log_pin *pin)
+static int lock_for_truncate(struct cache *c, struct rfile *rf, uint64_t size, bool covered, struct log_pin *pin)
 {
 	for (;;) {
 		pthread_rwlock_wrlock(&rf->rw);
@@ -1584,22 +1771,21 @@ static int lock_for_truncate(struct rfile *rf, uint64_t size, bool covered, stru
 		int r = -EAGAIN;
 		uint64_t end = 0;
 		if (pthread_mutex_trylock(&rf->log_order) == 0) {
-			pthread_mutex_lock(&C.lock);
+			pthread_mutex_lock(&c->lock);
 			cachelog_position(&pin->v, &pin->seq);	/* (at or before the record) */
-			pin->next = C.pins;
-			C.pins = pin;
-			pthread_mutex_unlock(&C.lock);
+			SLIST_INSERT_HEAD(&c->log.pins, pin, next);
+			pthread_mutex_unlock(&c->lock);
 			r = cachelog_try_put_truncate(rf->id, size, &end);
 			pthread_mutex_unlock(&rf->log_order);
 			if (r == 0)
 				r = cachelog_commit(end);
 			if (r < 0)
-				pin_drop(pin);
+				pin_drop(c, pin);
 		}
 		if (r < 0 && r != -EAGAIN && cachelog_failed()) {
 			/* (then the truncate goes on without its record) */
 			pthread_rwlock_unlock(&rf->rw);
-			r = without_log(rf);
+			r = without_log(c, rf);
 			if (r < 0)
 				return r;
 			continue;
@@ -1610,15 +1796,65 @@ static int lock_for_truncate(struct rfile *rf, uint64_t size, bool covered, stru
 			return r;
 		}
 		pthread_rwlock_unlock(&rf->rw);
-		cache_log_wait();
+		wait_destage(c, false);
 	}
+}
+
+/* Line ln loses its sectors from byte `cut` on, and the bytes past cut
+ * in the sector across it.  True when its file has no dirty line left
+ * (note_clean_locked()).  c->lock held. */
+static bool cut_line_locked(struct cache *c, struct line *ln, uint64_t cut)
+{
+	uint32_t first = (cut + SECTOR - 1) / SECTOR;
+	if (cut % SECTOR)
+		memset(ln->data + cut, 0, SECTOR - cut % SECTOR);
+	for (uint32_t k = first; k < c->mem.nsec; k++) {
+		if (bit(DIRTY(c, ln), k)) {
+			clear_bit(DIRTY(c, ln), k);
+			ln->ndirty--;
+			c->mem.dirty_sectors--;
+		}
+		if (bit(VALID(ln), k)) {
+			clear_bit(VALID(ln), k);
+			ln->nvalid--;
+		}
+	}
+	return ln->list == L_DIRTY && ln->ndirty == 0 && note_clean_locked(c, ln);
+}
+
+/* The lines of rf cut at `size` (a truncate): those wholly past it go,
+ * dirty or not; the one across it is cut (cut_line_locked()).  True when
+ * rf has no dirty line left (the caller releases the cache's hold).
+ * c->lock held. */
+static bool cut_lines_locked(struct cache *c, struct rfile *rf, uint64_t size)
+{
+	uint64_t lb = c->mem.line_bytes;
+	bool release = false;
+	for (uint32_t i = 0; i < c->mem.nlines; i++) {
+		struct line *ln = &c->mem.lines[i];
+		if (ln->list == L_FREE || ln->h->fid != rf->id)
+			continue;
+		uint64_t sbeg = ln->h->stripe * lb;
+		if (sbeg >= size) {
+			if (ln->ndirty)
+				release |= note_clean_locked(c, ln);	/* cut off: dropped */
+			if (!ln->pins)
+				drop_clean_locked(c, ln);
+			continue;
+		}
+		if (sbeg + lb > size)
+			release |= cut_line_locked(c, ln, size - sbeg);
+		ln->h->size_hint = size;
+	}
+	return release;
 }
 
 int cache_truncate(struct rfile *rf, uint64_t size)
 {
+	struct cache *c = &cache_one;
 	if (cache_offline())
 		return -EIO;
-	if (!C.up)
+	if (!c->up)
 		return stripe_truncate(rf, size);
 	if (!array_writable(rf->a))
 		return rf->a->readonly ? -EROFS : -EIO;
@@ -1627,11 +1863,11 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 	 * records that it began (META_F_TRUNC), so the mount finishes one
 	 * cut short; its guard keeps what a cut could change in a degraded
 	 * stripe. */
-	bool covered = kept() && log_noted();
-	struct log_pin pin = { 0, 0, NULL };
+	bool covered = kept(c) && log_noted(c);
+	struct log_pin pin = { 0 };
 	int r = covered ? stripe_mark_cached(rf) : stripe_mark_dirty(rf);
 	if (r == 0)
-		r = lock_for_truncate(rf, size, covered, &pin);
+		r = lock_for_truncate(c, rf, size, covered, &pin);
 	if (r < 0)
 		return r;
 	/* a shrink says it began before dirty lines past the new end go:
@@ -1641,53 +1877,17 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 		r = rfile_record_truncate(rf, size);
 	if (r < 0) {
 		pthread_rwlock_unlock(&rf->rw);
-		pin_drop(&pin);
+		pin_drop(c, &pin);
 		return r;
 	}
-	uint64_t lb = C.line_bytes;
-	bool release = false;
-	pthread_mutex_lock(&C.lock);
-	/* lines wholly past the new end go; the one across it loses the
-	 * sectors past the end and the bytes past it in its last sector */
-	for (uint32_t i = 0; i < C.nlines; i++) {
-		struct line *ln = &C.lines[i];
-		if (ln->list == L_FREE || ln->h->fid != rf->id)
-			continue;
-		uint64_t s = ln->h->stripe, sbeg = s * lb;
-		if (sbeg >= size) {
-			if (ln->ndirty)
-				release |= note_clean_locked(ln);	/* cut off: dropped */
-			if (!ln->pins)
-				drop_clean_locked(ln);
-			continue;
-		}
-		if (sbeg + lb > size) {
-			uint64_t cut = size - sbeg;
-			uint32_t first = (cut + SECTOR - 1) / SECTOR;
-			if (cut % SECTOR)
-				memset(ln->data + cut, 0, SECTOR - cut % SECTOR);
-			for (uint32_t k = first; k < C.nsec; k++) {
-				if (bit(DIRTY(ln), k)) {
-					clear_bit(DIRTY(ln), k);
-					ln->ndirty--;
-					C.dirty_sectors--;
-				}
-				if (bit(VALID(ln), k)) {
-					clear_bit(VALID(ln), k);
-					ln->nvalid--;
-				}
-			}
-			if (ln->list == L_DIRTY && ln->ndirty == 0)
-				release |= note_clean_locked(ln);
-		}
-		ln->h->size_hint = size;
-	}
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_lock(&c->lock);
+	bool release = cut_lines_locked(c, rf, size);
+	pthread_mutex_unlock(&c->lock);
 	stripe_log_covered(covered);
 	r = stripe_truncate_locked(rf, size, said);
 	stripe_log_covered(false);
 	pthread_rwlock_unlock(&rf->rw);
-	pin_drop(&pin);
+	pin_drop(c, &pin);
 	if (release)
 		rfile_release(rf);
 	return r;
@@ -1695,46 +1895,48 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 
 void cache_forget_clean(struct rfile *rf, uint64_t off, uint64_t end)
 {
-	if (!C.up)
+	struct cache *c = &cache_one;
+	if (!c->up)
 		return;
-	uint64_t lb = C.line_bytes;
+	uint64_t lb = c->mem.line_bytes;
 	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
 	if (end > size)
 		end = size;	/* (no line lies past the end: cache_truncate()) */
 	if (off >= end)
 		return;
 	/* the range's lines looked up, or every line looked at: fewer */
-	bool scan = (end - off) / lb > C.nlines;
-	pthread_mutex_lock(&C.lock);
-	for (uint64_t i = scan ? 0 : off / lb; scan ? i < C.nlines : i * lb < end; i++) {
-		struct line *ln = scan ? &C.lines[i] : lookup_locked(rf->id, i);
+	bool scan = (end - off) / lb > c->mem.nlines;
+	pthread_mutex_lock(&c->lock);
+	for (uint64_t i = scan ? 0 : off / lb; scan ? i < c->mem.nlines : i * lb < end; i++) {
+		struct line *ln = scan ? &c->mem.lines[i] : lookup_locked(c, rf->id, i);
 		if (!ln || ln->list == L_FREE || ln->h->fid != rf->id)
 			continue;
 		uint64_t sbeg = ln->h->stripe * lb;
 		if (sbeg >= end || sbeg + lb <= off)
 			continue;
 		uint32_t first = off > sbeg ? (uint32_t)((off - sbeg) / SECTOR) : 0;
-		uint32_t last = end - sbeg < lb ? (uint32_t)((end - sbeg + SECTOR - 1) / SECTOR) : C.nsec;
-		for (uint32_t k = first; k < last && k < C.nsec; k++)
-			if (bit(VALID(ln), k) && !bit(DIRTY(ln), k)) {
+		uint32_t last = end - sbeg < lb ? (uint32_t)((end - sbeg + SECTOR - 1) / SECTOR) : c->mem.nsec;
+		for (uint32_t k = first; k < last && k < c->mem.nsec; k++)
+			if (bit(VALID(ln), k) && !bit(DIRTY(c, ln), k)) {
 				clear_bit(VALID(ln), k);
 				ln->nvalid--;
 			}
 		if (ln->list == L_CLEAN && ln->nvalid == 0 && !ln->pins)
-			drop_clean_locked(ln);
+			drop_clean_locked(c, ln);
 	}
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_unlock(&c->lock);
 }
 
 int cache_fsync(struct rfile *rf, bool datasync)
 {
-	if (C.up) {
-		if (cache_opts.bbu == BBU_FILE && writeback_now()) {
+	struct cache *c = &cache_one;
+	if (c->up) {
+		if (cache_opts.bbu == BBU_FILE && writeback_now(c)) {
 			/* durable in the log already (every write-back write is
 			 * fdatasynced there before it is acknowledged) */
 			return 0;
 		}
-		int r = flush_file(rf, 0, ~0ull);
+		int r = flush_file(c, rf, 0, ~0ull);
 		if (r < 0)
 			return r;
 	}
@@ -1743,43 +1945,45 @@ int cache_fsync(struct rfile *rf, bool datasync)
 
 /* ---------------------------------------------------- battery, learning */
 
-static void bbu_set_locked(enum bbu_state s, const char *why);
+static void bbu_set_locked(struct cache *c, enum bbu_state s, const char *why);
 
-void cache_log_failed(void)
+/* The file log failed (cachelog_ops.failed): the battery with it. */
+static void log_failed(void *arg)
 {
+	struct cache *c = arg;
 	/* its guard slots too: writes into degraded stripes go on unguarded
 	 * rather than fail (the slots are in the same file) */
 	guard_off();
-	if (array_absent_count(C.a))
+	if (array_absent_count(c->a))
 		log_warn("array '%s' is degraded: from now on a crash during a write can damage the chunks of its absent "
-			 "members (the write hole), as without a battery", C.a->sb.name);
-	pthread_mutex_lock(&C.lock);
-	enum bbu_state old = C.bbu;
-	bbu_set_locked(BBU_FAILED, "the cache log failed");
-	pthread_mutex_unlock(&C.lock);
+			 "members (the write hole), as without a battery", c->a->sb.name);
+	pthread_mutex_lock(&c->lock);
+	enum bbu_state old = c->bbu.state;
+	bbu_set_locked(c, BBU_FAILED, "the cache log failed");
+	pthread_mutex_unlock(&c->lock);
 	if (old != BBU_FAILED)
-		event_post(C.a, "BbuFailed", -1);
+		event_post(c->a, "BbuFailed", -1);
 }
 
-static void bbu_set_locked(enum bbu_state s, const char *why)
+static void bbu_set_locked(struct cache *c, enum bbu_state s, const char *why)
 {
-	if (C.bbu == s)
+	if (c->bbu.state == s)
 		return;
-	enum bbu_state old = C.bbu;
-	C.bbu = s;
+	enum bbu_state old = c->bbu.state;
+	c->bbu.state = s;
 	log_warn("battery: %s -> %s (%s); write policy now %s", bbu_state_name(old), bbu_state_name(s), why,
-		 cache_wpolicy_name(effective_locked(NULL)));
-	if (effective_locked(NULL) != WP_WRITEBACK)
-		kick_locked();
+		 cache_wpolicy_name(effective_locked(c, NULL)));
+	if (effective_locked(c, NULL) != WP_WRITEBACK)
+		kick_locked(c);
 }
 
-static void learn_check_locked(void)
+static void learn_check_locked(struct cache *c)
 {
-	if (C.bbu == BBU_LEARNING && now_ns() >= C.learn_end) {
-		bbu_set_locked(BBU_OPTIMAL, "learn cycle complete");
-		pthread_mutex_unlock(&C.lock);
-		event_post(C.a, "BbuLearnDone", -1);
-		pthread_mutex_lock(&C.lock);
+	if (c->bbu.state == BBU_LEARNING && now_ns() >= c->bbu.learn_end) {
+		bbu_set_locked(c, BBU_OPTIMAL, "learn cycle complete");
+		pthread_mutex_unlock(&c->lock);
+		event_post(c->a, "BbuLearnDone", -1);
+		pthread_mutex_lock(&c->lock);
 	}
 }
 
@@ -1798,9 +2002,7 @@ static size_t arena_layout(uint64_t size, uint64_t lb, uint64_t gstride, struct 
 	uint32_t bmw = (nsec + 63) / 64;
 	uint64_t stride = sizeof(struct lhdr) + 2ull * bmw * sizeof(uint64_t);
 	stride = (stride + 63) & ~63ull;
-	uint64_t n = size / lb;
-	if (n < 4)
-		n = 4;	/* a few stripes at least, whatever was asked */
+	uint64_t n = cache_lines_for(size, lb);
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, ARENA_MAGIC, 8);
 	h->version = ARENA_VERSION;
@@ -1844,8 +2046,8 @@ static bool arena_hdr_ok(const struct arena_hdr *h, size_t len, const struct arr
 	return true;
 }
 
-#define OLD_LHDR(i) ((struct lhdr *)((uint8_t *)C.old + C.old->lhdr_off + (uint64_t)(i) * C.old->lhdr_stride))
-#define OLD_DATA(i) ((uint8_t *)C.old + C.old->data_off + (uint64_t)(i) * C.old->line_bytes)
+#define OLD_LHDR(c, i) ((struct lhdr *)((uint8_t *)(c)->last.old + (c)->last.old->lhdr_off + (uint64_t)(i) * (c)->last.old->lhdr_stride))
+#define OLD_DATA(c, i) ((uint8_t *)(c)->last.old + (c)->last.old->data_off + (uint64_t)(i) * (c)->last.old->line_bytes)
 
 static uint32_t popcount_bm(const uint64_t *bm, uint32_t w)
 {
@@ -1855,97 +2057,115 @@ static uint32_t popcount_bm(const uint64_t *bm, uint32_t w)
 	return n;
 }
 
+/* A surviving shm arena of this array (kill -9 of the last daemon): its
+ * dirty lines are replayed at mount, its guard slots put back first. */
+static void open_last_arena(struct cache *c, struct array *a)
+{
+	int fd = open(c->mem.shm_path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st;
+	void *p = MAP_FAILED;
+	if (fstat(fd, &st) == 0 && st.st_size > 0)
+		p = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return;
+	if (!arena_hdr_ok(p, st.st_size, a)) {
+		log_warn("cache file '%s' is not a valid raidfs cache of array '%s': ignored", c->mem.shm_path, a->sb.name);
+		munmap(p, st.st_size);
+		return;
+	}
+	c->last.old = p;
+	c->last.old_len = st.st_size;
+	for (uint32_t i = 0; i < c->last.old->nlines; i++) {
+		struct lhdr *h = OLD_LHDR(c, i);
+		if (h->fid)
+			c->last.dirty_bytes += (uint64_t)popcount_bm(h->bm + c->last.old->bm_words, c->last.old->bm_words) * SECTOR;
+	}
+	if (c->last.dirty_bytes)
+		log_warn("array '%s': the cache of the last run (%s) holds %" PRIu64 " bytes not yet written to the members",
+			 a->sb.name, c->mem.shm_path, c->last.dirty_bytes);
+	/* its guard slots: what they hold is put back first, and the
+	 * replay's own writes use them (bbu=file: the log's) */
+	struct guard_store gst;
+	arena_guards(p, &gst);
+	if (cache_opts.bbu != BBU_FILE)
+		guard_use(&gst);
+	guard_recover(&gst, cache_opts.bbu != BBU_FILE);
+	c->last.guarded = gst.nslots > 0;
+	c->last.found = true;
+}
+
+/* bbu=file: open the log (its callbacks registered), and judge the
+ * records it holds against the members' note of the log they rely on. */
+static int open_file_log(struct cache *c, struct array *a, char *err, size_t errlen)
+{
+	const struct cachelog_ops ops = {
+		.tail = log_tail, .wait = log_wait, .needed = log_needed, .failed = log_failed, .arg = c,
+	};
+	int r = cachelog_open(a, cache_opts.bbu_path, cache_opts.size * 2, &ops, err, errlen);
+	if (r < 0)
+		return r;
+	c->last.has_log = cachelog_replay_pending();
+	/* the log the members' cache marks were made for, or another
+	 * (a new one, one given by mistake): then the marks promise
+	 * nothing */
+	int who = cachelog_was_there() ? array_cache_log_check(a, cachelog_id()) : 0;
+	c->last.retired = who == -2;
+	if (who == -2)
+		guard_replay_done();	/* (its slots: stopped before it was retired) */
+	if (who == -2 && cachelog_replay_pending()) {
+		/* retired when it failed: the members hold all it had */
+		log_warn("array '%s': the cache log '%s' failed in an earlier run and was retired once the members held "
+			 "everything it had: its %" PRIu64 " bytes of old records are dropped", a->sb.name,
+			 cache_opts.bbu_path, cachelog_replay_bytes());
+		r = cachelog_drop();
+		if (r < 0) {
+			snprintf(err, errlen, "cannot write the cache log '%s': %s (check its disk, or give another log)",
+				 cache_opts.bbu_path, strerror(-r));
+			return r;
+		}
+		c->last.has_log = false;
+	}
+	if (who == -1 && cachelog_replay_pending()) {
+		/* its records may be older than what the members hold */
+		snprintf(err, errlen, "the cache log '%s' holds writes, but it is not the log this array last wrote through: "
+			 "mount with that log (-o bbu=file:PATH), or, to drop these writes, move this log away",
+			 cache_opts.bbu_path);
+		return -EINVAL;
+	}
+	size_t nr = cachelog_replay_records();
+	if (nr)
+		log_warn("array '%s': the cache log '%s' holds %zu record%s (%" PRIu64 " bytes) not known to be on the members: replaying them",
+			 a->sb.name, cache_opts.bbu_path, nr, nr == 1 ? "" : "s", cachelog_replay_bytes());
+	c->last.guarded |= who > 0 && cachelog_had_guards();
+	c->last.found |= who > 0;
+	return 0;
+}
+
 int cache_open(struct array *a, char *err, size_t errlen)
 {
-	C.a = a;
-	C.configured = cache_opts.wpolicy;
-	C.bbu = cache_opts.bbu == BBU_NONE ? BBU_MISSING : BBU_OPTIMAL;
-	/* a surviving shm arena of this array (kill -9 of the last daemon) */
-	shm_name(a, C.shm_path, sizeof(C.shm_path));
-	int fd = open(C.shm_path, O_RDWR | O_CLOEXEC);
-	if (fd >= 0) {
-		struct stat st;
-		void *p = MAP_FAILED;
-		if (fstat(fd, &st) == 0 && st.st_size > 0)
-			p = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		close(fd);
-		if (p != MAP_FAILED && arena_hdr_ok(p, st.st_size, a)) {
-			C.old = p;
-			C.old_len = st.st_size;
-			for (uint32_t i = 0; i < C.old->nlines; i++) {
-				struct lhdr *h = OLD_LHDR(i);
-				if (h->fid)
-					C.old_dirty_bytes += (uint64_t)popcount_bm(h->bm + C.old->bm_words, C.old->bm_words) * SECTOR;
-			}
-			if (C.old_dirty_bytes)
-				log_warn("array '%s': the cache of the last run (%s) holds %" PRIu64 " bytes not yet written to the members",
-					 a->sb.name, C.shm_path, C.old_dirty_bytes);
-			/* its guard slots: what they hold is put back first, and the
-			 * replay's own writes use them (bbu=file: the log's) */
-			struct guard_store gst;
-			arena_guards(p, &gst);
-			if (cache_opts.bbu != BBU_FILE)
-				guard_use(&gst);
-			guard_recover(&gst, cache_opts.bbu != BBU_FILE);
-			C.last_guarded = gst.nslots > 0;
-			C.last_found = true;
-		} else if (p != MAP_FAILED) {
-			log_warn("cache file '%s' is not a valid raidfs cache of array '%s': ignored", C.shm_path, a->sb.name);
-			munmap(p, st.st_size);
-		}
-	}
-	if (cache_opts.bbu == BBU_FILE) {
-		int r = cachelog_open(a, cache_opts.bbu_path, cache_opts.size * 2, err, errlen);
-		if (r < 0)
-			return r;
-		C.old_has_log = cachelog_replay_pending();
-		/* the log the members' cache marks were made for, or another
-		 * (a new one, one given by mistake): then the marks promise
-		 * nothing */
-		int who = cachelog_was_there() ? array_cache_log_check(a, cachelog_id()) : 0;
-		C.last_retired = who == -2;
-		if (who == -2)
-			guard_replay_done();	/* (its slots: stopped before it was retired) */
-		if (who == -2 && cachelog_replay_pending()) {
-			/* retired when it failed: the members hold all it had */
-			log_warn("array '%s': the cache log '%s' failed in an earlier run and was retired once the members held "
-				 "everything it had: its %" PRIu64 " bytes of old records are dropped", a->sb.name,
-				 cache_opts.bbu_path, cachelog_replay_bytes());
-			int r = cachelog_drop();
-			if (r < 0) {
-				snprintf(err, errlen, "cannot write the cache log '%s': %s (check its disk, or give another log)",
-					 cache_opts.bbu_path, strerror(-r));
-				return r;
-			}
-			C.old_has_log = false;
-		}
-		if (who == -1 && cachelog_replay_pending()) {
-			/* its records may be older than what the members hold */
-			snprintf(err, errlen, "the cache log '%s' holds writes, but it is not the log this array last wrote through: "
-				 "mount with that log (-o bbu=file:PATH), or, to drop these writes, move this log away",
-				 cache_opts.bbu_path);
-			return -EINVAL;
-		}
-		size_t nr = cachelog_replay_records();
-		if (nr)
-			log_warn("array '%s': the cache log '%s' holds %zu record%s (%" PRIu64 " bytes) not known to be on the members: replaying them",
-				 a->sb.name, cache_opts.bbu_path, nr, nr == 1 ? "" : "s", cachelog_replay_bytes());
-		C.last_guarded |= who > 0 && cachelog_had_guards();
-		C.last_found |= who > 0;
-	}
-	return 0;
+	struct cache *c = &cache_one;
+	c->a = a;
+	c->pol.configured = cache_opts.wpolicy;
+	c->bbu.state = cache_opts.bbu == BBU_NONE ? BBU_MISSING : BBU_OPTIMAL;
+	shm_name(a, c->mem.shm_path, sizeof(c->mem.shm_path));
+	open_last_arena(c, a);
+	return cache_opts.bbu == BBU_FILE ? open_file_log(c, a, err, errlen) : 0;
 }
 
 int cache_replay_file(struct rfile *rf)
 {
+	struct cache *c = &cache_one;
 	/* the chunks a cut write into a degraded stripe could have changed,
 	 * as they were, before anything is written over them */
 	int ret = guard_replay_file(rf);
-	if (ret == 0 && C.old) {
-		uint64_t lb = C.old->line_bytes;
-		uint32_t w = C.old->bm_words;
-		for (uint32_t i = 0; i < C.old->nlines && ret == 0; i++) {
-			struct lhdr *h = OLD_LHDR(i);
+	if (ret == 0 && c->last.old) {
+		uint64_t lb = c->last.old->line_bytes;
+		uint32_t w = c->last.old->bm_words;
+		for (uint32_t i = 0; i < c->last.old->nlines && ret == 0; i++) {
+			struct lhdr *h = OLD_LHDR(c, i);
 			if (h->fid != rf->id)
 				continue;
 			const uint64_t *d = h->bm + w;
@@ -1962,56 +2182,63 @@ int cache_replay_file(struct rfile *rf)
 				if (b > h->size_hint)
 					b = h->size_hint;
 				if (a < b) {
-					ssize_t r = stripe_write_locked(rf, OLD_DATA(i) + (a - sbeg), b - a, a);
+					ssize_t r = stripe_write_locked(rf, OLD_DATA(c, i) + (a - sbeg), b - a, a);
 					ret = r < 0 ? (int)r : 0;
 				}
 				x = y;
 			}
 		}
 	}
-	if (ret == 0 && C.old_has_log)
+	if (ret == 0 && c->last.has_log)
 		ret = cachelog_replay_file(rf);
 	return ret;
 }
 
 bool cache_battery(void)
 {
-	return battery_kept();
+	struct cache *c = &cache_one;
+	return battery_kept(c);
 }
 
 bool cache_guarded_last_run(void)
 {
-	return C.last_guarded;
+	struct cache *c = &cache_one;
+	return c->last.guarded;
 }
 
 bool cache_retired_last_run(void)
 {
-	return C.last_retired;
+	struct cache *c = &cache_one;
+	return c->last.retired;
 }
 
 bool cache_found_last_run(void)
 {
-	return C.last_found;
+	struct cache *c = &cache_one;
+	return c->last.found;
 }
 
 bool cache_preserved_for(uint64_t fid)
 {
+	struct cache *c = &cache_one;
 	if (guard_holds(fid))
 		return true;
-	for (uint32_t i = 0; C.old && i < C.old->nlines; i++)
-		if (OLD_LHDR(i)->fid == fid)
+	for (uint32_t i = 0; c->last.old && i < c->last.old->nlines; i++)
+		if (OLD_LHDR(c, i)->fid == fid)
 			return true;
-	return C.old_has_log && cachelog_holds(fid);
+	return c->last.has_log && cachelog_holds(fid);
 }
 
 uint64_t cache_preserved_bytes(void)
 {
-	return C.old_dirty_bytes + (C.old_has_log ? cachelog_replay_bytes() : 0);
+	struct cache *c = &cache_one;
+	return c->last.dirty_bytes + (c->last.has_log ? cachelog_replay_bytes() : 0);
 }
 
 void cache_set_offline(bool offline)
 {
-	__atomic_store_n(&C.offline, offline, __ATOMIC_RELEASE);
+	struct cache *c = &cache_one;
+	__atomic_store_n(&c->off.on, offline, __ATOMIC_RELEASE);
 }
 
 bool cache_log_marks_wait(void)
@@ -2021,53 +2248,55 @@ bool cache_log_marks_wait(void)
 
 void cache_set_offline_reason(const char *why)
 {
-	pthread_mutex_lock(&C.lock);
-	snprintf(C.offline_why, sizeof(C.offline_why), "%s", why);
-	pthread_mutex_unlock(&C.lock);
+	struct cache *c = &cache_one;
+	pthread_mutex_lock(&c->lock);
+	snprintf(c->off.why, sizeof(c->off.why), "%s", why);
+	pthread_mutex_unlock(&c->lock);
 }
 
 bool cache_offline(void)
 {
-	return __atomic_load_n(&C.offline, __ATOMIC_ACQUIRE);
+	struct cache *c = &cache_one;
+	return __atomic_load_n(&c->off.on, __ATOMIC_ACQUIRE);
 }
 
 /* The preserved cache: its replay (cache_monitor()) and its discard
  * (discard_old(), from the control socket) one at a time. */
-static pthread_mutex_t preserved_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Drop what a previous run left (raidfs cache discard --force). */
-static uint64_t discard_old(void)
+static uint64_t discard_old(struct cache *c)
 {
 	uint64_t b = cache_preserved_bytes();
 	guard_replay_done();
-	if (C.old) {
+	if (c->last.old) {
 		if (cache_opts.bbu != BBU_FILE)
 			guard_use(NULL);
-		munmap(C.old, C.old_len);
-		C.old = NULL;
-		unlink(C.shm_path);
+		munmap(c->last.old, c->last.old_len);
+		c->last.old = NULL;
+		unlink(c->mem.shm_path);
 	}
-	C.old_dirty_bytes = 0;
-	if (C.old_has_log) {
+	c->last.dirty_bytes = 0;
+	if (c->last.has_log) {
 		cachelog_replay_done();
-		C.old_has_log = false;
+		c->last.has_log = false;
 	}
 	/* what the files' cache marks promised is gone with it */
-	C.last_found = C.last_guarded = C.last_retired = false;
+	c->last.found = c->last.guarded = c->last.retired = false;
 	return b;
 }
 
 void cache_monitor(struct array *a)
 {
+	struct cache *c = &cache_one;
 	if (!cache_offline() || array_state(a) == ARRAY_FAILED)
 		return;
 	/* finish the mount as at mount time, if the members can take it now
 	 * (not once the unmount began: cache_close()) */
 	char err[1024];
 	int count = 0;
-	pthread_mutex_lock(&preserved_lock);
-	if (C.closing) {
-		pthread_mutex_unlock(&preserved_lock);
+	pthread_mutex_lock(&c->last.lock);
+	if (c->off.closing) {
+		pthread_mutex_unlock(&c->last.lock);
 		return;
 	}
 	uint64_t b = cache_preserved_bytes();
@@ -2075,17 +2304,17 @@ void cache_monitor(struct array *a)
 	if (r == 0)
 		r = cache_replay_finish(a, err, sizeof(err));
 	if (r < 0) {
-		pthread_mutex_unlock(&preserved_lock);
-		if (!C.offline_told)
+		pthread_mutex_unlock(&c->last.lock);
+		if (!c->off.told)
 			log_err("array '%s': the mount cannot finish yet: %s", a->sb.name, err);
-		C.offline_told = true;
+		c->off.told = true;
 		cache_set_offline_reason(err);
 		return;
 	}
 	if (cache_start() < 0)
 		log_warn("array '%s' runs without a cache", a->sb.name);
 	cache_set_offline(false);
-	pthread_mutex_unlock(&preserved_lock);
+	pthread_mutex_unlock(&c->last.lock);
 	log_warn("array '%s': %" PRIu64 " bytes of preserved cache written, %d dirty file%s resynced: the mount is online",
 		 a->sb.name, b, count, count == 1 ? "" : "s");
 	event_post(a, "PreservedCacheWritten", -1);
@@ -2093,23 +2322,24 @@ void cache_monitor(struct array *a)
 
 int cache_replay_finish(struct array *a, char *err, size_t errlen)
 {
+	struct cache *c = &cache_one;
 	(void)err;
 	(void)errlen;
 	guard_replay_done();
-	if (C.old) {
+	if (c->last.old) {
 		if (cache_opts.bbu != BBU_FILE)
 			guard_use(NULL);
-		munmap(C.old, C.old_len);
-		C.old = NULL;
-		if (C.old_dirty_bytes)
+		munmap(c->last.old, c->last.old_len);
+		c->last.old = NULL;
+		if (c->last.dirty_bytes)
 			log_info("array '%s': %" PRIu64 " bytes from the cache of the last run written to the members",
-				 a->sb.name, C.old_dirty_bytes);
-		C.old_dirty_bytes = 0;
-		unlink(C.shm_path);
+				 a->sb.name, c->last.dirty_bytes);
+		c->last.dirty_bytes = 0;
+		unlink(c->mem.shm_path);
 	}
-	if (C.old_has_log) {
+	if (c->last.has_log) {
 		cachelog_replay_done();
-		C.old_has_log = false;
+		c->last.has_log = false;
 	}
 	return 0;
 }
@@ -2117,7 +2347,8 @@ int cache_replay_finish(struct array *a, char *err, size_t errlen)
 /* Set up the arena and start the destage threads. */
 int cache_start(void)
 {
-	struct array *a = C.a;
+	struct cache *c = &cache_one;
+	struct array *a = c->a;
 	struct arena_hdr h;
 	uint64_t lb = layout_stripe_data_bytes(&a->lay);
 	size_t total = arena_layout(cache_opts.size, lb, guard_stride(&a->lay), &h);
@@ -2125,17 +2356,17 @@ int cache_start(void)
 	h.crc = parity_crc32(0, &h, offsetof(struct arena_hdr, crc));
 	void *p = MAP_FAILED;
 	if (cache_opts.bbu == BBU_SHM) {
-		int fd = open(C.shm_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		int fd = open(c->mem.shm_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0 && ftruncate(fd, total) == 0)
 			p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (fd >= 0)
 			close(fd);
-		C.shm_up = p != MAP_FAILED;
+		c->bbu.shm_up = p != MAP_FAILED;
 		if (p == MAP_FAILED) {
 			log_err("cannot set up the cache in '%s': %s; battery marked failed (write-through)",
-				C.shm_path, strerror(errno));
-			unlink(C.shm_path);
-			C.bbu = BBU_FAILED;
+				c->mem.shm_path, strerror(errno));
+			unlink(c->mem.shm_path);
+			c->bbu.state = BBU_FAILED;
 		}
 	}
 	if (p == MAP_FAILED)
@@ -2144,117 +2375,172 @@ int cache_start(void)
 		log_err("cannot allocate a cache of %zu bytes: %s; running without one", total, strerror(errno));
 		return -ENOMEM;
 	}
-	C.arena = p;
-	C.arena_len = total;
-	C.line_bytes = lb;
-	C.nsec = lb / SECTOR;
-	C.bmw = h.bm_words;
-	C.nlines = h.nlines;
-	C.lines = calloc(C.nlines, sizeof(*C.lines));
+	c->mem.arena = p;
+	c->mem.arena_len = total;
+	c->mem.line_bytes = lb;
+	c->mem.nsec = lb / SECTOR;
+	c->mem.bmw = h.bm_words;
+	c->mem.nlines = h.nlines;
+	c->mem.lines = calloc(c->mem.nlines, sizeof(*c->mem.lines));
 	uint32_t hs = 1;
-	while (hs < 2 * C.nlines)
+	while (hs < 2 * c->mem.nlines)
 		hs <<= 1;
-	C.hash = calloc(hs, sizeof(*C.hash));
-	C.hmask = hs - 1;
-	if (!C.lines || !C.hash)
+	c->mem.hash = calloc(hs, sizeof(*c->mem.hash));
+	c->mem.hmask = hs - 1;
+	if (!c->mem.lines || !c->mem.hash)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < C.nlines; i++) {
-		struct line *ln = &C.lines[i];
-		ln->h = (struct lhdr *)(C.arena + h.lhdr_off + (uint64_t)i * h.lhdr_stride);
-		ln->data = C.arena + h.data_off + (uint64_t)i * lb;
+	TAILQ_INIT(&c->mem.free.q);
+	TAILQ_INIT(&c->mem.clean.q);
+	TAILQ_INIT(&c->mem.dirty.q);
+	for (uint32_t i = 0; i < c->mem.nlines; i++) {
+		struct line *ln = &c->mem.lines[i];
+		ln->h = (struct lhdr *)(c->mem.arena + h.lhdr_off + (uint64_t)i * h.lhdr_stride);
+		ln->data = c->mem.arena + h.data_off + (uint64_t)i * lb;
 		ln->list = L_FREE;
-		lru_add(&C.free, ln);
+		lru_add(&c->mem.free, ln);
 	}
-	C.high = C.nlines * 3 / 4;
-	C.low = C.nlines / 4;
-	if (C.high == 0)
-		C.high = 1;
-	C.rate_t0 = now_ns();
+	cache_watermarks(c->mem.nlines, &c->mem.high, &c->mem.low);
+	c->stats.rate_t0 = now_ns();
 	/* the header last: a valid header means valid line headers */
-	memcpy(C.arena, &h, sizeof(h));
-	if (C.shm_up) {
+	memcpy(c->mem.arena, &h, sizeof(h));
+	if (c->bbu.shm_up) {
 		struct guard_store gst;
-		arena_guards(C.arena, &gst);
+		arena_guards(c->mem.arena, &gst);
 		guard_use(&gst);
 	}
-	C.up = true;
-	C.stop = false;
+	c->up = true;
+	c->dst.stop = false;
 	for (int i = 0; i < DESTAGE_THREADS; i++)
-		if (pthread_create(&C.thr[C.nthr], NULL, destage_main, NULL) == 0)
-			C.nthr++;
-	C.ra_started = pthread_create(&C.ra_thr, NULL, ra_main, NULL) == 0;
+		if (pthread_create(&c->dst.thr[c->dst.nthr], NULL, destage_main, c) == 0)
+			c->dst.nthr++;
+	c->ra.started = pthread_create(&c->ra.thr, NULL, ra_main, c) == 0;
 	return 0;
 }
 
 void cache_close(void)
 {
-	pthread_mutex_lock(&preserved_lock);	/* (an offline mount stays so) */
-	C.closing = true;
-	pthread_mutex_unlock(&preserved_lock);
-	if (!C.up)
+	struct cache *c = &cache_one;
+	pthread_mutex_lock(&c->last.lock);	/* (an offline mount stays so) */
+	c->off.closing = true;
+	pthread_mutex_unlock(&c->last.lock);
+	if (!c->up)
 		return;
 	/* stop the threads, then write everything out here */
-	pthread_mutex_lock(&C.lock);
-	C.stop = true;
-	pthread_cond_broadcast(&C.work);
-	pthread_cond_broadcast(&C.space);
-	pthread_cond_broadcast(&C.ra_cond);
-	pthread_mutex_unlock(&C.lock);
-	for (int i = 0; i < C.nthr; i++)
-		pthread_join(C.thr[i], NULL);
-	C.nthr = 0;
-	if (C.ra_started)
-		pthread_join(C.ra_thr, NULL);
-	C.ra_started = false;
-	int r = flush_all();
+	pthread_mutex_lock(&c->lock);
+	c->dst.stop = true;
+	pthread_cond_broadcast(&c->work);
+	pthread_cond_broadcast(&c->space);
+	pthread_cond_broadcast(&c->ra.cond);
+	pthread_mutex_unlock(&c->lock);
+	for (int i = 0; i < c->dst.nthr; i++)
+		pthread_join(c->dst.thr[i], NULL);
+	c->dst.nthr = 0;
+	if (c->ra.started)
+		pthread_join(c->ra.thr, NULL);
+	c->ra.started = false;
+	int r = flush_all(c);
 	if (r < 0) {
-		uint64_t b = C.dirty_sectors * SECTOR;
+		uint64_t b = c->mem.dirty_sectors * SECTOR;
 		log_err("array '%s': %" PRIu64 " bytes in the cache could not be written to the members (%s); they are kept%s%s for the next mount",
-			C.a->sb.name, b, strerror(-r), cache_opts.bbu == BBU_NONE ? " nowhere: LOST (no battery)" : " in ",
-			cache_opts.bbu == BBU_SHM ? C.shm_path : cache_opts.bbu == BBU_FILE ? cache_opts.bbu_path : "");
+			c->a->sb.name, b, strerror(-r), cache_opts.bbu == BBU_NONE ? " nowhere: LOST (no battery)" : " in ",
+			cache_opts.bbu == BBU_SHM ? c->mem.shm_path : cache_opts.bbu == BBU_FILE ? cache_opts.bbu_path : "");
 		return;
 	}
 	if (cache_opts.bbu == BBU_SHM)
-		unlink(C.shm_path);
+		unlink(c->mem.shm_path);
 	if (cache_opts.bbu == BBU_FILE)
 		cachelog_close_clean();
-	C.up = false;
+	c->up = false;
 }
 
 /* ------------------------------------------------------------- control */
 
 void cache_get_stats(struct cache_stats *st)
 {
+	struct cache *c = &cache_one;
 	memset(st, 0, sizeof(*st));
-	pthread_mutex_lock(&C.lock);
+	pthread_mutex_lock(&c->lock);
 	st->size = cache_opts.size;
-	st->line_bytes = C.line_bytes;
-	st->lines = C.nlines;
-	st->dirty_lines = C.dirty.n;
-	st->dirty_bytes = C.dirty_sectors * SECTOR;
-	st->hits = C.hits;
-	st->misses = C.misses;
+	st->line_bytes = c->mem.line_bytes;
+	st->lines = c->mem.nlines;
+	st->dirty_lines = c->mem.dirty.n;
+	st->dirty_bytes = c->mem.dirty_sectors * SECTOR;
+	st->hits = c->stats.hits;
+	st->misses = c->stats.misses;
 	uint64_t t = now_ns();
-	st->destage_mbps = t - C.rate_t0 > 4000000000ull ? 0 : C.rate;
-	st->destaged_bytes = C.destaged_bytes;
-	st->configured = C.configured;
-	st->effective = effective_locked(&st->why_wt);
+	st->destage_mbps = t - c->stats.rate_t0 > 4000000000ull ? 0 : c->stats.rate;
+	st->destaged_bytes = c->stats.destaged_bytes;
+	st->configured = c->pol.configured;
+	st->effective = effective_locked(c, &st->why_wt);
 	st->rpolicy = cache_opts.rpolicy;
 	st->bbu = cache_opts.bbu;
-	st->bbu_state = C.bbu;
+	st->bbu_state = c->bbu.state;
 	st->log_error = -cachelog_error();
 	st->log_retired = cachelog_retired();
-	st->learn_left = C.bbu == BBU_LEARNING && C.learn_end > t ? (C.learn_end - t + 999999999) / 1000000000 : 0;
+	st->learn_left = c->bbu.state == BBU_LEARNING && c->bbu.learn_end > t ? (c->bbu.learn_end - t + 999999999) / 1000000000 : 0;
 	st->preserved_bytes = cache_preserved_bytes();
 	st->offline = cache_offline();
 	if (st->offline)
-		snprintf(st->offline_why, sizeof(st->offline_why), "%s", C.offline_why);
-	st->bbu_path = cache_opts.bbu == BBU_SHM ? C.shm_path : cache_opts.bbu == BBU_FILE ? cache_opts.bbu_path : "";
-	pthread_mutex_unlock(&C.lock);
+		snprintf(st->offline_why, sizeof(st->offline_why), "%.*s", (int)sizeof(c->off.why) - 1, c->off.why);
+	st->bbu_path = cache_opts.bbu == BBU_SHM ? c->mem.shm_path : cache_opts.bbu == BBU_FILE ? cache_opts.bbu_path : "";
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* raidfs cache MNT write_policy=NAME [--force] (cache_ctl()). */
+static int set_write_policy(struct cache *c, const char *name, bool force, char *buf, size_t len)
+{
+	int p = parse_wpolicy(name);
+	if (p < 0) {
+		snprintf(buf, len, "raidfs: cache: unknown write policy '%s': use writeback, writethrough or always-writeback\n", name);
+		return 1;
+	}
+	if (p == WP_ALWAYS_WRITEBACK && !force) {
+		snprintf(buf, len, "raidfs: cache: always-writeback keeps acknowledged writes in the cache even when the battery cannot protect them (a crash or power loss loses them); add --force to set it\n");
+		return 1;
+	}
+	if (!c->up) {
+		snprintf(buf, len, "raidfs: cache: the cache is not running yet: the mount is offline (see 'raidfs status %s'); set the policy once it is online\n",
+			 c->a ? c->a->mountpoint : "MOUNTPOINT");
+		return 1;
+	}
+	pthread_mutex_lock(&c->lock);
+	enum cache_wpolicy old = c->pol.configured;
+	c->pol.configured = p;
+	enum cache_wpolicy e = effective_locked(c, NULL);
+	kick_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	log_info("cache: write policy %s -> %s (current %s)", cache_wpolicy_name(old), cache_wpolicy_name(p),
+		 cache_wpolicy_name(e));
+	event_post(c->a, "CachePolicyChange", -1);
+	snprintf(buf, len, "write policy %s (current %s)\n", cache_wpolicy_name(p), cache_wpolicy_name(e));
+	return 0;
+}
+
+/* raidfs cache MNT discard --force (cache_ctl()). */
+static int discard(struct cache *c, bool force, char *buf, size_t len)
+{
+	if (!cache_preserved_bytes()) {
+		snprintf(buf, len, "raidfs: cache: there is no preserved cache to discard\n");
+		return 1;
+	}
+	if (!force) {
+		snprintf(buf, len, "raidfs: cache: the preserved cache holds %" PRIu64 " bytes of acknowledged writes that are on no member; discarding loses them for good: add --force to discard\n",
+			 cache_preserved_bytes());
+		return 1;
+	}
+	pthread_mutex_lock(&c->last.lock);
+	uint64_t b = discard_old(c);
+	pthread_mutex_unlock(&c->last.lock);
+	log_err("array '%s': preserved cache discarded by the administrator: %" PRIu64 " bytes of acknowledged writes LOST",
+		c->a->sb.name, b);
+	event_post(c->a, "PreservedCacheDiscarded", -1);
+	snprintf(buf, len, "preserved cache discarded (%" PRIu64 " bytes lost); the mount comes online as soon as the array is there (see 'raidfs status')\n", b);
+	return 0;
 }
 
 int cache_ctl(int argc, char **argv, char *buf, size_t len)
 {
+	struct cache *c = &cache_one;
 	bool force = false;
 	const char *set = NULL;
 	for (int i = 1; i < argc; i++) {
@@ -2275,33 +2561,8 @@ int cache_ctl(int argc, char **argv, char *buf, size_t len)
 			 cache_rpolicy_name(st.rpolicy), st.dirty_bytes);
 		return 0;
 	}
-	if (!strncmp(set, "write_policy=", 13)) {
-		int p = parse_wpolicy(set + 13);
-		if (p < 0) {
-			snprintf(buf, len, "raidfs: cache: unknown write policy '%s': use writeback, writethrough or always-writeback\n", set + 13);
-			return 1;
-		}
-		if (p == WP_ALWAYS_WRITEBACK && !force) {
-			snprintf(buf, len, "raidfs: cache: always-writeback keeps acknowledged writes in the cache even when the battery cannot protect them (a crash or power loss loses them); add --force to set it\n");
-			return 1;
-		}
-		if (!C.up) {
-			snprintf(buf, len, "raidfs: cache: the cache is not running yet: the mount is offline (see 'raidfs status %s'); set the policy once it is online\n",
-				 C.a ? C.a->mountpoint : "MOUNTPOINT");
-			return 1;
-		}
-		pthread_mutex_lock(&C.lock);
-		enum cache_wpolicy old = C.configured;
-		C.configured = p;
-		enum cache_wpolicy e = effective_locked(NULL);
-		kick_locked();
-		pthread_mutex_unlock(&C.lock);
-		log_info("cache: write policy %s -> %s (current %s)", cache_wpolicy_name(old), cache_wpolicy_name(p),
-			 cache_wpolicy_name(e));
-		event_post(C.a, "CachePolicyChange", -1);
-		snprintf(buf, len, "write policy %s (current %s)\n", cache_wpolicy_name(p), cache_wpolicy_name(e));
-		return 0;
-	}
+	if (!strncmp(set, "write_policy=", 13))
+		return set_write_policy(c, set + 13, force, buf, len);
 	if (!strncmp(set, "read_policy=", 12)) {
 		int p = parse_rpolicy(set + 12);
 		if (p < 0) {
@@ -2312,27 +2573,10 @@ int cache_ctl(int argc, char **argv, char *buf, size_t len)
 		snprintf(buf, len, "read policy %s\n", cache_rpolicy_name(p));
 		return 0;
 	}
-	if (!strcmp(set, "discard")) {
-		if (!cache_preserved_bytes()) {
-			snprintf(buf, len, "raidfs: cache: there is no preserved cache to discard\n");
-			return 1;
-		}
-		if (!force) {
-			snprintf(buf, len, "raidfs: cache: the preserved cache holds %" PRIu64 " bytes of acknowledged writes that are on no member; discarding loses them for good: add --force to discard\n",
-				 cache_preserved_bytes());
-			return 1;
-		}
-		pthread_mutex_lock(&preserved_lock);
-		uint64_t b = discard_old();
-		pthread_mutex_unlock(&preserved_lock);
-		log_err("array '%s': preserved cache discarded by the administrator: %" PRIu64 " bytes of acknowledged writes LOST",
-			C.a->sb.name, b);
-		event_post(C.a, "PreservedCacheDiscarded", -1);
-		snprintf(buf, len, "preserved cache discarded (%" PRIu64 " bytes lost); the mount comes online as soon as the array is there (see 'raidfs status')\n", b);
-		return 0;
-	}
+	if (!strcmp(set, "discard"))
+		return discard(c, force, buf, len);
 	if (!strcmp(set, "flush")) {
-		int r = C.up ? flush_all() : 0;
+		int r = c->up ? flush_all(c) : 0;
 		if (r < 0) {
 			snprintf(buf, len, "raidfs: cache: cannot write the cache to the members: %s\n", strerror(-r));
 			return 1;
@@ -2346,6 +2590,7 @@ int cache_ctl(int argc, char **argv, char *buf, size_t len)
 
 int cache_bbu_ctl(int argc, char **argv, char *buf, size_t len)
 {
+	struct cache *c = &cache_one;
 	const char *what = argc > 1 ? argv[1] : "show";
 	if (!strcmp(what, "show")) {
 		struct cache_stats st;
@@ -2360,40 +2605,40 @@ int cache_bbu_ctl(int argc, char **argv, char *buf, size_t len)
 		snprintf(buf, len, "raidfs: bbu: this mount has no battery (bbu=none); mount with -o bbu=shm or -o bbu=file:PATH\n");
 		return 1;
 	}
-	pthread_mutex_lock(&C.lock);
-	enum bbu_state old = C.bbu;
+	pthread_mutex_lock(&c->lock);
+	enum bbu_state old = c->bbu.state;
 	const char *ev = NULL;
 	if ((!strcmp(what, "learn") || !strcmp(what, "restore")) && cachelog_failed()) {
-		pthread_mutex_unlock(&C.lock);
+		pthread_mutex_unlock(&c->lock);
 		snprintf(buf, len, "raidfs: bbu: the cache log '%s' failed in this run: write-back stays off until the next mount "
 			 "(check the disk that holds it)\n", cache_opts.bbu_path);
 		return 1;
 	}
 	if (!strcmp(what, "learn")) {
-		if (C.bbu == BBU_FAILED) {
-			pthread_mutex_unlock(&C.lock);
+		if (c->bbu.state == BBU_FAILED) {
+			pthread_mutex_unlock(&c->lock);
 			snprintf(buf, len, "raidfs: bbu: the battery has failed; 'raidfs bbu MOUNTPOINT restore' first\n");
 			return 1;
 		}
-		C.learn_end = now_ns() + (uint64_t)cache_opts.learn_secs * 1000000000ull;
-		bbu_set_locked(BBU_LEARNING, "learn cycle started");
+		c->bbu.learn_end = now_ns() + (uint64_t)cache_opts.learn_secs * 1000000000ull;
+		bbu_set_locked(c, BBU_LEARNING, "learn cycle started");
 		ev = "BbuLearnStart";
 	} else if (!strcmp(what, "fail")) {
-		bbu_set_locked(BBU_FAILED, "failed by the administrator");
+		bbu_set_locked(c, BBU_FAILED, "failed by the administrator");
 		ev = "BbuFailed";
 	} else if (!strcmp(what, "restore")) {
-		bbu_set_locked(BBU_OPTIMAL, "restored by the administrator");
+		bbu_set_locked(c, BBU_OPTIMAL, "restored by the administrator");
 		ev = "BbuRestored";
 	} else {
-		pthread_mutex_unlock(&C.lock);
+		pthread_mutex_unlock(&c->lock);
 		snprintf(buf, len, "raidfs: bbu: unknown action '%s': use show, learn, fail or restore\n", what);
 		return 1;
 	}
-	enum cache_wpolicy e = effective_locked(NULL);
-	pthread_mutex_unlock(&C.lock);
-	if (old != C.bbu && ev)
-		event_post(C.a, ev, -1);
-	snprintf(buf, len, "battery %s (was %s); write policy now %s\n", bbu_state_name(C.bbu), bbu_state_name(old),
+	enum cache_wpolicy e = effective_locked(c, NULL);
+	pthread_mutex_unlock(&c->lock);
+	if (old != c->bbu.state && ev)
+		event_post(c->a, ev, -1);
+	snprintf(buf, len, "battery %s (was %s); write policy now %s\n", bbu_state_name(c->bbu.state), bbu_state_name(old),
 		 cache_wpolicy_name(e));
 	return 0;
 }

@@ -26,35 +26,28 @@
  *              storage: every write-back write is in the log, fdatasynced,
  *              before it is acknowledged; survives power loss.
  *
- * Battery states (shm and file; "none" is always MISSING):
+ * Battery states (shm and file; "none" is always MISSING): OPTIMAL,
+ * LEARNING (bbu learn, until bbu_learn_time is over), FAILED (bbu fail,
+ * or the file log failed; bbu restore makes it OPTIMAL again).  The
+ * diagram and the transition table with the function of each step are
+ * at the top of cache.c.  Every transition is logged and is an event.
  *
- *                 bbu learn               timer ends
- *      OPTIMAL ----------------> LEARNING ----------> OPTIMAL
- *        |  ^                       |
- *   fail |  | restore          fail |
- *        v  |                       v
- *      FAILED <---------------------+
- *
- *   transition           function          effect
- *   OPTIMAL->LEARNING    cache_bbu("learn")   write-through until it ends
- *   LEARNING->OPTIMAL    destage thread, when the learn time is over
- *   any->FAILED          cache_bbu("fail")    cache flushed, write-through
- *   FAILED->OPTIMAL      cache_bbu("restore")
- *   Every transition is logged and is an event (BbuStateChange).
- *
- * Effective write policy (MegaRAID's "no write cache if bad BBU"):
+ * Effective write policy (MegaRAID's "no write cache if bad BBU";
+ * cache_policy_effective() in cachepolicy.h decides it):
  *   writethrough       always write-through
- *   writeback          write-back while the battery is OPTIMAL, else
- *                      write-through (the dirty lines are flushed first)
+ *   writeback          write-back while the battery is OPTIMAL and the
+ *                      file log has not failed, else write-through (the
+ *                      dirty lines are flushed first)
  *   always-writeback   write-back whatever the battery
+ *   Write-back also goes through while a member is nearly full (cache_room()).
  *
  * Crash consistency: a file is in the dirty log (array.c) before its first
  * byte enters the cache and leaves it only when its last dirty line is on
  * the members.  At mount, the dirty-log resync writes the surviving cache's
  * data for each file (cache_replay_file) before it resyncs the parity.
  *
- * Locking: one cache mutex (C.lock) for the line table, taken after
- * rf->rw, never held across member I/O.  Writers in write-back and the
+ * Locking: one cache mutex (struct cache's lock) for the line table,
+ * taken after rf->rw, never held across member I/O.  Writers in write-back and the
  * destage threads hold rf->rw shared; a line being written out is busy,
  * and only its own writers (and readers that need its stripe from the
  * members) wait for it, so writers of one file's other stripes, and

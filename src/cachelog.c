@@ -14,6 +14,12 @@
  * Replay follows the chain from the tail: each record must carry the next
  * sequence number and its own virtual offset; the first one that does not
  * (torn, never written, or an older lap) ends the log.
+ *
+ * The log sits below the cache: it never calls cache.c.  What it needs to
+ * know from it (the tail the dirty lines need, whether any still needs a
+ * record) and what it asks of it (write old lines out, end write-back when
+ * the log fails) go through the struct cachelog_ops registered at
+ * cachelog_open().
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -74,6 +80,8 @@ static struct {
 	struct fault_rule rule[2];
 	uint32_t latency_ms;		/* before each record write and fdatasync */
 	bool faults;
+	/* the cache above (cachelog_open()) */
+	struct cachelog_ops ops;
 	/* replay */
 	struct rec *recs;
 	size_t nrecs;
@@ -188,7 +196,7 @@ int cachelog_error(void)
  * failure is set (set_failed()) before anyone else may sync, under the
  * sync lock, and from then on no record is written or committed.  The
  * first time, write-back ends as with a failed battery
- * (announce_failed(): cache_log_failed()), with no log lock held.
+ * (announce_failed(): ops.failed), with no log lock held.
  */
 static bool set_failed(int err)
 {
@@ -201,7 +209,8 @@ static void announce_failed(int err, const char *what)
 	log_err("cache log '%s': %s failed: %s; write-back ends, as when a controller's battery fails: "
 		"the cache is written out to the members, and the log is not used again until the next mount",
 		L.path, what, strerror(-err));
-	cache_log_failed();
+	if (L.ops.failed)
+		L.ops.failed(L.ops.arg);
 }
 
 static void log_failed(int err, const char *what)
@@ -373,51 +382,36 @@ static void guards(struct guard_store *st)
 	st->failed = guard_slot_failed;
 }
 
-int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *err, size_t errlen)
+/* A new log: an empty ring, its guard slots in use, its id made. */
+static int open_new(uint64_t stride)
 {
 	struct guard_store gst;
-	snprintf(L.path, sizeof(L.path), "%s", path);
-	L.a = a;
-	memcpy(L.uuid, a->sb.uuid, 16);
-	L.ring = (ring_bytes + REC_ALIGN - 1) / REC_ALIGN * REC_ALIGN;
-	L.fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (L.fd < 0) {
-		snprintf(err, errlen, "cannot open the cache log '%s': %s (is its directory there and writable?)",
-			 path, strerror(errno));
-		return -errno;
-	}
-	L.gfd = open(path, O_RDWR | O_CLOEXEC);
-	struct stat st;
+	L.head_v = L.tail_v = 0;
+	L.seq = L.tail_seq = 1;
+	L.nguards = GUARD_SLOTS;
+	L.gstride = stride;
+	guards(&gst);
+	guard_use(&gst);
+	int r = write_hdr_locked(0, 1);
+	return r < 0 ? r : read_or_make_id();
+}
+
+/* The header of a log that is there: a raidfs log of this array, with a
+ * sane ring; its tail and slots taken.  0, or -EINVAL with err set. */
+static int read_header(const struct array *a, const char *path, char *err, size_t errlen)
+{
 	uint8_t b[64];
-	uint64_t want_stride = guard_stride(&a->lay);
-	if (fstat(L.fd, &st) < 0 || st.st_size == 0) {
-		L.head_v = L.tail_v = 0;
-		L.seq = L.tail_seq = 1;
-		L.nguards = GUARD_SLOTS;
-		L.gstride = want_stride;
-		guards(&gst);
-		guard_use(&gst);
-		int r = write_hdr_locked(0, 1);
-		return r < 0 ? r : read_or_make_id();
-	}
 	if (io_pread(L.fd, b, sizeof(b), 0) != sizeof(b) || memcmp(b, LOG_MAGIC, 8) ||
 	    get_le32(b + 60) != parity_crc32(0, b, 60) || get_le32(b + 8) != LOG_VERSION) {
 		snprintf(err, errlen, "'%s' is not a raidfs cache log (or its header is damaged); give another path, or remove it if it holds nothing you need",
 			 path);
-		close(L.fd);
-		close(L.gfd);
-		L.fd = L.gfd = -1;
-		return -EINVAL;
+		goto refuse;
 	}
 	if (memcmp(b + 16, a->sb.uuid, 16)) {
 		snprintf(err, errlen, "the cache log '%s' belongs to another array; give each array its own log",
 			 path);
-		close(L.fd);
-		close(L.gfd);
-		L.fd = L.gfd = -1;
-		return -EINVAL;
+		goto refuse;
 	}
-	uint64_t want_ring = L.ring;
 	L.ring = get_le64(b + 32);
 	L.tail_v = get_le64(b + 40);
 	L.tail_seq = get_le64(b + 48);
@@ -429,15 +423,22 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *
 		snprintf(err, errlen, "the cache log '%s' has a bad ring size", path);
 		return -EINVAL;
 	}
-	int r = scan();
-	if (r == 0)
-		r = read_or_make_id();
-	if (r < 0) {
-		snprintf(err, errlen, "cannot read the cache log '%s': %s", path, strerror(-r));
-		return r;
-	}
-	/* the guard slots of the last run: writes into degraded stripes cut
-	 * short (a finished one's slot was cleared) */
+	return 0;
+refuse:
+	close(L.fd);
+	close(L.gfd);
+	L.fd = L.gfd = -1;
+	return -EINVAL;
+}
+
+/* The guard slots of the last run put back (writes into degraded stripes
+ * cut short; a finished one's slot was cleared), and a new ring or slot
+ * size taken once nothing is needed from the old: no record, no slot
+ * (the slots move with the ring). */
+static int recover_slots(const struct array *a, const char *path, uint64_t want_ring, uint64_t want_stride,
+			 char *err, size_t errlen)
+{
+	struct guard_store gst;
 	guards(&gst);
 	bool slots_ok = L.nguards == GUARD_SLOTS && L.gstride == want_stride;
 	if (slots_ok)
@@ -446,8 +447,6 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *
 	if (ng > 0)
 		log_warn("array '%s': the cache log '%s' holds %d guarded chunk%s of writes into degraded stripes that were cut short: "
 			 "they are put back first", a->sb.name, path, ng, ng == 1 ? "" : "s");
-	/* A new ring size or slot size takes effect once nothing is needed
-	 * from the old: no record, no slot (the slots move with the ring). */
 	bool resize = !L.nrecs && ng == 0 && want_ring != L.ring;
 	if (!slots_ok && ng > 0) {
 		snprintf(err, errlen, "the cache log '%s' holds guard slots of another size than this array needs (%" PRIu64
@@ -468,6 +467,43 @@ int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *
 		guards(&gst);
 		guard_use(&gst);
 	}
+	return 0;
+}
+
+int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, const struct cachelog_ops *ops,
+		  char *err, size_t errlen)
+{
+	if (ops)
+		L.ops = *ops;
+	snprintf(L.path, sizeof(L.path), "%s", path);
+	L.a = a;
+	memcpy(L.uuid, a->sb.uuid, 16);
+	L.ring = (ring_bytes + REC_ALIGN - 1) / REC_ALIGN * REC_ALIGN;
+	L.fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (L.fd < 0) {
+		snprintf(err, errlen, "cannot open the cache log '%s': %s (is its directory there and writable?)",
+			 path, strerror(errno));
+		return -errno;
+	}
+	L.gfd = open(path, O_RDWR | O_CLOEXEC);
+	struct stat st;
+	uint64_t want_stride = guard_stride(&a->lay);
+	if (fstat(L.fd, &st) < 0 || st.st_size == 0)
+		return open_new(want_stride);
+	uint64_t want_ring = L.ring;
+	int r = read_header(a, path, err, errlen);
+	if (r < 0)
+		return r;
+	r = scan();
+	if (r == 0)
+		r = read_or_make_id();
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read the cache log '%s': %s", path, strerror(-r));
+		return r;
+	}
+	r = recover_slots(a, path, want_ring, want_stride, err, errlen);
+	if (r < 0)
+		return r;
 	L.synced_v = L.head_v;
 	return 0;
 }
@@ -505,17 +541,19 @@ bool cachelog_holds(uint64_t fid)
 	return false;
 }
 
-int cachelog_replay_file(struct rfile *rf)
+int cachelog_replay_each(uint64_t fid, int (*fn)(void *arg, const struct cachelog_record *r, const void *data),
+			 void *arg)
 {
 	uint8_t *data = NULL;
 	size_t dcap = 0;
 	int ret = 0;
 	for (size_t i = 0; i < L.nrecs && ret == 0; i++) {
-		struct rec *r = &L.recs[i];
-		if (r->fid != rf->id)
+		const struct rec *r = &L.recs[i];
+		if (r->fid != fid)
 			continue;
+		struct cachelog_record cr = { r->kind == REC_TRUNCATE, r->fid, r->off, r->len };
 		if (r->kind == REC_TRUNCATE) {
-			ret = stripe_truncate_replayed(rf, r->off);
+			ret = fn(arg, &cr, NULL);
 			continue;
 		}
 		if (dcap < r->len) {
@@ -529,10 +567,25 @@ int cachelog_replay_file(struct rfile *rf)
 			ret = -EIO;
 			break;
 		}
-		ssize_t n = stripe_write_locked(rf, data, r->len, r->off);
-		ret = n < 0 ? (int)n : 0;
+		ret = fn(arg, &cr, data);
 	}
 	free(data);
+	return ret;
+}
+
+/* One record into the file (cachelog_replay_file()). */
+static int replay_one(void *arg, const struct cachelog_record *r, const void *data)
+{
+	struct rfile *rf = arg;
+	if (r->truncate)
+		return stripe_truncate_replayed(rf, r->off);
+	ssize_t n = stripe_write_locked(rf, data, r->len, r->off);
+	return n < 0 ? (int)n : 0;
+}
+
+int cachelog_replay_file(struct rfile *rf)
+{
+	int ret = cachelog_replay_each(rf->id, replay_one, rf);
 	if (ret < 0)
 		log_err("cache log: replay into file %016" PRIx64 " failed: %s", rf->id, strerror(-ret));
 	return ret;
@@ -585,9 +638,18 @@ bool cachelog_live(void)
 	return live;
 }
 
+/* The oldest position the cache still needs (ops.tail), or the head. */
+static void need_tail(uint64_t *v, uint64_t *seq)
+{
+	if (L.ops.tail)
+		L.ops.tail(L.ops.arg, v, seq);
+	else
+		cachelog_position(v, seq);
+}
+
 /*
  * A failed log is retired once nothing in it is needed: no dirty line
- * may need one of its records (cache_log_needed()), and the members are
+ * may need one of its records (ops.needed), and the members are
  * synced.  The members then note that this log is retired
  * (array_note_cache_log()): a later mount drops its records,
  * which would put older bytes over what is written through from now on.
@@ -599,7 +661,7 @@ static bool retire(void)
 	static bool said;
 	if (cachelog_retired())
 		return true;
-	if (cache_log_needed())
+	if (L.ops.needed && L.ops.needed(L.ops.arg))
 		return false;
 	/* (its guard slots too: a slot whose clear did not reach it would be
 	 * put back over newer bytes; writes into degraded stripes go on
@@ -680,7 +742,7 @@ void cachelog_advance(void)
 			set_tail(0, 0, true);	/* (retire() once the cache is written out) */
 		return;
 	}
-	cache_log_tail(&tv, &ts);
+	need_tail(&tv, &ts);
 	pthread_mutex_lock(&L.lock);
 	/* lazily: a header write costs an fdatasync */
 	bool worth = tv == L.head_v ? tv != L.tail_v : tv - L.tail_v >= L.ring / 4;
@@ -694,11 +756,69 @@ int cachelog_reset(void)
 	/* up to the oldest line still dirty (a write-back write can come
 	 * between a flush and this), else everything */
 	uint64_t tv, ts;
-	cache_log_tail(&tv, &ts);
+	need_tail(&tv, &ts);
 	pthread_mutex_lock(&L.lock);
 	bool any = L.fd >= 0 && (L.tail_v < tv || (cachelog_failed() && !cachelog_retired()));
 	pthread_mutex_unlock(&L.lock);
 	return !any || set_tail(tv, ts, true) ? 0 : -EIO;
+}
+
+/*
+ * Where a record of `need` bytes goes (*v): at the head, or at the next
+ * lap's start when it would cross the end of the ring.  While the ring is
+ * full the tail moves up to what the cache still needs, or (`wait`) the
+ * cache is asked to write old lines out.  Called with the log lock held;
+ * returns 0 with it held, or -errno without it (-EAGAIN: full, and
+ * not to wait).
+ */
+static int place_locked(uint64_t need, bool wait, uint64_t *v)
+{
+	for (;;) {
+		*v = L.head_v;
+		if (*v % L.ring + need > L.ring)
+			*v += L.ring - *v % L.ring;
+		if (*v + need - L.tail_v <= L.ring)
+			return 0;
+		pthread_mutex_unlock(&L.lock);
+		uint64_t tv, ts;
+		need_tail(&tv, &ts);
+		pthread_mutex_lock(&L.lock);
+		if (tv > L.tail_v) {
+			pthread_mutex_unlock(&L.lock);
+			if (!set_tail(tv, ts, false))
+				return cachelog_failed() ? cachelog_error() : -EIO;
+			pthread_mutex_lock(&L.lock);
+			continue;
+		}
+		pthread_mutex_unlock(&L.lock);
+		if (L.a && !array_writable(L.a))
+			return -EIO;	/* nothing can be written out */
+		if (!wait)
+			return -EAGAIN;
+		if (L.ops.wait)
+			L.ops.wait(L.ops.arg);
+		pthread_mutex_lock(&L.lock);
+	}
+}
+
+/* A record's header (docs/format.md): sequence seq, at v, of data[0..n). */
+static void rec_encode(uint8_t h[REC_HDR], uint32_t kind, uint64_t seq, uint64_t v, uint64_t fid, uint64_t off,
+		       uint32_t len, const struct iovec *data, int ndata)
+{
+	memset(h, 0, REC_HDR);
+	put_le32(h, REC_MAGIC);
+	put_le32(h + 4, kind);
+	put_le64(h + 8, seq);
+	put_le64(h + 16, v);
+	put_le64(h + 24, fid);
+	put_le64(h + 32, off);
+	put_le32(h + 40, len);
+	uint32_t crc = 0;
+	for (int i = 0; i < ndata; i++)
+		if (data[i].iov_len)
+			crc = parity_crc32(crc, data[i].iov_base, data[i].iov_len);
+	put_le32(h + 44, crc);
+	put_le32(h + 60, parity_crc32(0, h, 60));
 }
 
 /* Write a record (not yet durable: cachelog_commit()); *end is where it
@@ -719,48 +839,11 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *da
 	if (cachelog_failed())
 		return cachelog_error();
 	pthread_mutex_lock(&L.lock);
-	for (;;) {
-		v = L.head_v;
-		if (v % L.ring + need > L.ring)
-			v += L.ring - v % L.ring;
-		if (v + need - L.tail_v <= L.ring)
-			break;
-		/* full: move the tail up to what the cache still needs, or
-		 * wait for the destage threads to write old lines out */
-		pthread_mutex_unlock(&L.lock);
-		uint64_t tv, ts;
-		cache_log_tail(&tv, &ts);
-		pthread_mutex_lock(&L.lock);
-		if (tv > L.tail_v) {
-			pthread_mutex_unlock(&L.lock);
-			if (!set_tail(tv, ts, false))
-				return cachelog_failed() ? cachelog_error() : -EIO;
-			pthread_mutex_lock(&L.lock);
-			continue;
-		}
-		pthread_mutex_unlock(&L.lock);
-		if (L.a && !array_writable(L.a))
-			return -EIO;	/* nothing can be written out */
-		if (!wait)
-			return -EAGAIN;
-		cache_log_wait();
-		pthread_mutex_lock(&L.lock);
-	}
+	int r = place_locked(need, wait, &v);
+	if (r < 0)
+		return r;
 	uint8_t h[REC_HDR];
-	memset(h, 0, sizeof(h));
-	put_le32(h, REC_MAGIC);
-	put_le32(h + 4, kind);
-	put_le64(h + 8, L.seq);
-	put_le64(h + 16, v);
-	put_le64(h + 24, fid);
-	put_le64(h + 32, off);
-	put_le32(h + 40, len);
-	uint32_t crc = 0;
-	for (int i = 0; i < ndata; i++)
-		if (data[i].iov_len)
-			crc = parity_crc32(crc, data[i].iov_base, data[i].iov_len);
-	put_le32(h + 44, crc);
-	put_le32(h + 60, parity_crc32(0, h, 60));
+	rec_encode(h, kind, L.seq, v, fid, off, len, data, ndata);
 	static const uint8_t zero[REC_ALIGN];
 	struct iovec iov[2 + CACHELOG_PIECES];
 	int n = 0;
@@ -768,7 +851,7 @@ static int put(uint32_t kind, uint64_t fid, uint64_t off, const struct iovec *da
 	for (int i = 0; i < ndata; i++)
 		iov[n++] = data[i];
 	iov[n++] = (struct iovec){ (void *)zero, need - REC_HDR - len };
-	int r = cachelog_failed() ? cachelog_error() : log_pwritev(iov, n, phys(v));
+	r = cachelog_failed() ? cachelog_error() : log_pwritev(iov, n, phys(v));
 	if (r < 0) {
 		pthread_mutex_unlock(&L.lock);
 		log_failed(r, "the write of a record");

@@ -5,7 +5,8 @@
  * Every write-back write is appended as a record (file id, offset, bytes)
  * and fdatasynced before the write is acknowledged; a truncate of a file
  * with cached data is appended too.  The log is a ring: the tail is the
- * oldest record a dirty cache line may still need (cache.c knows it), and
+ * oldest record a dirty cache line may still need (the cache says which,
+ * through the callbacks it registers: struct cachelog_ops), and
  * the header, rewritten before the head may overwrite it, says where the
  * tail is.  At mount the records from the tail on are replayed, in order,
  * into each file (the dirty-log resync calls cachelog_replay_file).
@@ -24,9 +25,30 @@
 struct array;
 struct rfile;
 
+/*
+ * What the log needs to know from the cache above it, which it does not
+ * call: the cache registers these at cachelog_open() (a lower layer tells
+ * a higher one through callbacks).  Each is called with no log lock held.
+ */
+struct cachelog_ops {
+	/* The oldest position (virtual offset, sequence) a dirty line or a
+	 * truncate in flight may still need, or the head when none does:
+	 * the tail may move up to it. */
+	void (*tail)(void *arg, uint64_t *v, uint64_t *seq);
+	/* The log is full: have old lines written out, and wait a while. */
+	void (*wait)(void *arg);
+	/* Does a dirty line still need a record of the log? */
+	bool (*needed)(void *arg);
+	/* The log failed (once, on its first error): write-back ends. */
+	void (*failed)(void *arg);
+	void *arg;
+};
+
 /* Open or create the log (ring of ring_bytes); reads the records a
- * previous daemon left for replay.  Refuses a log of another array. */
-int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, char *err, size_t errlen);
+ * previous daemon left for replay.  Refuses a log of another array.
+ * ops (copied; NULL: none - the tail is the head, nothing waits). */
+int cachelog_open(struct array *a, const char *path, uint64_t ring_bytes, const struct cachelog_ops *ops,
+		  char *err, size_t errlen);
 bool cachelog_replay_pending(void);
 /* The log of the last run had guard slots (guard.h): its writes into
  * degraded stripes were guarded. */
@@ -37,7 +59,21 @@ bool cachelog_was_there(void);
 uint64_t cachelog_id(void);
 size_t cachelog_replay_records(void);
 uint64_t cachelog_replay_bytes(void);
+/* Replay the records of file rf into it, in order (stripe_write_locked,
+ * stripe_truncate_replayed).  0 or -errno. */
 int cachelog_replay_file(struct rfile *rf);
+/* A record waiting to be replayed, as cachelog_replay_each() gives it. */
+struct cachelog_record {
+	bool truncate;			/* a truncate to off; else a write */
+	uint64_t fid, off;
+	uint32_t len;			/* bytes written at off */
+};
+/* Call fn for each record of file fid waiting to be replayed, in the
+ * log's order, with its bytes (NULL for a truncate); stops at the first
+ * non-zero return and returns it.  -EIO when a record's bytes cannot be
+ * read. */
+int cachelog_replay_each(uint64_t fid, int (*fn)(void *arg, const struct cachelog_record *r, const void *data),
+			 void *arg);
 /* Records of file fid waiting to be replayed? */
 bool cachelog_holds(uint64_t fid);
 /* Everything replayed: the log starts empty. */
@@ -74,7 +110,7 @@ void cachelog_close_clean(void);
 
 /*
  * The log fails: the first error of a record's write, an fdatasync or
- * the header's write ends write-back (cache_log_failed()); no record is
+ * the header's write ends write-back (ops->failed); no record is
  * written or committed after it (they fail with that error).  Once no
  * dirty line needs a record, the log is retired: the members synced, they
  * note that no log holds anything for them, and a later mount drops its
@@ -89,12 +125,5 @@ int cachelog_error(void);	/* the first error (negative), or 0 */
  * record write and fdatasync), or clear. */
 int cachelog_inject(int argc, char **argv, char *err, size_t errlen);
 void cachelog_inject_describe(char *buf, size_t len);
-
-/* From cache.c: the tail the dirty lines need; wait for destage; does a
- * dirty line need a record of the log; the log failed. */
-void cache_log_tail(uint64_t *v, uint64_t *seq);
-void cache_log_wait(void);
-bool cache_log_needed(void);
-void cache_log_failed(void);
 
 #endif
