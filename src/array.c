@@ -61,6 +61,11 @@ void array_redo(struct array *a, const char *path)
 	HOOKS(a, redo, path);
 }
 
+void array_data_rewritten(struct array *a, struct rfile *rf, uint64_t off, uint64_t end)
+{
+	HOOKS(a, data_rewritten, rf, off, end);
+}
+
 static bool open_path_of(struct array *a, uint64_t id, char *buf, size_t len)
 {
 	for (int h = 0; h < a->nhooks; h++)

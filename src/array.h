@@ -126,6 +126,8 @@ enum array_state { ARRAY_OPTIMAL, ARRAY_DEGRADED, ARRAY_FAILED };
  * runs without them.  A NULL function is skipped.  They are called
  * without a->lock held.
  */
+struct rfile;
+
 struct array_hooks {
 	/* a slot's directory or the primary is about to change / has
 	 * changed: open files must not use their descriptors in between */
@@ -148,6 +150,10 @@ struct array_hooks {
 	/* an operation on path (relative to the mount) did not reach the
 	 * member being rebuilt: the rebuild must bring it in line */
 	void (*redo)(const char *path);
+	/* bytes [off, end) of an open file were rewritten on the members
+	 * from another copy (a mirror's regeneration): what a cache holds of
+	 * them clean may differ now */
+	void (*data_rewritten)(struct rfile *rf, uint64_t off, uint64_t end);
 };
 #define ARRAY_MAX_HOOKS 4
 #define ARRAY_RETIRED 8
@@ -167,6 +173,9 @@ struct array {
 					 * record (the monitor; rfile_record_acked_all()) */
 	bool readonly;
 	bool force;		/* mounted with -o force (the offline mount's retries too) */
+	bool marks_wait_sync;	/* the last release of a file syncs the members
+				 * before its dirty-log marks go (set by
+				 * cache_open(): bbu=file, member_sync not never) */
 	bool keep_failed;		/* array_assemble returns 1, not an error,
 					 * for a failed array (mount.c) */
 	pthread_mutex_t lock;
@@ -354,6 +363,7 @@ void array_add_hooks(struct array *a, const struct array_hooks *h);
 /* Tell the layers above through the hooks (any thread, no lock held). */
 void array_abandon_replace(struct array *a);
 void array_redo(struct array *a, const char *path);
+void array_data_rewritten(struct array *a, struct rfile *rf, uint64_t off, uint64_t end);
 
 /* The array refuses changes (too many members lost, or mounted ro). */
 bool array_writable(struct array *a);

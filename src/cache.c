@@ -136,7 +136,6 @@
 #include "array.h"
 #include "cache.h"
 #include "cachelog.h"
-#include "resync.h"
 #include "cachepolicy.h"
 #include "file.h"
 #include "stripe.h"
@@ -2148,6 +2147,9 @@ int cache_open(struct array *a, char *err, size_t errlen)
 {
 	struct cache *c = &cache_one;
 	c->a = a;
+	/* the log forgets a file's records after a member sync: the last
+	 * release of a marked file syncs before its marks go (file.c) */
+	a->marks_wait_sync = cache_opts.bbu == BBU_FILE && member_sync_mode != MSYNC_NEVER;
 	c->pol.configured = cache_opts.wpolicy;
 	c->bbu.state = cache_opts.bbu == BBU_NONE ? BBU_MISSING : BBU_OPTIMAL;
 	shm_name(a, c->mem.shm_path, sizeof(c->mem.shm_path));
@@ -2241,11 +2243,6 @@ void cache_set_offline(bool offline)
 	__atomic_store_n(&c->off.on, offline, __ATOMIC_RELEASE);
 }
 
-bool cache_log_marks_wait(void)
-{
-	return cache_opts.bbu == BBU_FILE && member_sync_mode != MSYNC_NEVER;
-}
-
 void cache_set_offline_reason(const char *why)
 {
 	struct cache *c = &cache_one;
@@ -2285,7 +2282,7 @@ static uint64_t discard_old(struct cache *c)
 	return b;
 }
 
-void cache_monitor(struct array *a)
+void cache_monitor(struct array *a, cache_finish_fn *finish)
 {
 	struct cache *c = &cache_one;
 	if (!cache_offline() || array_state(a) == ARRAY_FAILED)
@@ -2300,7 +2297,7 @@ void cache_monitor(struct array *a)
 		return;
 	}
 	uint64_t b = cache_preserved_bytes();
-	int r = resync_dirty(a, a->force, &count, err, sizeof(err));
+	int r = finish(a, a->force, &count, err, sizeof(err));
 	if (r == 0)
 		r = cache_replay_finish(a, err, sizeof(err));
 	if (r < 0) {
@@ -2642,3 +2639,9 @@ int cache_bbu_ctl(int argc, char **argv, char *buf, size_t len)
 		 cache_wpolicy_name(e));
 	return 0;
 }
+
+/* What the layers below tell the cache (array.h, struct array_hooks;
+ * registered by mount.c). */
+const struct array_hooks cache_hooks = {
+	.data_rewritten = cache_forget_clean,
+};

@@ -125,9 +125,6 @@ void cache_close(void);
  */
 uint64_t cache_preserved_bytes(void);
 void cache_set_offline(bool offline);
-/* Does the dirty-log mark of a closed file wait for a member sync
- * (bbu=file, members synced)?  See rfile_release(). */
-bool cache_log_marks_wait(void);
 /* Does the cache of the last run (not written yet) hold data of file fid? */
 bool cache_preserved_for(uint64_t fid);
 /* The last run's cache survived with its guard slots (guard.h): a file
@@ -141,7 +138,15 @@ bool cache_retired_last_run(void);
 /* what keeps the mount offline (status) */
 void cache_set_offline_reason(const char *why);
 bool cache_offline(void);
-void cache_monitor(struct array *a);
+/* Called every second by the member monitor: an offline mount is finished
+ * when the members can take the preserved cache, by finish (resync.h's
+ * resync_dirty(), handed down so the cache does not call up) and then
+ * cache_replay_finish(). */
+typedef int cache_finish_fn(struct array *a, bool force, int *count, char *err, size_t errlen);
+void cache_monitor(struct array *a, cache_finish_fn *finish);
+
+/* The cache's hooks for the array (array.h), registered by mount.c. */
+extern const struct array_hooks cache_hooks;
 
 /* The data path (rf->rw is taken inside). */
 ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off);

@@ -1261,7 +1261,7 @@ void rfile_hold(struct rfile *rf)
  * moved) keeps the marks for the next release or mount. */
 static bool marks_wait_sync(const struct rfile *rf)
 {
-	return !rf->a->readonly && (rf->marked || rf->cmarked) && cache_log_marks_wait();
+	return !rf->a->readonly && (rf->marked || rf->cmarked) && rf->a->marks_wait_sync;
 }
 
 int rfile_release(struct rfile *rf)

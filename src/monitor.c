@@ -15,6 +15,7 @@
 #include "file.h"
 #include "member.h"
 #include "rebuild.h"
+#include "resync.h"
 #include "util.h"
 
 static pthread_t monitor_thread;
@@ -81,7 +82,7 @@ static void *monitor(void *arg)
 				 due == 1 ? "enough members are back: the stopped rebuild goes on"
 					  : "a rebuild that waited for the one before starts");
 		if (monitor_run)
-			cache_monitor(a);	/* an offline mount comes up when it can */
+			cache_monitor(a, resync_dirty);	/* an offline mount comes up when it can */
 		if (monitor_run && a->tick)
 			a->tick(a);
 		/* a member whose disk went away and is back at its path (same

@@ -76,6 +76,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	bool failed = r == 1;
 	array_add_hooks(a, &rfile_hooks);
 	array_add_hooks(a, &rebuild_hooks);
+	array_add_hooks(a, &cache_hooks);
 	a->readonly = o->readonly;
 	a->force = o->force;
 	char cerr[1024];

@@ -34,7 +34,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "cache.h"
 #include "file.h"
 #include "stripe.h"
 #include "guard.h"
@@ -1589,7 +1588,7 @@ int stripe_resync(struct rfile *rf)
 		for (uint32_t g = 0; g < l->groups && ret == 0; g++)
 			ret = regen_group(rf, s, g, rf->size, false);
 	if (l->red == RED_MIRROR)	/* (the copies now hold the first one's bytes) */
-		cache_forget_clean(rf, 0, UINT64_MAX);
+		array_data_rewritten(rf->a, rf, 0, UINT64_MAX);
 	if (ret == 0)
 		ret = trim_shards(rf, rf->size);
 	return ret;
@@ -1680,7 +1679,7 @@ int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g)
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
 	int r = rf->lay.red == RED_MIRROR ? regen_mirror(rf, s, g) : regen_group(rf, s, g, rf->size, false);
 	if (rf->lay.red == RED_MIRROR)	/* (the vote may have taken another copy than the one cached) */
-		cache_forget_clean(rf, s * sbytes, (s + 1) * sbytes);
+		array_data_rewritten(rf->a, rf, s * sbytes, (s + 1) * sbytes);
 	if (r == 0 && (s + 1) * sbytes >= rf->size)
 		r = trim_shards(rf, rf->size);	/* (the last stripe was written whole) */
 	return r;
