@@ -814,7 +814,7 @@ static int record_size(struct cache *c, struct rfile *rf)
 	/* (how far acknowledged writes reach: the size grows before a
 	 * write is taken, and one not acknowledged yet must not leave the
 	 * file longer after a crash) */
-	return array_absent_count(rf->a) == 0 || !battery_kept(c) ? 0 : rfile_record_acked(rf);
+	return array_absent_count(rf->a) == 0 || !battery_kept(c) ? 0 : stripe_record_acked(rf);
 }
 
 static int destage_file_locked(struct cache *c, struct rfile *rf, uint64_t s0, uint64_t s1, int max, bool *release)
@@ -1873,7 +1873,7 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 	 * failing from then on, it is finished (stripe_truncate_locked()) */
 	bool said = size < rf->size;
 	if (said)
-		r = rfile_record_truncate(rf, size);
+		r = stripe_record_truncate(rf, size);
 	if (r < 0) {
 		pthread_rwlock_unlock(&rf->rw);
 		pin_drop(c, &pin);

@@ -230,7 +230,7 @@ bool rfile_record_acked_all(void)
 		struct rfile *rf = all[i];
 		/* (no wait behind a long write: the next tick) */
 		if (pthread_rwlock_trywrlock(&rf->rw) == 0) {
-			if (rfile_record_acked(rf) < 0)
+			if (stripe_record_acked(rf) < 0)
 				done = false;
 			pthread_rwlock_unlock(&rf->rw);
 		} else {
@@ -426,137 +426,15 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	return 0;
 }
 
-/* The metadata record of rf at `version` with `size` (index: the
- * caller's). */
-static struct file_meta meta_record(struct rfile *rf, uint64_t version, uint32_t flags, uint64_t size)
-{
-	return (struct file_meta){
-		.id = rf->id,
-		.size = size,
-		.version = version,
-		.flags = flags,
-		.level = rf->lay.level,
-		.chunk = rf->lay.chunk,
-		.width = rf->lay.width,
-		.groups = rf->lay.groups,
-		.rotation = rf->lay.rotation,
-	};
-}
-
-/*
- * Give every shard (and the replacement's) the full length the size needs:
- * a write past the end leaves the shards it did not reach short, a hole
- * that reads as zeros.  Extended like this (as a hole again), a shard
- * found shorter later has lost data (rfile_open()).  A damaged shard is
- * left short, so the next open finds it again.  True if all are long
- * enough.
- */
-static bool extend_to(int fd, uint64_t want)
-{
-	struct stat st;
-	return fstat(fd, &st) == 0 && ((uint64_t)st.st_size >= want || ftruncate(fd, (off_t)want) == 0);
-}
-
-static bool extend_shards(struct rfile *rf, uint64_t size)
-{
-	bool all = true;
-	for (uint32_t j = 0; j < rf->a->width; j++)
-		if (rf->fd[j] >= 0 && member_writable(rf->a, j) && !(rf->damaged >> j & 1))
-			all &= extend_to(rf->fd[j], layout_shard_size(&rf->lay, j, size));
-	int sj = shadow_of(rf->a);
-	if (sj >= 0 && rf->fd[SHADOW] >= 0)
-		all &= extend_to(rf->fd[SHADOW], layout_shard_size(&rf->lay, (uint32_t)sj, size));
-	return all;
-}
-
-/* extend: give the shards their lengths first (the caller holds rf->rw
- * exclusively: a write beside it could be cut short by the extension) */
-static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size, bool extend)
-{
-	if (extend && extend_shards(rf, size))
-		flags |= META_F_EXACT;
-	struct file_meta fm = meta_record(rf, ++rf->meta_version, flags, size);
-	int ret = 0;
-	int sj = shadow_of(rf->a);
-	if (sj >= 0 && rf->fd[SHADOW] >= 0) {
-		fm.index = sj;	/* the shadow becomes member sj */
-		int r = member_meta_set(rf->a, SHADOW, rf->fd[SHADOW], &fm);
-		if (r < 0) {
-			log_err("cannot write metadata of file %016" PRIx64 " on the replacement '%s': %s; the "
-				"replacement is given up (the member it was copying keeps serving; start it again "
-				"with 'raidfs replace')", rf->id, rf->a->m[SHADOW].path, strerror(-r));
-			array_abandon_replace(rf->a);
-		}
-	}
-	uint64_t refused = 0;
-	int err[MEMBER_SLOTS] = { 0 };
-	bool took = false;
-	for (uint32_t j = 0; j < rf->a->width; j++) {
-		/* (a damaged shard's too: its damage shows in its length, and a
-		 * stat of the closed file reads the primary's record) */
-		if (rf->fd[j] < 0 || !member_writable(rf->a, j))
-			continue;
-		fm.index = j;
-		err[j] = member_meta_set(rf->a, j, rf->fd[j], &fm);
-		if (err[j] < 0)
-			refused |= 1ull << j;
-		else
-			took |= member_online(rf->a, j);	/* (one being rebuilt is no copy yet) */
-	}
-	/* A member that did not take the record while others did would keep
-	 * an older size and layout beside theirs, which wins once they are
-	 * lost: it is failed, as on a data write (write_failed()); the file,
-	 * in the dirty log now, is noted as missed by it for its re-add. */
-	if (refused) {
-		char what[64];
-		snprintf(what, sizeof(what), "the metadata record of file %016" PRIx64, rf->id);
-		ret = array_judge_refusals(rf->a, refused, err, took, what);
-	}
-	if (ret == 0) {
-		rf->size_recorded = size;
-		/* (cleared, then the size looked at again: a write that grew
-		 * the file meanwhile sets it after its size, or is seen here) */
-		__atomic_store_n(&rf->meta_stale, false, __ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&rf->size, __ATOMIC_SEQ_CST) != size)
-			__atomic_store_n(&rf->meta_stale, true, __ATOMIC_SEQ_CST);
-	}
-	rf->meta_agree = ret == 0 && !refused && !(flags & META_F_DIRTY);
-	rf->meta_flags = flags;
-	return ret;
-}
-
-int rfile_write_meta(struct rfile *rf, uint32_t flags)
-{
-	return write_meta(rf, flags, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE), true);
-}
-
-int rfile_record_truncate(struct rfile *rf, uint64_t size)
-{
-	return write_meta(rf, META_F_TRUNC, size, false);
-}
-
-int rfile_record_acked(struct rfile *rf)
-{
-	/* (one at a time: destage threads hold rf->rw shared) */
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	int ret = 0;
-	pthread_mutex_lock(&lock);
-	uint64_t acked = rfile_acked(rf);
-	if (acked > rf->size_recorded)
-		ret = write_meta(rf, 0, acked, false);
-	pthread_mutex_unlock(&lock);
-	return ret;
-}
-
 int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)
 {
 	pthread_mutex_lock(&table_lock);
 	bool alone = rf->refs == 1;
 	pthread_mutex_unlock(&table_lock);
 	if (!alone || !rf->meta_agree || rf->meta_stale || rf->marked || rf->cmarked)
-		return rfile_write_meta(rf, 0);
+		return stripe_write_meta(rf, 0);
 	int sj = j == SHADOW ? shadow_of(rf->a) : (int)j;
-	struct file_meta fm = meta_record(rf, rf->meta_version, rf->meta_flags, rf->size_recorded);	/* (the shard has its length) */
+	struct file_meta fm = stripe_meta_record(rf, rf->meta_version, rf->meta_flags, rf->size_recorded);	/* (the shard has its length) */
 	fm.index = (uint32_t)sj;
 	int r = sj >= 0 ? member_meta_set(rf->a, j, rf->fd[j], &fm) : -EINVAL;
 	if (r < 0)
@@ -731,7 +609,7 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 		return;	/* (damaged shards are only read around) */
 	pthread_rwlock_wrlock(&rf->rw);
 	/* (the best record over every shard: a damaged shard's own lags,
-	 * rfile_write_meta() skips it) */
+	 * stripe_write_meta() skips it) */
 	if (rfile_best_meta(a, rf->fd, &now, &nvalid) == 0 && now.version != rf->meta_version) {
 		rf->damaged = 0;
 		resync = false;
@@ -920,7 +798,7 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 		}
 		/* (a crash before the record is written leaves a whole shard
 		 * without one: the next close repairs that) */
-		if (r == 0 && rfile_write_meta(rf, 0) < 0)
+		if (r == 0 && stripe_write_meta(rf, 0) < 0)
 			rf->meta_stale = true;
 		pthread_rwlock_unlock(&rf->rw);
 		nslock_unlock(&a->ns_lock);
@@ -955,7 +833,7 @@ static void resync_left(struct rfile *rf, const char *relpath)
 		if (r == 0)
 			r = stripe_resync(rf);
 		if (r == 0)
-			r = rfile_write_meta(rf, 0);
+			r = stripe_write_meta(rf, 0);
 		if (r == 0) {
 			array_left_dirty_done(a, rf->id);
 			log_warn("file '%s': resynced now (the mount's resync of it failed: it was left in the dirty log)",
@@ -1218,7 +1096,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	ret = array_mark_dirty(a, fm.id, fds, relpath);
 	if (ret == 0) {
 		rf->marked = true;
-		ret = rfile_write_meta(rf, 0);
+		ret = stripe_write_meta(rf, 0);
 	}
 	if (ret == 0)
 		fremovexattr(fds[p], CREATING_XATTR);	/* every shard exists */
@@ -1290,7 +1168,7 @@ int rfile_release(struct rfile *rf)
 	array_defer_failures(rf->a, true);
 	/* (a read-only mount writes nothing, not even a repaired record) */
 	if (!rf->a->readonly && (rf->meta_stale || rf->marked || rf->cmarked)) {
-		ret = rfile_write_meta(rf, 0);
+		ret = stripe_write_meta(rf, 0);
 		/* Written to during the sync, through references all gone now
 		 * (their releases, not the last, left the marks to this one):
 		 * nothing can write to it any more, so one more sync covers

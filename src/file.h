@@ -203,20 +203,7 @@ void rfile_copy_xattrs(int from, int to, bool created);
  */
 int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool (*go_on)(uint64_t bytes));
 
-/* Write the metadata (size, flags) to every present shard. */
-int rfile_write_meta(struct rfile *rf, uint32_t flags);
-
-/* A truncate to `size` is about to cut the file (META_F_TRUNC): recorded
- * before any shard changes, so that a crash in the middle ends with the
- * file truncated (the mount finishes it), not half cut.  rf->rw held
- * exclusively; 0 or -errno. */
-int rfile_record_truncate(struct rfile *rf, uint64_t size);
-
-/* Record how far acknowledged writes reach (rfile_acked()) when the
- * metadata is short of it; 0 or -errno.  rf->rw held (shared: the
- * shards are not touched). */
-int rfile_record_acked(struct rfile *rf);
-/* The same for every open file (a member failed: the shards' lengths may
+/* stripe_record_acked() for every open file (a member failed: the shards' lengths may
  * not show a tail only it held).  False when some file was busy (or its
  * record failed): call again later. */
 bool rfile_record_acked_all(void);
@@ -240,7 +227,7 @@ static inline uint64_t rfile_acked(const struct rfile *rf)
 /* After a rebuild wrote shard j (SHADOW: the replacement) of a file nobody
  * else has open and whose other shards all hold the current record: that
  * same record onto shard j alone (the others need no write, and no new
- * version is needed); otherwise rfile_write_meta(rf, 0).  Caller holds
+ * version is needed); otherwise stripe_write_meta(rf, 0).  Caller holds
  * rf->rw exclusively. */
 int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j);
 

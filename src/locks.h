@@ -39,7 +39,7 @@
  *   rf->rw    -> a->lock      a member write error under a write
  *                             (write_failed() -> array_fail_member())
  *   rf->rw    -> G.lock       guard_absent() in write_group(), destage_range()
- *   rf->rw    -> record_lock  rfile_record_acked() (destage, monitor)
+ *   rf->rw    -> record_lock  stripe_record_acked() (destage, monitor)
  *   rf->log_order -> C.lock   put_range() under write_back(); lock_for_truncate()
  *   rf->log_order -> tail_lock  a full log in put() moves its tail (set_tail())
  *   rf->log_order -> L.lock   cachelog_put_writev() from record_part()
@@ -204,7 +204,7 @@
  *                           one at a time.
  *   note_lock (the static `lock` in log_noted(), cache.c)  the note of
  *                           the cache log on the members, made once.
- *   record_lock (the static `lock` in rfile_record_acked(), file.c)
+ *   record_lock (the static `lock` in stripe_record_acked(), file.c)
  *                           one size record at a time (destage threads
  *                           hold rf->rw shared).
  *   pair lock (pair.c)      the helper thread's job; conditions go, done.

@@ -134,7 +134,7 @@ static int resync_shards(struct array *a, const char *entry, int *fds, bool cach
 			log_warn("dirty file %s: a truncate to %" PRIu64 " bytes was cut short by the crash: finished now",
 				 entry, fm.size);
 		if (ret == 0)
-			ret = rfile_write_meta(&rf, 0);
+			ret = stripe_write_meta(&rf, 0);
 		pthread_rwlock_destroy(&rf.rw);
 		for (uint32_t j = 0; ret == 0 && created && j < a->width; j++)
 			if (fds[j] >= 0)

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,131 @@ static uint8_t *scratch_extra(size_t len)
 	}
 	return buf;
 }
+
+/* ------------------------------------------------------ the metadata record */
+
+/* The metadata record of rf at `version` with `size` (index: the
+ * caller's). */
+struct file_meta stripe_meta_record(struct rfile *rf, uint64_t version, uint32_t flags, uint64_t size)
+{
+	return (struct file_meta){
+		.id = rf->id,
+		.size = size,
+		.version = version,
+		.flags = flags,
+		.level = rf->lay.level,
+		.chunk = rf->lay.chunk,
+		.width = rf->lay.width,
+		.groups = rf->lay.groups,
+		.rotation = rf->lay.rotation,
+	};
+}
+
+/*
+ * Give every shard (and the replacement's) the full length the size needs:
+ * a write past the end leaves the shards it did not reach short, a hole
+ * that reads as zeros.  Extended like this (as a hole again), a shard
+ * found shorter later has lost data (rfile_open()).  A damaged shard is
+ * left short, so the next open finds it again.  True if all are long
+ * enough.
+ */
+static bool extend_to(int fd, uint64_t want)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && ((uint64_t)st.st_size >= want || ftruncate(fd, (off_t)want) == 0);
+}
+
+static bool extend_shards(struct rfile *rf, uint64_t size)
+{
+	bool all = true;
+	for (uint32_t j = 0; j < rf->a->width; j++)
+		if (rf->fd[j] >= 0 && member_writable(rf->a, j) && !(rf->damaged >> j & 1))
+			all &= extend_to(rf->fd[j], layout_shard_size(&rf->lay, j, size));
+	int sj = shadow_of(rf->a);
+	if (sj >= 0 && rf->fd[SHADOW] >= 0)
+		all &= extend_to(rf->fd[SHADOW], layout_shard_size(&rf->lay, (uint32_t)sj, size));
+	return all;
+}
+
+/* extend: give the shards their lengths first (the caller holds rf->rw
+ * exclusively: a write beside it could be cut short by the extension) */
+static int write_meta(struct rfile *rf, uint32_t flags, uint64_t size, bool extend)
+{
+	if (extend && extend_shards(rf, size))
+		flags |= META_F_EXACT;
+	struct file_meta fm = stripe_meta_record(rf, ++rf->meta_version, flags, size);
+	int ret = 0;
+	int sj = shadow_of(rf->a);
+	if (sj >= 0 && rf->fd[SHADOW] >= 0) {
+		fm.index = sj;	/* the shadow becomes member sj */
+		int r = member_meta_set(rf->a, SHADOW, rf->fd[SHADOW], &fm);
+		if (r < 0) {
+			log_err("cannot write metadata of file %016" PRIx64 " on the replacement '%s': %s; the "
+				"replacement is given up (the member it was copying keeps serving; start it again "
+				"with 'raidfs replace')", rf->id, rf->a->m[SHADOW].path, strerror(-r));
+			array_abandon_replace(rf->a);
+		}
+	}
+	uint64_t refused = 0;
+	int err[MEMBER_SLOTS] = { 0 };
+	bool took = false;
+	for (uint32_t j = 0; j < rf->a->width; j++) {
+		/* (a damaged shard's too: its damage shows in its length, and a
+		 * stat of the closed file reads the primary's record) */
+		if (rf->fd[j] < 0 || !member_writable(rf->a, j))
+			continue;
+		fm.index = j;
+		err[j] = member_meta_set(rf->a, j, rf->fd[j], &fm);
+		if (err[j] < 0)
+			refused |= 1ull << j;
+		else
+			took |= member_online(rf->a, j);	/* (one being rebuilt is no copy yet) */
+	}
+	/* A member that did not take the record while others did would keep
+	 * an older size and layout beside theirs, which wins once they are
+	 * lost: it is failed, as on a data write (write_failed()); the file,
+	 * in the dirty log now, is noted as missed by it for its re-add. */
+	if (refused) {
+		char what[64];
+		snprintf(what, sizeof(what), "the metadata record of file %016" PRIx64, rf->id);
+		ret = array_judge_refusals(rf->a, refused, err, took, what);
+	}
+	if (ret == 0) {
+		rf->size_recorded = size;
+		/* (cleared, then the size looked at again: a write that grew
+		 * the file meanwhile sets it after its size, or is seen here) */
+		__atomic_store_n(&rf->meta_stale, false, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&rf->size, __ATOMIC_SEQ_CST) != size)
+			__atomic_store_n(&rf->meta_stale, true, __ATOMIC_SEQ_CST);
+	}
+	rf->meta_agree = ret == 0 && !refused && !(flags & META_F_DIRTY);
+	rf->meta_flags = flags;
+	return ret;
+}
+
+int stripe_write_meta(struct rfile *rf, uint32_t flags)
+{
+	return write_meta(rf, flags, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE), true);
+}
+
+int stripe_record_truncate(struct rfile *rf, uint64_t size)
+{
+	return write_meta(rf, META_F_TRUNC, size, false);
+}
+
+int stripe_record_acked(struct rfile *rf)
+{
+	/* (one at a time: destage threads hold rf->rw shared) */
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	int ret = 0;
+	pthread_mutex_lock(&lock);
+	uint64_t acked = rfile_acked(rf);
+	if (acked > rf->size_recorded)
+		ret = write_meta(rf, 0, acked, false);
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
 
 /* ------------------------------------------------------------ member I/O */
 
@@ -1481,7 +1607,7 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size, bool said)
 	 * mount (a size found from shards cut in part would keep some old
 	 * bytes and zeros in place of others) */
 	if (ret == 0 && !said && size < rf->size) {
-		ret = rfile_record_truncate(rf, size);
+		ret = stripe_record_truncate(rf, size);
 		said = ret == 0;
 	}
 	int gs = -1;
@@ -1506,7 +1632,7 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size, bool said)
 		/* cut shards lost their allocation; grown ones are holes */
 		if (rf->reserved > size)
 			__atomic_store_n(&rf->reserved, size, __ATOMIC_RELEASE);
-		ret = rfile_write_meta(rf, 0);
+		ret = stripe_write_meta(rf, 0);
 	} else if (said) {
 		/* failed after it said it began: the next mount finishes it
 		 * (and the log may hold its record), so the file is as short
@@ -1543,7 +1669,7 @@ int stripe_fsync(struct rfile *rf, bool datasync)
 	int ret = 0;
 	pthread_rwlock_wrlock(&rf->rw);
 	if (rf->meta_stale)
-		ret = rfile_write_meta(rf, 0);
+		ret = stripe_write_meta(rf, 0);
 	for (uint32_t j = 0; j < rf->a->width && ret == 0; j++) {
 		if (!writable(rf, j) || member_sync_mode == MSYNC_NEVER)
 			continue;

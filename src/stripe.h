@@ -52,6 +52,23 @@
 
 #include "file.h"
 
+/* The metadata record of rf at `version` with `size` (the index is the
+ * caller's to set). */
+struct file_meta stripe_meta_record(struct rfile *rf, uint64_t version, uint32_t flags, uint64_t size);
+/* Write the metadata (size, flags) to every present shard. */
+int stripe_write_meta(struct rfile *rf, uint32_t flags);
+
+/* A truncate to `size` is about to cut the file (META_F_TRUNC): recorded
+ * before any shard changes, so that a crash in the middle ends with the
+ * file truncated (the mount finishes it), not half cut.  rf->rw held
+ * exclusively; 0 or -errno. */
+int stripe_record_truncate(struct rfile *rf, uint64_t size);
+
+/* Record how far acknowledged writes reach (rfile_acked()) when the
+ * metadata is short of it; 0 or -errno.  rf->rw held (shared: the
+ * shards are not touched). */
+int stripe_record_acked(struct rfile *rf);
+
 /* Callers hold no lock; these take rf->rw. */
 ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
 ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off);
@@ -75,7 +92,7 @@ ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint6
  * of groups, or -errno. */
 int stripe_regen_at(struct rfile *rf, const uint64_t *off, int n);
 /* rf->rw held exclusively.  said: the caller wrote the shrink's "began"
- * record (rfile_record_truncate()) already (the cache does, before it
+ * record (stripe_record_truncate()) already (the cache does, before it
  * drops the lines past the new end); else it is written here. */
 int stripe_truncate_locked(struct rfile *rf, uint64_t size, bool said);
 /* A truncate's record replayed from the cache's log: the same, and the
