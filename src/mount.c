@@ -31,28 +31,36 @@
 
 static struct array the_array;
 
-int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
+/* Say why the mount cannot go on, on stderr and in the log. */
+static int refuse(const struct mount_opts *o, const char *err)
 {
-	char *paths[LAYOUT_MAX_WIDTH + 1];
-	int n = 0;
-	char err[2048];
-	struct array *a = &the_array;
+	fprintf(stderr, "raidfs: cannot mount: %s\n", err);
+	if (o->log)
+		log_err("cannot mount: %s", err);
+	return 1;
+}
 
+/* The members' paths from DIR[:DIR...] (members modified), and the
+ * process set up to serve them: log, descriptor limit, ISA-L probe.
+ * Returns the number of paths, or 0 with the reason printed. */
+static int prepare(char *members, char **paths, const struct mount_opts *o)
+{
+	int n = 0;
 	for (char *save = NULL, *p = strtok_r(members, ":", &save); p;
 	     p = strtok_r(NULL, ":", &save)) {
 		if (n == LAYOUT_MAX_WIDTH + 1) {
 			fprintf(stderr, "raidfs: too many members: at most %d are supported\n", LAYOUT_MAX_WIDTH);
-			return 1;
+			return 0;
 		}
 		paths[n++] = p;
 	}
 	if (n == 0) {
 		fprintf(stderr, "raidfs: no member directories given (DIR[:DIR...])\n");
-		return 1;
+		return 0;
 	}
 	if (o->log && log_open(o->log) < 0) {
 		fprintf(stderr, "raidfs: cannot open log file '%s': %s\n", o->log, strerror(errno));
-		return 1;
+		return 0;
 	}
 	/* each open file takes a descriptor per member: the usual soft limit
 	 * (1,024) allows about 120 open files over 8 members; the hard limit
@@ -64,38 +72,31 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	}
 	/* before any thread: it forks (see isal-glue/parity.c) */
 	parity_probe_unaligned();
-	a->keep_failed = true;
-	ctl_canonical(mountpoint, a->mountpoint, sizeof(a->mountpoint));	/* (messages) */
-	int r = array_assemble(a, paths, n, o->allow_degraded, err, sizeof(err));
-	if (r < 0) {
-		fprintf(stderr, "raidfs: cannot mount: %s\n", err);
-		if (o->log)
-			log_err("cannot mount: %s", err);
-		return 1;
-	}
-	bool failed = r == 1;
-	array_add_hooks(a, &rfile_hooks);
-	array_add_hooks(a, &rebuild_hooks);
-	array_add_hooks(a, &cache_hooks);
-	a->readonly = o->readonly;
-	a->force = o->force;
+	return n;
+}
+
+/*
+ * Before anything is served: the cache of the last run replayed and the
+ * files of the dirty-file log resynced (resync.h).  *offline is set when
+ * the mount must come up offline: the array cannot run (assembled != 0)
+ * but a preserved cache holds acknowledged writes, or the members cannot
+ * take them yet.  0, or 1 with the reason printed (the array closed).
+ */
+static int repair(struct array *a, const char *mountpoint, const struct mount_opts *o, int assembled,
+		  char *err, size_t errlen, bool *offline)
+{
 	char cerr[1024];
+	int count = 0, r = 0;
+	*offline = assembled == 1;
 	if (cache_open(a, cerr, sizeof(cerr)) < 0) {
-		fprintf(stderr, "raidfs: cannot mount: %s\n", cerr);
-		if (o->log)
-			log_err("cannot mount: %s", cerr);
 		array_close(a);
-		return 1;
+		return refuse(o, cerr);
 	}
-	if (failed && !cache_preserved_bytes()) {
-		fprintf(stderr, "raidfs: cannot mount: %s\n", err);
-		if (o->log)
-			log_err("cannot mount: %s", err);
-		array_close(a);
-		return 1;
+	if (*offline && !cache_preserved_bytes()) {
+		array_close(a);	/* (too many members missing, nothing preserved) */
+		return refuse(o, err);
 	}
-	int count = 0;
-	if (failed) {
+	if (*offline) {
 		/* A preserved cache: acknowledged writes that the members
 		 * cannot take now.  Mounted offline (nothing is served) so that
 		 * 'raidfs status' can say so and the data waits for the
@@ -107,35 +108,36 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 			(unsigned long long)cache_preserved_bytes(), mountpoint);
 		cache_set_offline(true);
 		cache_set_offline_reason(err);
-		r = 0;
-	} else {
-		r = resync_dirty(a, o->force, &count, err, sizeof(err));
-		if (r == -EAGAIN) {
-			/* the members cannot take the preserved cache (yet):
-			 * offline as above, until they can */
-			fprintf(stderr, "raidfs: warning: %s\n", err);
-			fprintf(stderr, "raidfs: warning: mounted OFFLINE, nothing is served until the preserved cache is written; see 'raidfs status %s'\n",
-				mountpoint);
-			cache_set_offline(true);
-			cache_set_offline_reason(err);
-			failed = true;
-			r = 0;
-		} else if (r == 0) {
-			r = cache_replay_finish(a, err, sizeof(err));
-		}
+		return 0;
 	}
+	r = resync_dirty(a, o->force, &count, err, errlen);
+	if (r == -EAGAIN) {
+		/* the members cannot take the preserved cache (yet):
+		 * offline as above, until they can */
+		fprintf(stderr, "raidfs: warning: %s\n", err);
+		fprintf(stderr, "raidfs: warning: mounted OFFLINE, nothing is served until the preserved cache is written; see 'raidfs status %s'\n",
+			mountpoint);
+		cache_set_offline(true);
+		cache_set_offline_reason(err);
+		*offline = true;
+		return 0;
+	}
+	if (r == 0)
+		r = cache_replay_finish(a, err, errlen);
 	if (r < 0) {
-		fprintf(stderr, "raidfs: cannot mount: %s\n", err);
-		if (o->log)
-			log_err("cannot mount: %s", err);
 		array_close(a);
-		return 1;
+		return refuse(o, err);
 	}
 	if (count)
 		fprintf(stderr, "raidfs: resynced %d file%s left dirty by an unclean shutdown\n",
 			count, count == 1 ? "" : "s");
-	rfile_table_init();
+	return 0;
+}
 
+/* The FUSE mount of array a on mountpoint, not served yet: NULL with the
+ * reason printed. */
+static struct fuse *fuse_up(struct array *a, const char *mountpoint, const struct mount_opts *o)
+{
 	char fsname[SB_NAME_MAX + 16];
 	snprintf(fsname, sizeof(fsname), "fsname=raidfs:%.63s", a->sb.name);
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
@@ -155,13 +157,73 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	struct fuse *f = fuse_new(&args, fsops_get(a), sizeof(struct fuse_operations), a);
 	if (!f) {
 		fprintf(stderr, "raidfs: cannot start FUSE (bad option in '%s'?)\n", o->fuse_opts);
-		array_close(a);
-		return 1;
+		return NULL;
 	}
 	if (fuse_mount(f, mountpoint) != 0) {
 		fprintf(stderr, "raidfs: cannot mount on '%s' (does it exist, and is it not already mounted?)\n",
 			mountpoint);
 		fuse_destroy(f);
+		return NULL;
+	}
+	return f;
+}
+
+/* Serve requests until the unmount, with the services running; then stop
+ * them in order.  The result of fuse_loop_mt(). */
+static int serve(struct array *a, struct fuse *f, bool offline)
+{
+	fuse_set_signal_handlers(fuse_get_session(f));
+	if (!offline && cache_start() < 0)
+		log_warn("array '%s' runs without a cache", a->sb.name);
+	ctl_start();
+	rebuild_resume(a);
+	event_start(a);
+	monitor_start(a);
+	if (array_state(a) == ARRAY_DEGRADED)
+		event_post(a, "DegradedArray", -1);
+	struct fuse_loop_config *lc = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(lc, 0);
+	fuse_loop_cfg_set_max_threads(lc, 16);
+	fuse_loop_cfg_set_idle_threads(lc, 8);
+	int r = fuse_loop_mt(f, lc);
+	fuse_loop_cfg_destroy(lc);
+	scrub_stop();	/* (before the cache's last destage, which it would slow) */
+	cache_close();
+	/* nothing may start a rebuild after rebuild_stop(): the monitor and
+	 * the control socket go first */
+	monitor_stop();
+	ctl_stop();
+	rebuild_stop();
+	fuse_remove_signal_handlers(fuse_get_session(f));
+	return r;
+}
+
+int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
+{
+	char *paths[LAYOUT_MAX_WIDTH + 1];
+	char err[2048];
+	struct array *a = &the_array;
+	bool offline;
+
+	int n = prepare(members, paths, o);
+	if (n == 0)
+		return 1;
+	a->keep_failed = true;
+	ctl_canonical(mountpoint, a->mountpoint, sizeof(a->mountpoint));	/* (messages) */
+	int r = array_assemble(a, paths, n, o->allow_degraded, err, sizeof(err));
+	if (r < 0)
+		return refuse(o, err);
+	array_add_hooks(a, &rfile_hooks);
+	array_add_hooks(a, &rebuild_hooks);
+	array_add_hooks(a, &cache_hooks);
+	a->readonly = o->readonly;
+	a->force = o->force;
+	if (repair(a, mountpoint, o, r, err, sizeof(err), &offline))
+		return 1;
+	rfile_table_init();
+
+	struct fuse *f = fuse_up(a, mountpoint, o);
+	if (!f) {
 		array_close(a);
 		return 1;
 	}
@@ -174,29 +236,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 		fuse_destroy(f);
 		return 1;
 	}
-	fuse_set_signal_handlers(fuse_get_session(f));
-	if (!failed && cache_start() < 0)
-		log_warn("array '%s' runs without a cache", a->sb.name);
-	ctl_start();
-	rebuild_resume(a);
-	event_start(a);
-	monitor_start(a);
-	if (array_state(a) == ARRAY_DEGRADED)
-		event_post(a, "DegradedArray", -1);
-	struct fuse_loop_config *lc = fuse_loop_cfg_create();
-	fuse_loop_cfg_set_clone_fd(lc, 0);
-	fuse_loop_cfg_set_max_threads(lc, 16);
-	fuse_loop_cfg_set_idle_threads(lc, 8);
-	r = fuse_loop_mt(f, lc);
-	fuse_loop_cfg_destroy(lc);
-	scrub_stop();	/* (before the cache's last destage, which it would slow) */
-	cache_close();
-	/* nothing may start a rebuild after rebuild_stop(): the monitor and
-	 * the control socket go first */
-	monitor_stop();
-	ctl_stop();
-	rebuild_stop();
-	fuse_remove_signal_handlers(fuse_get_session(f));
+	r = serve(a, f, offline);
 	fuse_unmount(f);
 	fuse_destroy(f);
 	array_close(a);

@@ -193,13 +193,17 @@ out:
 	return ret;
 }
 
-int resync_dirty(struct array *a, bool force, int *count, char *err,
-		       size_t errlen)
+/* A dirty-log name of a file only the cache changed ("<id>.c"). */
+static bool cache_mark(const char *name)
 {
-	*count = 0;
-	/* Union of the dirty entries over the present members. */
-	char **names = NULL;
-	size_t nnames = 0, cap = 0;
+	return strlen(name) > 16 && !strcmp(name + 16, CACHED_SUFFIX);
+}
+
+/* The union of the dirty-log names over the members online, each once.
+ * 0, or -ENOMEM (what was read is in *names all the same). */
+static int collect_names(struct array *a, char ***names, size_t *nnames)
+{
+	size_t cap = 0;
 	bool oom = false;
 	for (uint32_t j = 0; j < a->width && !oom; j++) {
 		if (!member_online(a, j))
@@ -212,23 +216,28 @@ int resync_dirty(struct array *a, bool force, int *count, char *err,
 			if (e->d_name[0] == '.')
 				continue;
 			bool seen = false;
-			for (size_t i = 0; i < nnames && !seen; i++)
-				seen = !strcmp(names[i], e->d_name);
+			for (size_t i = 0; i < *nnames && !seen; i++)
+				seen = !strcmp((*names)[i], e->d_name);
 			if (seen)
 				continue;
-			if (!util_names_add(&names, &nnames, &cap, e->d_name)) {
+			if (!util_names_add(names, nnames, &cap, e->d_name)) {
 				oom = true;
 				break;
 			}
 		}
 		closedir(d);
 	}
-	int ret = 0;
-	if (oom) {
-		snprintf(err, errlen, "out of memory reading the marks of files left dirty");
-		ret = -ENOMEM;
-		goto out;
-	}
+	return oom ? -ENOMEM : 0;
+}
+
+/* A dirty array that is also degraded: the parity of the files being
+ * written cannot be trusted to rebuild the missing members (md refuses a
+ * dirty degraded array so).  0 to go on (nothing in doubt, or forced: the
+ * absent members are recorded as out of date), or -EUCLEAN / -errno with
+ * err set. */
+static int judge_degraded(struct array *a, char **names, size_t nnames, bool force, char *err, size_t errlen)
+{
+	int ret;
 	int lost = 0;
 	for (uint32_t j = 0; j < a->width; j++)
 		lost += !member_writable(a, j);	/* a rebuilding member is verified anyway */
@@ -244,15 +253,14 @@ int resync_dirty(struct array *a, bool force, int *count, char *err,
 			guarded = false;
 	size_t doubt = 0;
 	for (size_t i = 0; i < nnames; i++) {
-		bool co = strlen(names[i]) > 16 && !strcmp(names[i] + 16, CACHED_SUFFIX);
+		bool co = cache_mark(names[i]);
 		if (!co || !guarded)
 			doubt++;	/* (a file with both marks: its plain one) */
 	}
 	if (doubt && lost && !force) {
 		snprintf(err, errlen, "array '%s' is both dirty (%zu file%s were being written when it stopped) and degraded: parity of those files cannot be trusted to rebuild the missing members; return the missing members, or mount with -o force to accept possible damage to those files",
 		     a->sb.name, doubt, doubt == 1 ? "" : "s");
-		ret = -EUCLEAN;
-		goto out;
+		return -EUCLEAN;
 	}
 	if (doubt && lost) {
 		/* forced: the resync changes files without the absent members,
@@ -260,19 +268,31 @@ int resync_dirty(struct array *a, bool force, int *count, char *err,
 		ret = array_note_write(a);
 		if (ret < 0) {
 			snprintf(err, errlen, "cannot record the absent members in the superblocks: %s", strerror(-ret));
-			goto out;
+			return ret;
 		}
 		log_warn("array '%s': resyncing %zu dirty file%s without the absent members (forced); they are out of date now",
 			 a->sb.name, nnames, nnames == 1 ? "" : "s");
 	}
-	/* names first: the files' resync finds them by name */
-	if (array_writable(a))
-		nsintent_recover(a);
-	int cache_only = 0, lost_cache = 0, unreplayed = 0, done = 0;
-	char first[128] = "";
+	return 0;
+}
+
+/* What the resync of the dirty files came to. */
+struct outcome {
+	int done;		/* resynced, their marks cleared */
+	int cache_only;		/* of them, made consistent by the replay alone */
+	int lost_cache;		/* changed only through a cache not found */
+	int unreplayed;		/* whose preserved writes the members cannot take */
+	char first[128];	/* the first of those, and why */
+};
+
+/* Resync each file the names give (*count: how many were tried), then
+ * clear the marks of those done once what was written is durable. */
+static void resync_each(struct array *a, char **names, size_t nnames, int *count, struct outcome *o)
+{
+	int done = 0;
 	uint64_t *ids = calloc(nnames ? nnames : 1, sizeof(*ids));	/* resynced */
 	for (size_t i = 0; i < nnames; i++) {
-		bool complete, unrep = false, co = strlen(names[i]) > 16 && !strcmp(names[i] + 16, CACHED_SUFFIX);
+		bool complete, unrep = false, co = cache_mark(names[i]);
 		if (co) {
 			/* also marked for a resync: that one replays too */
 			bool both = false;
@@ -282,12 +302,12 @@ int resync_dirty(struct array *a, bool force, int *count, char *err,
 				continue;
 		}
 		int r = resync_one(a, names[i], co, &complete, &unrep);
-		if (unrep && !unreplayed++)
-			snprintf(first, sizeof(first), "%.16s: %s", names[i], strerror(-r));
+		if (unrep && !o->unreplayed++)
+			snprintf(o->first, sizeof(o->first), "%.16s: %s", names[i], strerror(-r));
 		if (complete && ids) {
 			ids[done++] = strtoull(names[i], NULL, 16);
-			cache_only += co && cache_found_last_run();
-			lost_cache += co && !cache_found_last_run();
+			o->cache_only += co && cache_found_last_run();
+			o->lost_cache += co && !cache_found_last_run();
 		} else {
 			array_left_dirty_add(a, strtoull(names[i], NULL, 16));
 		}
@@ -305,27 +325,52 @@ int resync_dirty(struct array *a, bool force, int *count, char *err,
 		array_clear_dirty(a, ids[i]);
 	}
 	free(ids);
-	if (done)
+	o->done = done;
+}
+
+/* Say what the resync did. */
+static void log_outcome(struct array *a, const struct outcome *o)
+{
+	if (o->done)
 		log_info("array '%s': resynced %d file%s left dirty by an unclean shutdown",
-			 a->sb.name, done, done == 1 ? "" : "s");
-	if (cache_only)
+			 a->sb.name, o->done, o->done == 1 ? "" : "s");
+	if (o->cache_only)
 		log_info("array '%s': %d of them changed only through the cache: its replay made them consistent, no parity resync (the cache's log or arena closes the write hole)",
-			 a->sb.name, cache_only);
-	if (lost_cache && cache_retired_last_run())
+			 a->sb.name, o->cache_only);
+	if (o->lost_cache && cache_retired_last_run())
 		log_info("array '%s': the cache log of the last run failed and was retired once the members held all it had: %d file%s changed through it got a parity resync; nothing was lost",
-			 a->sb.name, lost_cache, lost_cache == 1 ? "" : "s");
-	else if (lost_cache)
+			 a->sb.name, o->lost_cache, o->lost_cache == 1 ? "" : "s");
+	else if (o->lost_cache)
 		log_warn("array '%s': the cache of the last run was not found (%s): %d file%s it alone changed got a parity resync; the writes it held are lost",
 			 a->sb.name, cache_opts.bbu == BBU_SHM ? "a bbu=shm cache does not outlive a reboot" : "its log is new",
-			 lost_cache, lost_cache == 1 ? "" : "s");
-	if (unreplayed) {
+			 o->lost_cache, o->lost_cache == 1 ? "" : "s");
+}
+
+int resync_dirty(struct array *a, bool force, int *count, char *err, size_t errlen)
+{
+	char **names = NULL;
+	size_t nnames = 0;
+	struct outcome o = { 0 };
+	*count = 0;
+	int ret = collect_names(a, &names, &nnames);
+	if (ret < 0)
+		snprintf(err, errlen, "out of memory reading the marks of files left dirty");
+	else
+		ret = judge_degraded(a, names, nnames, force, err, errlen);
+	if (ret == 0) {
+		/* names first: the files' resync finds them by name */
+		if (array_writable(a))
+			nsintent_recover(a);
+		resync_each(a, names, nnames, count, &o);
+		log_outcome(a, &o);
+	}
+	if (ret == 0 && o.unreplayed) {
 		/* acknowledged writes the members cannot take now: kept (the
 		 * caller does not drop the preserved cache), tried again */
 		snprintf(err, errlen, "the cache of the last run holds writes to %d file%s that the members cannot take now (file id %s); the preserved cache is kept and written once they can: make room on the members, or return the failing ones",
-		     unreplayed, unreplayed == 1 ? "" : "s", first);
+			 o.unreplayed, o.unreplayed == 1 ? "" : "s", o.first);
 		ret = -EAGAIN;
 	}
-out:
 	for (size_t i = 0; i < nnames; i++)
 		free(names[i]);
 	free(names);
