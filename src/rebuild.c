@@ -23,6 +23,7 @@
 #include "meta.h"
 #include "pair.h"
 #include "parity.h"
+#include "recon.h"
 #include "util.h"
 
 static pthread_mutex_t rb_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -193,11 +194,11 @@ static bool throttle(uint64_t bytes)
  * A file is rebuilt window by window: up to WINDOW_BYTES of the shard of
  * member lj (window_stripes()) under the file's write lock.
  *
- *   1. what is needed: per stripe, for a data chunk the other data chunks
- *      and P (P is the XOR of the data in every parity code, parity.h);
- *      for a parity chunk the data chunks; with another member of the
- *      group absent too, everything that is there; a replace in place
- *      copies lj's own chunk, a mirror one other copy;
+ *   1. what is needed: per stripe, what the planner says (recon.h): for
+ *      a data chunk the other data chunks and P, for a parity chunk the
+ *      data chunks, with another member of the group absent too
+ *      everything that is there; a replace in place copies lj's own
+ *      chunk, a mirror one other copy;
  *   2. the window is cut in pieces of PIECE_BYTES per member, which this
  *      thread and one helper thread take in turn (both cores copy: the
  *      copies from and to the members are the cost of a rebuild, not the
@@ -406,50 +407,25 @@ static bool all_zero(const uint8_t *p, size_t len)
 	return true;
 }
 
-/* Which of a stripe's chunks rebuild lj's (slot) from the members that
- * are there (ok): bit i for slot i. */
-static uint64_t sources(const struct layout *l, uint32_t slot, uint64_t ok)
-{
-	uint32_t n = l->k + l->m;
-	uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1, lost = all & ~ok & ~(1ull << slot);
-	if (lost)
-		return all & ok;			/* another erasure: all there is */
-	if (slot < l->k)
-		return ((1ull << (l->k + 1)) - 1) & ~(1ull << slot);	/* data and P */
-	return (1ull << l->k) - 1;			/* data */
-}
-
-/* lj's chunk of stripe s (slot of group g; ok: bit i when slot i's
- * member is there) from the buffers (chunk at `at` of each), into out.
- * 0, -EIO when the group lacks more than it can do without, or a parity
- * error. */
-static int compute_chunk(const struct layout *l, uint64_t s, uint32_t g, uint32_t slot, uint64_t ok,
+/* lj's chunk of stripe s as plan p says (recon.h: from the chunks p reads
+ * in src[member], chunk at `at` of each), into out; the other slots the
+ * parity call writes go to junk.  0, -EIO when the call fails. */
+static int compute_chunk(const struct layout *l, const struct recon_plan *p, uint32_t slot,
 			 uint8_t *const *src, size_t at, uint8_t *out, uint8_t *junk)
 {
-	uint32_t k = l->k, n = k + l->m, nj = 0;
 	uint8_t *blk[LAYOUT_MAX_WIDTH];
-	int erased[LAYOUT_MAX_WIDTH], ne = 0;
-	uint64_t use = sources(l, slot, ok);
-	for (uint32_t i = 0; i < n; i++) {
-		if (i == slot) {
+	uint32_t nj = 0;
+	for (uint32_t i = 0; i < l->k + l->m; i++) {
+		if (i == slot)
 			blk[i] = out;
-		} else if (use >> i & 1) {
-			blk[i] = src[layout_slot_member(l, s, g, i)] + at;
-		} else {
-			if (!(ok >> i & 1))
-				erased[ne++] = i;
-			if (nj == PARITY_MAX_M || ne >= (int)l->m)
-				return -EIO;
+		else if (p->read >> i & 1)
+			blk[i] = src[p->member[i]] + at;
+		else if (nj == PARITY_MAX_M)
+			return -EIO;
+		else
 			blk[i] = junk + (size_t)nj++ * l->chunk;
-		}
 	}
-	if (ne) {				/* another member is absent too */
-		erased[ne++] = slot;
-		return parity_reconstruct(k, l->m, l->chunk, blk, erased, ne);
-	}
-	if (slot < k)				/* XOR of the other data and P */
-		return parity_reconstruct(k, 1, l->chunk, blk, (int[]){ (int)slot }, 1);
-	return parity_encode(k, slot - k + 1, l->chunk, blk);	/* P (and Q...) */
+	return recon_compute(p, l->chunk, blk) < 0 ? -EIO : 0;
 }
 
 /* How many stripes a window of this layout holds (at most 64: bit masks). */
@@ -473,7 +449,7 @@ struct window {
 	uint64_t need[LAYOUT_MAX_WIDTH];	/* per member: bit x when its chunk of stripe s0 + x is read */
 	uint64_t slen[LAYOUT_MAX_WIDTH];	/* per member: its shard's length for the size
 						 * (layout_shard_size()): past it only zeros */
-	uint64_t ok[64];		/* per stripe: bit i when slot i's member is there */
+	struct recon_plan plan[64];	/* per stripe: how lj's chunk is had (recon.h) */
 	uint32_t from[64];		/* per stripe: member whose chunk is lj's as it is, or NO_COPY */
 	int next;			/* the next piece to take */
 	int ret;			/* the first piece's that was not 0 */
@@ -537,7 +513,7 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 		} else {
 			res[x] = pb->out + at;
 			layout_member_slot(l, v->s0 + x, w->lj, &g, &slot);
-			int r = compute_chunk(l, v->s0 + x, g, slot, v->ok[x], pb->src, at, res[x], pb->junk);
+			int r = compute_chunk(l, &v->plan[x], slot, pb->src, at, res[x], pb->junk);
 			if (r < 0)
 				return r == -EIO ? 1 : r;
 		}
@@ -601,35 +577,39 @@ static int window_fast(struct walk *w, struct fctx *fc, struct rfile *rf, uint64
 	const struct layout *l = &rf->lay;
 	uint32_t chunk = l->chunk, n = l->k + l->m, lj = w->lj, g, slot;
 	struct window v = { .w = w, .fc = fc, .rf = rf, .s0 = s0, .ns = ns };
-	bool there[LAYOUT_MAX_WIDTH];
 	struct stat ts;
 
 	v.per = PIECE_BYTES / chunk ? PIECE_BYTES / chunk : 1;
 	v.tsize = fstat(rf->fd[w->j], &ts) == 0 ? (uint64_t)ts.st_size : UINT64_MAX;
 	v.ssize = layout_shard_size(l, lj, rf->size);
+	uint64_t readable = 0;
 	for (uint32_t i = 0; i < l->width; i++) {
-		there[i] = rfile_usable_at(rf, i, s0 + ns - 1);	/* (a shard's loss is a tail) */
+		/* (a shard's loss is a tail) */
+		readable |= (uint64_t)rfile_usable_at(rf, i, s0 + ns - 1) << i;
 		v.slen[i] = layout_shard_size(l, i, rf->size);
 	}
+	if (w->j == lj)
+		readable &= ~(1ull << lj);	/* (rebuilt, not read) */
 	for (uint32_t x = 0; x < ns; x++) {
 		uint64_t s = s0 + x;
+		struct recon_plan *p = &v.plan[x];
 		layout_member_slot(l, s, lj, &g, &slot);
-		for (uint32_t i = 0; i < n; i++)
-			v.ok[x] |= (uint64_t)there[layout_slot_member(l, s, g, i)] << i;
-		v.from[x] = w->j != lj && there[lj] ? lj : NO_COPY;	/* replace in place */
-		for (uint32_t i = 0; l->red == RED_MIRROR && i < n && v.from[x] == NO_COPY; i++)
-			if (i != slot && (v.ok[x] >> i & 1))
-				v.from[x] = layout_slot_member(l, s, g, i);
-		if (v.from[x] != NO_COPY) {
+		/* READ: a replacement in place copies lj's chunk; COPY: a
+		 * mirror copies another one */
+		switch (recon_plan(p, l, s, g, readable, 1ull << slot, 0)) {
+		case RECON_IMPOSSIBLE:
+			return 1;	/* (stripe by stripe: the error is told there) */
+		case RECON_READ:
+		case RECON_COPY:
+			v.from[x] = p->member[p->op == RECON_READ ? slot : p->src];
 			v.need[v.from[x]] |= 1ull << x;
 			continue;
+		default:
+			v.from[x] = NO_COPY;
+			for (uint32_t i = 0; i < n; i++)
+				if (p->read >> i & 1)
+					v.need[p->member[i]] |= 1ull << x;
 		}
-		if (l->red != RED_PARITY)
-			return 1;
-		uint64_t use = sources(l, slot, v.ok[x]);
-		for (uint32_t i = 0; i < n; i++)
-			if (use >> i & 1)
-				v.need[layout_slot_member(l, s, g, i)] |= 1ull << x;
 	}
 	if (ns > v.per && !file_worker_busy())
 		pair_run(window_worker, &v);
