@@ -15,8 +15,9 @@
  *   follows); the members that may be read (bit j for member j: present,
  *   trusted, not yet failed for this row); the slots wanted (bit i for
  *   slot i, data 0..k-1 and redundancy k..k+m-1); a preferred slot for
- *   mirrors (the copy tried first, then the next ones in turn, so a
- *   caller can spread reads over copies or take the least busy one).
+ *   mirrors (when the wanted copy cannot be read, the copy tried first,
+ *   then the next ones in turn).  A caller that spreads reads over the
+ *   copies, or takes the least busy one, wants that copy and prefers it.
  *
  * Output (struct recon_plan)
  *   read   the slots to read, each from member[slot]: only readable slots;
@@ -47,10 +48,17 @@
  *   A read that fails, or a chunk whose checksum does not match, is
  *   treated the same: recon_exclude() drops that slot from the readable
  *   ones and plans again.  Chunks already read stay good and need not be
- *   read again: the new plan's read set may include them.  After the last
- *   plan every excluded slot of a parity group is in calc (so its buffer
- *   holds the bytes to repair it with); for mirrors the good bytes are in
- *   the buffer of `src` (RECON_COPY) or of the wanted slot (RECON_READ).
+ *   read again: the new plan's read set may include them.  Unless the
+ *   last plan is impossible, every slot excluded this way (one that an
+ *   earlier plan read) is in calc for a parity group, so its buffer holds
+ *   the bytes to repair it with; for mirrors the good bytes are in the
+ *   buffer of `src` (RECON_COPY).
+ *
+ * Verifying
+ *   Redundancy is checked against what the planner computes from the data
+ *   alone: the data slots as the only readable ones, the redundancy read
+ *   as wanted; RECON_ENCODE then says which parity call recomputes it, any
+ *   other answer that there is nothing to compare it with.
  *
  * Executing
  *   recon_compute() makes calc from the slots read, given one buffer of

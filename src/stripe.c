@@ -1670,6 +1670,70 @@ int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g)
 	return r;
 }
 
+/*
+ * Compare group g of stripe s: mirror copies with each other, redundancy
+ * read with the redundancy its data gives - what the planner computes
+ * from the data slots alone (recon_plan(): an encode of the redundancy
+ * read, impossible when a data slot could not be read).  blk[0..n+m-1]:
+ * chunk-sized buffers (the last m for the redundancy computed).  Returns
+ * true when they differ; false when they agree or there is nothing to
+ * compare against (a member not there, too little read).  *unread: the
+ * slots that could not be read.
+ */
+static bool group_differs(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **blk, uint64_t *unread)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t chunk = l->chunk, n = l->k + l->m;
+	bool incomplete = false;
+	*unread = 0;
+	for (uint32_t i = 0; i < n && !incomplete; i++) {
+		uint32_t mj = layout_slot_member(l, s, g, i);
+		if (!rfile_usable_at(rf, mj, s))
+			incomplete = true;
+		else if (member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
+			*unread |= 1ull << i;
+	}
+	if (incomplete)
+		return false;
+	if (l->red == RED_MIRROR) {
+		if (n - (uint32_t)__builtin_popcountll(*unread) < 2)
+			return false;
+		uint32_t first = (uint32_t)__builtin_ctzll(~*unread);
+		for (uint32_t c = first + 1; c < n; c++)
+			if (!(*unread >> c & 1) && memcmp(blk[first], blk[c], chunk) != 0)
+				return true;
+		return false;
+	}
+	/* the redundancy read, from the data read */
+	struct recon_plan p;
+	uint64_t data = 0, want = recon_all(l) & ~((1ull << l->k) - 1) & ~*unread;
+	for (uint32_t i = 0; i < l->k; i++)
+		if (!(*unread >> i & 1))
+			data |= 1ull << layout_slot_member(l, s, g, i);
+	if (!want || recon_plan(&p, l, s, g, data, want, 0) != RECON_ENCODE)
+		return false;
+	/* bytes past the logical end must read as zero */
+	for (uint32_t j = 0; j < l->k; j++) {
+		uint64_t cbeg = layout_unmap(l, s, layout_data_index(l, g, j), 0);
+		if (cbeg + chunk > rf->size) {
+			for (uint64_t x = cbeg >= rf->size ? 0 : rf->size - cbeg; x < chunk; x++)
+				if (blk[j][x] != 0)
+					return true;
+		}
+	}
+	if (p.pm == (int)l->m && want == p.calc)	/* all of it read */
+		return parity_verify(l->k, l->m, chunk, blk) != 0;
+	uint8_t *enc[LAYOUT_MAX_WIDTH];
+	for (uint32_t i = 0; i < n; i++)
+		enc[i] = i < l->k ? blk[i] : blk[n + i - l->k];
+	if (recon_compute(&p, chunk, enc) < 0)
+		return false;
+	for (uint32_t i = l->k; i < n; i++)
+		if ((want >> i & 1) && memcmp(blk[i], enc[i], chunk) != 0)
+			return true;
+	return false;
+}
+
 long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
 			 void (*report)(void *ctx, uint64_t stripe, uint32_t group), void *ctx,
 			 uint64_t *unreadable)
@@ -1694,49 +1758,11 @@ long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
 		blk[i] = scr + (size_t)i * chunk;
 	for (uint64_t s = s0; s < nstripes; s++) {
 		for (uint32_t g = 0; g < l->groups; g++) {
-			bool incomplete = false;
-			uint64_t unread = 0;	/* slots that could not be read */
-			for (uint32_t i = 0; i < n && !incomplete; i++) {
-				uint32_t mj = layout_slot_member(l, s, g, i);
-				if (!rfile_usable_at(rf, mj, s))
-					incomplete = true;
-				else if (member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
-					unread |= 1ull << i;
-			}
+			uint64_t unread;	/* slots that could not be read */
+			bool differs = group_differs(rf, s, g, blk, &unread);
 			if (unread && unreadable)
 				(*unreadable)++;
-			uint32_t nu = (uint32_t)__builtin_popcountll(unread);
-			if (incomplete || (l->red == RED_PARITY && ((unread & ((1ull << l->k) - 1)) || nu >= l->m)) ||
-			    (l->red == RED_MIRROR && n - nu < 2))
-				continue;	/* nothing to compare against */
-			/* bytes past the logical end must read as zero */
-			bool bad_row = false;
-			for (uint32_t j = 0; j < l->k && l->red == RED_PARITY && !bad_row; j++) {
-				uint64_t cbeg = layout_unmap(l, s, layout_data_index(l, g, j), 0);
-				if (cbeg + chunk > rf->size) {
-					uint64_t from = cbeg >= rf->size ? 0 : rf->size - cbeg;
-					for (uint64_t x = from; x < chunk && !bad_row; x++)
-						bad_row = blk[j][x] != 0;
-				}
-			}
-			if (!bad_row && l->red == RED_MIRROR) {
-				uint32_t first = (uint32_t)__builtin_ctzll(~unread);
-				for (uint32_t c = first + 1; c < n && !bad_row; c++)
-					bad_row = !(unread >> c & 1) && memcmp(blk[first], blk[c], chunk) != 0;
-			} else if (!bad_row && !unread) {
-				bad_row = parity_verify(l->k, l->m, chunk, blk) != 0;
-			} else if (!bad_row) {
-				uint8_t *enc[2 * LAYOUT_MAX_WIDTH];
-				for (uint32_t i = 0; i < l->k; i++)
-					enc[i] = blk[i];
-				for (uint32_t i = 0; i < l->m; i++)
-					enc[l->k + i] = blk[n + i];
-				if (parity_encode(l->k, l->m, chunk, enc) < 0)
-					continue;
-				for (uint32_t i = l->k; i < n && !bad_row; i++)
-					bad_row = !(unread >> i & 1) && memcmp(blk[i], blk[n + i - l->k], chunk) != 0;
-			}
-			if (bad_row) {
+			if (differs) {
 				bad++;
 				if (report)
 					report(ctx, s, g);

@@ -22,6 +22,8 @@
  *   - executed on random bytes with the real parity code, with every
  *     slot it does not read filled with garbage, it gives the wanted
  *     slots' original bytes;
+ *   - the redundancy wanted with only the data readable (how scrub and
+ *     check verify) is an encode exactly when all the data is there;
  *   - each slot it reads, excluded in turn (a read error, a checksum
  *     mismatch), gives a plan that passes all of the above with that slot
  *     lost too, and computes the excluded slot where the group has
@@ -188,6 +190,11 @@ static void check_plan(const struct layout *l, const struct recon_plan *p, uint6
 			CHECK(p->read == ((data | 1ull << k) & ~want), "one data slot: reads %#" PRIx64, p->read);
 		if (pop(want) == 1 && !(want & data) && !(lost & data))
 			CHECK(p->read == data, "a redundancy slot: reads %#" PRIx64, p->read);
+		/* verifying (recon.h): redundancy from the data alone is an
+		 * encode exactly when every data slot is there */
+		if (!(want & data) && (lost & ~data) == (all & ~data))
+			CHECK((p->op == RECON_ENCODE) == !(lost & data), "lost %#" PRIx64 " want %#" PRIx64 ": %s",
+			      lost, want, recon_op_name(p->op));
 		if (m <= 2 && p->op == RECON_DECODE)
 			CHECK(pop(p->read) == (int)k, "decode reads %d slots", pop(p->read));
 	}
