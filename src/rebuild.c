@@ -24,6 +24,7 @@
 #include "meta.h"
 #include "pair.h"
 #include "parity.h"
+#include "recon.h"
 #include "util.h"
 
 static pthread_mutex_t rb_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -194,11 +195,11 @@ static bool throttle(uint64_t bytes)
  * A file is rebuilt window by window: up to WINDOW_BYTES of the shard of
  * member lj (window_stripes()) under the file's write lock.
  *
- *   1. what is needed: per stripe, for a data chunk the other data chunks
- *      and P (P is the XOR of the data in every parity code, parity.h);
- *      for a parity chunk the data chunks; with another member of the
- *      group absent too, everything that is there; a replace in place
- *      copies lj's own chunk, a mirror one other copy;
+ *   1. what is needed: per stripe, what the planner says (recon.h): for
+ *      a data chunk the other data chunks and P, for a parity chunk the
+ *      data chunks, with another member of the group absent too
+ *      everything that is there; a replace in place copies lj's own
+ *      chunk, a mirror one other copy;
  *   2. the window is cut in pieces of PIECE_BYTES per member, which this
  *      thread and one helper thread take in turn (both cores copy: the
  *      copies from and to the members are the cost of a rebuild, not the
@@ -407,50 +408,25 @@ static bool all_zero(const uint8_t *p, size_t len)
 	return true;
 }
 
-/* Which of a stripe's chunks rebuild lj's (slot) from the members that
- * are there (ok): bit i for slot i. */
-static uint64_t sources(const struct layout *l, uint32_t slot, uint64_t ok)
-{
-	uint32_t n = l->k + l->m;
-	uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1, lost = all & ~ok & ~(1ull << slot);
-	if (lost)
-		return all & ok;			/* another erasure: all there is */
-	if (slot < l->k)
-		return ((1ull << (l->k + 1)) - 1) & ~(1ull << slot);	/* data and P */
-	return (1ull << l->k) - 1;			/* data */
-}
-
-/* lj's chunk of stripe s (slot of group g; ok: bit i when slot i's
- * member is there) from the buffers (chunk at `at` of each), into out.
- * 0, -EIO when the group lacks more than it can do without, or a parity
- * error. */
-static int compute_chunk(const struct layout *l, uint64_t s, uint32_t g, uint32_t slot, uint64_t ok,
+/* lj's chunk of stripe s as plan p says (recon.h: from the chunks p reads
+ * in src[member], chunk at `at` of each), into out; the other slots the
+ * parity call writes go to junk.  0, -EIO when the call fails. */
+static int compute_chunk(const struct layout *l, const struct recon_plan *p, uint32_t slot,
 			 uint8_t *const *src, size_t at, uint8_t *out, uint8_t *junk)
 {
-	uint32_t k = l->k, n = k + l->m, nj = 0;
 	uint8_t *blk[LAYOUT_MAX_WIDTH];
-	int erased[LAYOUT_MAX_WIDTH], ne = 0;
-	uint64_t use = sources(l, slot, ok);
-	for (uint32_t i = 0; i < n; i++) {
-		if (i == slot) {
+	uint32_t nj = 0;
+	for (uint32_t i = 0; i < l->k + l->m; i++) {
+		if (i == slot)
 			blk[i] = out;
-		} else if (use >> i & 1) {
-			blk[i] = src[layout_slot_member(l, s, g, i)] + at;
-		} else {
-			if (!(ok >> i & 1))
-				erased[ne++] = i;
-			if (nj == PARITY_MAX_M || ne >= (int)l->m)
-				return -EIO;
+		else if (p->read >> i & 1)
+			blk[i] = src[p->member[i]] + at;
+		else if (nj == PARITY_MAX_M)
+			return -EIO;
+		else
 			blk[i] = junk + (size_t)nj++ * l->chunk;
-		}
 	}
-	if (ne) {				/* another member is absent too */
-		erased[ne++] = slot;
-		return parity_reconstruct(k, l->m, l->chunk, blk, erased, ne);
-	}
-	if (slot < k)				/* XOR of the other data and P */
-		return parity_reconstruct(k, 1, l->chunk, blk, (int[]){ (int)slot }, 1);
-	return parity_encode(k, slot - k + 1, l->chunk, blk);	/* P (and Q...) */
+	return recon_compute(p, l->chunk, blk) < 0 ? -EIO : 0;
 }
 
 /* How many stripes a window of this layout holds (at most 64: bit masks). */
@@ -474,7 +450,7 @@ struct window {
 	uint64_t need[LAYOUT_MAX_WIDTH];	/* per member: bit x when its chunk of stripe s0 + x is read */
 	uint64_t slen[LAYOUT_MAX_WIDTH];	/* per member: its shard's length for the size
 						 * (layout_shard_size()): past it only zeros */
-	uint64_t ok[64];		/* per stripe: bit i when slot i's member is there */
+	struct recon_plan plan[64];	/* per stripe: how lj's chunk is had (recon.h) */
 	uint32_t from[64];		/* per stripe: member whose chunk is lj's as it is, or NO_COPY */
 	int next;			/* the next piece to take */
 	int ret;			/* the first piece's that was not 0 */
@@ -538,7 +514,7 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 		} else {
 			res[x] = pb->out + at;
 			layout_member_slot(l, v->s0 + x, w->lj, &g, &slot);
-			int r = compute_chunk(l, v->s0 + x, g, slot, v->ok[x], pb->src, at, res[x], pb->junk);
+			int r = compute_chunk(l, &v->plan[x], slot, pb->src, at, res[x], pb->junk);
 			if (r < 0)
 				return r == -EIO ? 1 : r;
 		}
@@ -602,35 +578,39 @@ static int window_fast(struct walk *w, struct fctx *fc, struct rfile *rf, uint64
 	const struct layout *l = &rf->lay;
 	uint32_t chunk = l->chunk, n = l->k + l->m, lj = w->lj, g, slot;
 	struct window v = { .w = w, .fc = fc, .rf = rf, .s0 = s0, .ns = ns };
-	bool there[LAYOUT_MAX_WIDTH];
 	struct stat ts;
 
 	v.per = PIECE_BYTES / chunk ? PIECE_BYTES / chunk : 1;
 	v.tsize = fstat(rf->fd[w->j], &ts) == 0 ? (uint64_t)ts.st_size : UINT64_MAX;
 	v.ssize = layout_shard_size(l, lj, rf->size);
+	uint64_t readable = 0;
 	for (uint32_t i = 0; i < l->width; i++) {
-		there[i] = rfile_usable_at(rf, i, s0 + ns - 1);	/* (a shard's loss is a tail) */
+		/* (a shard's loss is a tail) */
+		readable |= (uint64_t)rfile_usable_at(rf, i, s0 + ns - 1) << i;
 		v.slen[i] = layout_shard_size(l, i, rf->size);
 	}
+	if (w->j == lj)
+		readable &= ~(1ull << lj);	/* (rebuilt, not read) */
 	for (uint32_t x = 0; x < ns; x++) {
 		uint64_t s = s0 + x;
+		struct recon_plan *p = &v.plan[x];
 		layout_member_slot(l, s, lj, &g, &slot);
-		for (uint32_t i = 0; i < n; i++)
-			v.ok[x] |= (uint64_t)there[layout_slot_member(l, s, g, i)] << i;
-		v.from[x] = w->j != lj && there[lj] ? lj : NO_COPY;	/* replace in place */
-		for (uint32_t i = 0; l->red == RED_MIRROR && i < n && v.from[x] == NO_COPY; i++)
-			if (i != slot && (v.ok[x] >> i & 1))
-				v.from[x] = layout_slot_member(l, s, g, i);
-		if (v.from[x] != NO_COPY) {
+		/* READ: a replacement in place copies lj's chunk; COPY: a
+		 * mirror copies another one */
+		switch (recon_plan(p, l, s, g, readable, 1ull << slot, 0)) {
+		case RECON_IMPOSSIBLE:
+			return 1;	/* (stripe by stripe: the error is told there) */
+		case RECON_READ:
+		case RECON_COPY:
+			v.from[x] = p->member[p->op == RECON_READ ? slot : p->src];
 			v.need[v.from[x]] |= 1ull << x;
 			continue;
+		default:
+			v.from[x] = NO_COPY;
+			for (uint32_t i = 0; i < n; i++)
+				if (p->read >> i & 1)
+					v.need[p->member[i]] |= 1ull << x;
 		}
-		if (l->red != RED_PARITY)
-			return 1;
-		uint64_t use = sources(l, slot, v.ok[x]);
-		for (uint32_t i = 0; i < n; i++)
-			if (use >> i & 1)
-				v.need[layout_slot_member(l, s, g, i)] |= 1ull << x;
 	}
 	if (ns > v.per && !file_worker_busy())
 		pair_run(window_worker, &v);
@@ -815,30 +795,24 @@ static bool unchanged_since_rebuilt(struct walk *w, const char *rel)
 	return ok;
 }
 
+static void count_file_done(void)
+{
+	pthread_mutex_lock(&rb_lock);
+	info.files_done++;
+	pthread_mutex_unlock(&rb_lock);
+}
+
 /*
- * Rebuild one regular file onto the new member.  Opening it and settling
- * its new shard happen under the namespace lock (held as a group: the
- * walk's thread and the file worker do this side by side), so the path
- * names the same file on every member.  Every name of a hard-linked file shares one
- * rfile (keyed by the primary's inode): when that rfile already has a
- * shard on the new member, this name is linked to it, so the new member
- * keeps one inode per file.  Whatever else sits at the path on the new
- * member (a leftover of a rename that failed there) is replaced.
+ * Open rel for its rebuild, under the namespace lock held as a group
+ * (the other file thread's too): 0 with the lock held and *rf open, 1
+ * when the file is gone (nothing to do), or -errno; the lock is released
+ * unless 0.
  */
-static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const struct stat *st)
+static int open_grouped(struct walk *w, const char *rel, struct rfile **rf)
 {
 	struct array *a = w->a;
-	struct rfile *rf;
-	/* (a re-add's unchanged files do not get here: walk_entry()); a
-	 * hard-linked file takes the full path: it settles each name */
-	if ((w->pass == 2 || w->redo) && st->st_nlink == 1 && unchanged_since_rebuilt(w, rel)) {
-		pthread_mutex_lock(&rb_lock);
-		info.files_done++;
-		pthread_mutex_unlock(&rb_lock);
-		return 0;
-	}
-	nslock_group(&a->ns_lock);	/* (the other file thread's too) */
-	int r = rfile_open(a, rel, &rf);
+	nslock_group(&a->ns_lock);
+	int r = rfile_open(a, rel, rf);
 	if (r < 0) {
 		/* deleted meanwhile, or another kind of entry renamed over it
 		 * (a symlink: ELOOP, a directory: EISDIR, a FIFO: EINVAL): the
@@ -848,15 +822,40 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 		bool gone = r == -ENOENT ||
 			    (fstatat(SRC(w), rel, &now, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(now.st_mode));
 		nslock_unlock(&a->ns_lock);
-		return gone ? 0 : r;
+		return gone ? 1 : r;
 	}
 	pthread_mutex_lock(&rb_lock);
 	snprintf(info.current, sizeof(info.current), "%s", rel);
 	pthread_mutex_unlock(&rb_lock);
+	return 0;
+}
 
-	pthread_rwlock_wrlock(&rf->rw);
+/* A new, empty shard at rel on the new member, in place of whatever is
+ * there: the fd, or -errno. */
+static int create_shard(struct walk *w, const char *rel, mode_t mode)
+{
+	int fd = openat(w->dst, rel, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
+	if (fd < 0 && errno == EEXIST) {
+		unlinkat(w->dst, rel, 0);
+		fd = openat(w->dst, rel, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * Make rf->fd[w->j] the new member's shard at rel: the shard rf has there
+ * already (linked to rel when another name holds it), else a new one with
+ * the primary's owner, mode and xattrs (cur: the primary's stat, when
+ * `know`).  *had: the shard was there before.  0, or create_shard()'s
+ * error.  Namespace lock (group) and rf->rw held.
+ */
+static int settle_shard(struct walk *w, struct rfile *rf, const char *rel, const struct stat *cur, bool know,
+			bool *had)
+{
+	struct array *a = w->a;
 	int j = w->j;
-	bool had = rf->fd[j] >= 0;	/* the member's own shard, same file id */
+	struct stat mine;
+	*had = rf->fd[j] >= 0;	/* the member's own shard, same file id */
 	if (rf->fd[j] >= 0 && !same_inode(w->dst, rel, rf->fd[j])) {
 		unlinkat(w->dst, rel, 0);
 		if (link_fd(rf->fd[j], w->dst, rel) < 0) {
@@ -864,87 +863,79 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 			rf->fd[j] = -1;
 		}
 	}
-	/* owner and mode as the primary has them now (the walk's stat may be
-	 * stale, and a chmod through an open handle skipped this member while
-	 * it had no shard here) */
-	struct stat cur = *st, mine;
-	bool know = rf->fd[a->primary] >= 0 && fstat(rf->fd[a->primary], &cur) == 0;
 	if (rf->fd[j] < 0) {
-		int fd = openat(w->dst, rel, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, cur.st_mode & 07777);
-		if (fd < 0 && errno == EEXIST) {
-			unlinkat(w->dst, rel, 0);
-			fd = openat(w->dst, rel, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, cur.st_mode & 07777);
-		}
-		if (fd < 0) {
-			/* no parent directory there: an operation that failed on
-			 * the new member queued it; it comes back as a redo (unless
-			 * the new member's directory itself is gone) */
-			r = errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
-			target_error(w, r);
-			pthread_rwlock_unlock(&rf->rw);
-			nslock_unlock(&a->ns_lock);
-			rfile_release(rf);
-			if (r == 0 && target_gone(w))
-				return -EINTR;	/* (the rebuild stops) */
-			if (r == 0)
-				rebuild_redo(rel);
-			return r;
-		}
-		fchown(fd, cur.st_uid, cur.st_gid);
-		fchmod(fd, cur.st_mode & 07777);	/* after the chown, which drops set-id bits */
+		int fd = create_shard(w, rel, cur->st_mode);
+		if (fd < 0)
+			return fd;
+		fchown(fd, cur->st_uid, cur->st_gid);
+		fchmod(fd, cur->st_mode & 07777);	/* after the chown, which drops set-id bits */
 		if (rf->fd[a->primary] >= 0)
 			rfile_copy_xattrs(rf->fd[a->primary], fd, true);
 		rf->fd[j] = fd;
-		had = false;
+		*had = false;
 	} else if (know && fstat(rf->fd[j], &mine) == 0) {
-		bool owner = mine.st_uid != cur.st_uid || mine.st_gid != cur.st_gid;
+		bool owner = mine.st_uid != cur->st_uid || mine.st_gid != cur->st_gid;
 		if (owner)
-			fchown(rf->fd[j], cur.st_uid, cur.st_gid);
-		if (owner || (mine.st_mode & 07777) != (cur.st_mode & 07777))
-			fchmod(rf->fd[j], cur.st_mode & 07777);
+			fchown(rf->fd[j], cur->st_uid, cur->st_gid);
+		if (owner || (mine.st_mode & 07777) != (cur->st_mode & 07777))
+			fchmod(rf->fd[j], cur->st_mode & 07777);
 	}
-	bool skip = false;
-	if (w->readd && had && w->pass) {
-		/* re-add: a file not changed while the member was away is
-		 * left alone (only its owner and mode are brought up to date) */
-		struct file_meta fm;
-		bool logged = bsearch(&rf->id, w->missed, w->nmissed, sizeof(uint64_t), cmp_u64) != NULL;
-		skip = w->pass == 2 ? !logged
-				    : !logged && meta_get(rf->fd[j], &fm) == 0 && fm.id == rf->id &&
-				      fm.version == rf->meta_version && !rf->meta_stale;
-		if (skip)
-			__atomic_add_fetch(&w->unchanged, w->pass == 1, __ATOMIC_RELAXED);
-		if (skip && w->log_unread && w->pass == 1 && know) {
-			/* xattrs and times, changed while away without a new
-			 * version (setxattr and utimens hold the namespace lock
-			 * shared: nothing changes them meanwhile) */
-			struct timespec tv[2] = { cur.st_atim, cur.st_mtim };
-			rfile_copy_xattrs(rf->fd[a->primary], rf->fd[j], false);
-			futimens(rf->fd[j], tv);
-		}
-	}
+	return 0;
+}
+
+/*
+ * No shard could be created at rel (err): with no parent directory there,
+ * an operation that failed on the new member queued it and it comes back
+ * as a redo (unless the new member's directory itself is gone).  Releases
+ * rf->rw, the namespace lock and rf; returns what rebuild_file() returns.
+ */
+static int create_failed(struct walk *w, struct rfile *rf, const char *rel, int err)
+{
+	int r = err == -ENOENT || err == -ENOTDIR ? 0 : err;
+	target_error(w, r);
 	pthread_rwlock_unlock(&rf->rw);
-	nslock_unlock(&a->ns_lock);
-	if (skip) {
-		rfile_release(rf);
-		return 0;
-	}
-	__atomic_add_fetch(&w->resynced, w->pass == 1, __ATOMIC_RELAXED);
-	if (w->readd && w->pass == 1)
-		note_resynced(w, rel);
+	nslock_unlock(&w->a->ns_lock);
+	rfile_release(rf);
+	if (r == 0 && target_gone(w))
+		return -EINTR;	/* (the rebuild stops) */
+	if (r == 0)
+		rebuild_redo(rel);
+	return r;
+}
 
-	/* another name of a pinned file whose data this pass did already */
-	size_t li = w->nlinks;
-	for (size_t i = 0; i < w->nlinks; i++)
-		if (w->links[i].rf == rf)
-			li = i;
-	if (li < w->nlinks && w->pass && w->links[li].pass == w->pass) {
-		rfile_release(rf);
-		return 0;
+/*
+ * A re-add: was the file not changed while the member was away (then it
+ * is left alone, only its owner and mode brought up to date)?  Both locks
+ * held, as for settle_shard().
+ */
+static bool readd_left_alone(struct walk *w, struct rfile *rf, const struct stat *cur, bool know)
+{
+	struct file_meta fm;
+	int j = w->j;
+	bool logged = bsearch(&rf->id, w->missed, w->nmissed, sizeof(uint64_t), cmp_u64) != NULL;
+	bool skip = w->pass == 2 ? !logged
+				 : !logged && meta_get(rf->fd[j], &fm) == 0 && fm.id == rf->id &&
+				   fm.version == rf->meta_version && !rf->meta_stale;
+	if (skip)
+		__atomic_add_fetch(&w->unchanged, w->pass == 1, __ATOMIC_RELAXED);
+	if (skip && w->log_unread && w->pass == 1 && know) {
+		/* xattrs and times, changed while away without a new version
+		 * (setxattr and utimens hold the namespace lock shared:
+		 * nothing changes them meanwhile) */
+		struct timespec tv[2] = { cur->st_atim, cur->st_mtim };
+		rfile_copy_xattrs(rf->fd[w->a->primary], rf->fd[j], false);
+		futimens(rf->fd[j], tv);
 	}
+	return skip;
+}
 
+/* The file's data, window after window, each under its write lock, with
+ * the throttle between them.  0 or -errno (-EINTR: stop). */
+static int copy_windows(struct walk *w, struct fctx *fc, struct rfile *rf)
+{
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
 	uint32_t ws = window_stripes(&rf->lay);
+	int r = 0;
 	fc->len = 0;
 	fc->clean = true;
 	for (uint64_t s = 0;; s += ws) {
@@ -959,47 +950,122 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 		if (r < 0 || s + ws >= nstripes) {
 			if (r == 0 && !w->verify)
 				throttle(bytes);
-			break;
+			return r;
 		}
-		if (!throttle(w->verify ? 0 : bytes)) {
-			r = -EINTR;
-			break;
-		}
+		if (!throttle(w->verify ? 0 : bytes))
+			return -EINTR;
 	}
-	if (r == 0) {
-		pthread_rwlock_wrlock(&rf->rw);
-		if (ftruncate(rf->fd[w->j], layout_shard_size(&rf->lay, w->lj, rf->size)) < 0)
-			r = -errno;
-		if (r == 0 && w->j < a->width)
-			rf->damaged &= ~(1ull << w->j);	/* (rebuilt whole: a re-add keeps open files' shards) */
-		if (r == 0)
-			r = rfile_write_meta_rebuilt(rf, w->j);
-		if (r < 0)
-			target_error(w, r);
-		if (r == 0 && (w->pass == 1 || w->redo))
-			note_rebuilt(w, fc, rf);
-		struct stat now;
-		if (rf->fd[a->primary] >= 0 && had)
-			rfile_copy_xattrs(rf->fd[a->primary], rf->fd[w->j], false);	/* may have missed changes */
-		if (rf->fd[a->primary] >= 0 && fstat(rf->fd[a->primary], &now) == 0) {
-			struct timespec tv[2] = { now.st_atim, now.st_mtim };
-			futimens(rf->fd[w->j], tv);
-		}
-		pthread_rwlock_unlock(&rf->rw);
+}
+
+/* The new shard is written: its length, metadata, xattrs (had: it was
+ * there before, and may have missed changes) and times.  0 or -errno. */
+static int finish_shard(struct walk *w, struct fctx *fc, struct rfile *rf, bool had)
+{
+	struct array *a = w->a;
+	int r = 0;
+	pthread_rwlock_wrlock(&rf->rw);
+	if (ftruncate(rf->fd[w->j], layout_shard_size(&rf->lay, w->lj, rf->size)) < 0)
+		r = -errno;
+	if (r == 0 && w->j < a->width)
+		rf->damaged &= ~(1ull << w->j);	/* (rebuilt whole: a re-add keeps open files' shards) */
+	if (r == 0)
+		r = rfile_write_meta_rebuilt(rf, w->j);
+	if (r < 0)
+		target_error(w, r);
+	if (r == 0 && (w->pass == 1 || w->redo))
+		note_rebuilt(w, fc, rf);
+	struct stat now;
+	if (rf->fd[a->primary] >= 0 && had)
+		rfile_copy_xattrs(rf->fd[a->primary], rf->fd[w->j], false);	/* may have missed changes */
+	if (rf->fd[a->primary] >= 0 && fstat(rf->fd[a->primary], &now) == 0) {
+		struct timespec tv[2] = { now.st_atim, now.st_mtim };
+		futimens(rf->fd[w->j], tv);
 	}
-	bool keep = false;
+	pthread_rwlock_unlock(&rf->rw);
+	return r;
+}
+
+/* Index of rf in w->links (a pinned hard-linked file), or w->nlinks. */
+static size_t pinned_at(const struct walk *w, const struct rfile *rf)
+{
+	size_t li = w->nlinks;
+	for (size_t i = 0; i < w->nlinks; i++)
+		if (w->links[i].rf == rf)
+			li = i;
+	return li;
+}
+
+/* After a file's rebuild (r): a hard-linked file stays open (pinned), so
+ * its other names link to this shard, and the pass is noted (li: where
+ * it is pinned already, then this reference goes); else rf is released. */
+static void pin_or_release(struct walk *w, struct rfile *rf, size_t li, const struct stat *st, int r)
+{
 	if (r == 0 && li < w->nlinks) {
 		w->links[li].pass = w->pass;
 	} else if (r == 0 && st->st_nlink > 1 && w->nlinks < MAX_PINNED && links_room(w)) {
 		w->links[w->nlinks].rf = rf;	/* keeps our reference */
 		w->links[w->nlinks++].pass = w->pass;
-		keep = true;
+		return;
 	}
-	if (!keep)
+	rfile_release(rf);
+}
+
+/*
+ * Rebuild one regular file onto the new member.  Opening it and settling
+ * its new shard happen under the namespace lock (held as a group: the
+ * walk's thread and the file worker do this side by side), so the path
+ * names the same file on every member.  Every name of a hard-linked file
+ * shares one rfile (keyed by the primary's inode): when that rfile
+ * already has a shard on the new member, this name is linked to it, so
+ * the new member keeps one inode per file.  Whatever else sits at the
+ * path on the new member (a leftover of a rename that failed there) is
+ * replaced.  Steps: open, settle the shard, (re-add) skip an unchanged
+ * file, copy the windows, finish the shard, pin a hard-linked file.
+ */
+static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const struct stat *st)
+{
+	struct array *a = w->a;
+	struct rfile *rf;
+	/* (a re-add's unchanged files do not get here: walk_entry()); a
+	 * hard-linked file takes the full path: it settles each name */
+	if ((w->pass == 2 || w->redo) && st->st_nlink == 1 && unchanged_since_rebuilt(w, rel)) {
+		count_file_done();
+		return 0;
+	}
+	int r = open_grouped(w, rel, &rf);
+	if (r)
+		return r > 0 ? 0 : r;
+	pthread_rwlock_wrlock(&rf->rw);
+	/* owner and mode as the primary has them now (the walk's stat may be
+	 * stale, and a chmod through an open handle skipped this member while
+	 * it had no shard here) */
+	struct stat cur = *st;
+	bool know = rf->fd[a->primary] >= 0 && fstat(rf->fd[a->primary], &cur) == 0, had;
+	r = settle_shard(w, rf, rel, &cur, know, &had);
+	if (r < 0)
+		return create_failed(w, rf, rel, r);
+	bool skip = w->readd && had && w->pass && readd_left_alone(w, rf, &cur, know);
+	pthread_rwlock_unlock(&rf->rw);
+	nslock_unlock(&a->ns_lock);
+	if (skip) {
 		rfile_release(rf);
-	pthread_mutex_lock(&rb_lock);
-	info.files_done++;
-	pthread_mutex_unlock(&rb_lock);
+		return 0;
+	}
+	__atomic_add_fetch(&w->resynced, w->pass == 1, __ATOMIC_RELAXED);
+	if (w->readd && w->pass == 1)
+		note_resynced(w, rel);
+
+	/* another name of a pinned file whose data this pass did already */
+	size_t li = pinned_at(w, rf);
+	if (li < w->nlinks && w->pass && w->links[li].pass == w->pass) {
+		rfile_release(rf);
+		return 0;
+	}
+	r = copy_windows(w, fc, rf);
+	if (r == 0)
+		r = finish_shard(w, fc, rf, had);
+	pin_or_release(w, rf, li, st, r);
+	count_file_done();
 	return r;
 }
 
@@ -1845,142 +1911,288 @@ static bool rebuilt_online(struct walk *w)
 
 #define WAIT_MEMBERS ": the array lost more members than it tolerates; it goes on by itself once they are back"
 
-static void *rebuild_thread(void *arg)
+/*
+ * The walk of a rebuild onto slot j (a member, or SHADOW for a
+ * replacement in place): the buffers kept from the last one, where to
+ * resume, and for a re-add its missed-write log.  *logged: the log was
+ * read in full.
+ */
+static void walk_init(struct walk *w, uint32_t j, bool *logged)
 {
 	struct array *a = RA;
-	uint32_t j = (uint32_t)(uintptr_t)arg;
-	bool shadow = j == SHADOW;
-	struct walk w = { .a = a, .j = j, .lj = shadow ? (uint32_t)shadow_of(a) : j, .dst = a->m[j].dirfd,
-			  .promoted = -1 };
+	*w = (struct walk){ .a = a, .j = j, .lj = j == SHADOW ? (uint32_t)shadow_of(a) : j, .dst = a->m[j].dirfd,
+			    .promoted = -1 };
 	for (int i = 0; i < 2; i++)
-		memcpy(w.fc[i].bufs, kept_bufs[i], sizeof(w.fc[i].bufs));
+		memcpy(w->fc[i].bufs, kept_bufs[i], sizeof(w->fc[i].bufs));
 	if (resume_set)
-		w.resume_after = resume_path;
-	w.readd = rb_mode != RB_FULL;
-	redo_open(w.dst, resume_set);
-	bool logged = false;	/* the missed-write log read in full */
+		w->resume_after = resume_path;
+	w->readd = rb_mode != RB_FULL;
+	redo_open(w->dst, resume_set);
+	*logged = false;
 	if (rb_mode == RB_READD_ALL) {
 		/* the slot's log holds what its last directory missed */
-		w.log_unread = true;
+		w->log_unread = true;
 		log_info("re-add of member %u from a directory it had before another: every file's version is compared",
 			 j);
-	} else if (w.readd) {
-		int ml = array_missed_load(a, j, &w.missed, &w.nmissed);
+	} else if (w->readd) {
+		int ml = array_missed_load(a, j, &w->missed, &w->nmissed);
 		if (ml < 0)
 			log_warn("re-add of member %u: cannot read its missed-write log (%s): every file's version is compared",
 				 j, strerror(-ml));
-		logged = ml == 0;
-		w.log_unread = ml < 0;
+		*logged = ml == 0;
+		w->log_unread = ml < 0;
 	}
-	if (w.readd) {
+	if (w->readd) {
 		if (!resume_set)
-			save_position(&w, "");	/* a crash now resumes as a re-add */
+			save_position(w, "");	/* a crash now resumes as a re-add */
 		if (rb_mode == RB_READD)
 			log_info("re-add of member %u: %zu file%s recorded as changed while it was away",
-				 j, w.nmissed, w.nmissed == 1 ? "" : "s");
+				 j, w->nmissed, w->nmissed == 1 ? "" : "s");
 	}
+	pthread_mutex_init(&w->lock, NULL);
+}
 
+/* The first pass: count what there is (or take a re-add's logged files),
+ * check the room, copy.  0 or -errno. */
+static int first_pass(struct walk *w, bool logged)
+{
 	char **targets = NULL;
 	size_t ntargets = 0;
-	w.targeted = logged && !resume_set && readd_targets(&w, &targets, &ntargets);
-	w.count_only = true;
-	if (!w.targeted)
-		walk_dir(&w, ".");
+	w->targeted = logged && !resume_set && readd_targets(w, &targets, &ntargets);
+	w->count_only = true;
+	if (!w->targeted)
+		walk_dir(w, ".");
 	pthread_mutex_lock(&rb_lock);
-	info.total = w.total ? w.total : 1;
+	info.total = w->total ? w->total : 1;
 	pthread_mutex_unlock(&rb_lock);
-	w.count_only = false;
-	w.pass = 1;
+	w->count_only = false;
+	w->pass = 1;
 	t_start_ms = window_start_ms = util_now_ms();
 	window_bytes = 0;
-	pthread_mutex_init(&w.lock, NULL);
 	/* (a re-add or a resumed rebuild finds much of it there already) */
-	bool room = w.readd || resume_set || room_for_rebuild(&w);
-	int r = !room ? -ENOSPC : w.targeted ? readd_targeted(&w, targets, ntargets) : walk_dir(&w, ".");
+	bool room = w->readd || resume_set || room_for_rebuild(w);
+	int r = !room ? -ENOSPC : w->targeted ? readd_targeted(w, targets, ntargets) : walk_dir(w, ".");
 	for (size_t i = 0; i < ntargets; i++)
 		free(targets[i]);
 	free(targets);
 	int wr = worker_collect();
 	if (r == 0 && wr == -EINTR)
 		r = wr;
-	if (w.resume_after)
+	if (w->resume_after)
 		log_info("rebuild of member %u resumed after '%s': %" PRIu64 " files already rebuilt were skipped",
-			 w.lj, w.resume_after, w.skipped);
-	bool locked = false, committed = false;
+			 w->lj, w->resume_after, w->skipped);
+	return r;
+}
+
+/* The verify pass: every chunk again, compared with the new member; also
+ * catches files renamed into an already rebuilt directory.  first_ms:
+ * how long the first pass took (for the log).  0 or -errno. */
+static int verify_pass(struct walk *w, uint64_t first_ms)
+{
+	uint64_t verify_start = util_now_ms();
+	pthread_mutex_lock(&rb_lock);
+	snprintf(info.current, sizeof(info.current), "(verifying)");
+	if (info.phase == REBUILD_COPY) {
+		info.phase = REBUILD_VERIFY;
+		info.copied = info.done;
+		info.files_copied = info.files_done;
+	}
+	pthread_mutex_unlock(&rb_lock);
+	w->verify = true;
+	w->pass = 2;
+	w->promoted = -1;
+	qsort(w->rebuilt, w->nrebuilt, sizeof(*w->rebuilt), cmp_rebuilt);
+	w->rebuilt_sorted = true;
+	int r = w->readd && !w->resume_after && !w->resynced_paths_lost ? readd_verify(w) : walk_dir(w, ".");
+	int wr = worker_collect();
+	if (r == 0 && wr == -EINTR)
+		r = wr;
+	log_info("rebuild of member %u: the verify pass found %" PRIu64 " file%s unchanged since the first pass rebuilt them and rebuilt the others again, comparing (%.3f s; the first pass took %.3f s)",
+		 w->lj, w->unchanged_since, w->unchanged_since == 1 ? "" : "s", (util_now_ms() - verify_start) / 1000.0,
+		 first_ms / 1000.0);
+	if (w->fixed)
+		log_warn("rebuild of member %u: the verify pass rewrote %" PRIu64 " chunk%s changed during the rebuild",
+			 w->lj, w->fixed, w->fixed == 1 ? "" : "s");
+	return r;
+}
+
+/* Paths the namespace changed under the walk: returns 0 with the
+ * namespace lock held, so nothing changes before the member is online,
+ * or -errno without it. */
+static int catch_up(struct walk *w)
+{
+	w->verify = false;
+	w->pass = 0;
+	/* (a file rebuilt in full and not changed since is only looked at: a
+	 * directory renamed again and again is walked again each time, and
+	 * rebuilding all of it each time never caught up) */
+	w->redo = true;
+	pthread_mutex_lock(&rb_lock);
+	info.phase = REBUILD_CATCH_UP;
+	pthread_mutex_unlock(&rb_lock);
+	int r = redo_drain(w);
+	w->redo = false;
+	return r;
+}
+
+/*
+ * The passes after the first: verify, catch up, and for a replacement in
+ * place the commit (*committed).  A promotion (the member being replaced
+ * failed, its replacement became its rebuild) verifies again.  Returns
+ * the result; *locked: the namespace lock is held (caught up).
+ */
+static int later_passes(struct walk *w, int r, bool *locked, bool *committed)
+{
 	uint64_t first_ms = util_now_ms() - t_start_ms;
+	*locked = *committed = false;
 	for (;;) {
-		if (r == 0 && w.errors == 0) {
-			uint64_t verify_start = util_now_ms();
-			/* verify: every chunk again, compared with the new member;
-			 * also catches files renamed into an already rebuilt
-			 * directory */
-			pthread_mutex_lock(&rb_lock);
-			snprintf(info.current, sizeof(info.current), "(verifying)");
-			if (info.phase == REBUILD_COPY) {
-				info.phase = REBUILD_VERIFY;
-				info.copied = info.done;
-				info.files_copied = info.files_done;
-			}
-			pthread_mutex_unlock(&rb_lock);
-			w.verify = true;
-			w.pass = 2;
-			w.promoted = -1;
-			qsort(w.rebuilt, w.nrebuilt, sizeof(*w.rebuilt), cmp_rebuilt);
-			w.rebuilt_sorted = true;
-			if (w.readd && !w.resume_after && !w.resynced_paths_lost)
-				r = readd_verify(&w);
-			else
-				r = walk_dir(&w, ".");
-			wr = worker_collect();
-			if (r == 0 && wr == -EINTR)
-				r = wr;
-			log_info("rebuild of member %u: the verify pass found %" PRIu64 " file%s unchanged since the first pass rebuilt them and rebuilt the others again, comparing (%.3f s; the first pass took %.3f s)",
-				 w.lj, w.unchanged_since, w.unchanged_since == 1 ? "" : "s", (util_now_ms() - verify_start) / 1000.0,
-				 first_ms / 1000.0);
-			if (w.fixed)
-				log_warn("rebuild of member %u: the verify pass rewrote %" PRIu64 " chunk%s changed during the rebuild",
-					 w.lj, w.fixed, w.fixed == 1 ? "" : "s");
-			if (r == 0 && w.errors == 0 && w.promoted >= 0)
+		if (r == 0 && w->errors == 0) {
+			r = verify_pass(w, first_ms);
+			if (r == 0 && w->errors == 0 && w->promoted >= 0)
 				continue;	/* promoted under this pass: verify it all again */
 		}
-		if (r == 0 && w.errors == 0) {
-			/* paths the namespace changed under the walk; returns with
-			 * the namespace lock held, so nothing changes before the
-			 * member is online */
-			w.verify = false;
-			w.pass = 0;
-			/* (a file rebuilt in full and not changed since is only
-			 * looked at: a directory renamed again and again is
-			 * walked again each time, and rebuilding all of it each
-			 * time never caught up) */
-			w.redo = true;
-			pthread_mutex_lock(&rb_lock);
-			info.phase = REBUILD_CATCH_UP;
-			pthread_mutex_unlock(&rb_lock);
-			r = redo_drain(&w);
-			w.redo = false;
-			locked = r == 0;
+		if (r == 0 && w->errors == 0) {
+			r = catch_up(w);
+			*locked = r == 0;
 		}
-		if (locked && w.j == SHADOW) {
+		if (*locked && w->j == SHADOW) {
 			/* the copy is complete; its member failed meanwhile? */
-			maybe_promote(&w, true);
-			if (w.j == SHADOW && !__atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE)) {
-				if (array_shadow_commit(a) == 0) {
-					w.j = w.lj;	/* it failed just now: promoted */
-					w.promoted = 0;
+			maybe_promote(w, true);
+			if (w->j == SHADOW && !__atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE)) {
+				if (array_shadow_commit(w->a) == 0) {
+					w->j = w->lj;	/* it failed just now: promoted */
+					w->promoted = 0;
 				} else {
-					committed = true;
+					*committed = true;
 				}
 			}
 		}
-		if (locked && w.promoted == 0) {
+		if (*locked && w->promoted == 0) {
 			/* promoted while the queue was worked off */
-			nslock_unlock(&a->ns_lock);
-			locked = false;
+			nslock_unlock(&w->a->ns_lock);
+			*locked = false;
 			continue;
 		}
-		break;
+		return r;
 	}
+}
+
+/* How a replacement in place ended (r, committed: see later_passes(); the
+ * namespace lock held when committed): into msg. */
+static void end_replace(struct walk *w, int r, bool committed, bool abandoned, char *msg, size_t len)
+{
+	struct array *a = w->a;
+	uint32_t lj = w->lj;
+	if (committed) {
+		/* committed: the shadow is member lj now */
+		unlinkat(w->dst, POS_FILE, 0);
+		redo_close(w->dst, true);
+		nslock_unlock(&a->ns_lock);
+		snprintf(msg, len, "member %u replaced by '%.120s' and verified (%.2f s)", lj, a->m[lj].path,
+			 (util_now_ms() - t_start_ms) / 1000.0);
+		log_info("%s", msg);
+	} else if (r == -EINTR && !abandoned) {
+		/* unmount: the replacement stays recorded and resumes */
+		redo_close(w->dst, false);
+		snprintf(msg, len, "replacement of member %u stopped at %.120s%s", lj, info.current,
+			 rb_waiting >= 0 ? WAIT_MEMBERS : "");
+		log_warn("%s", msg);
+	} else {
+		redo_close(w->dst, false);
+		nslock_excl(&a->ns_lock);	/* no create opens a shard there meanwhile */
+		array_shadow_drop(a);
+		nslock_unlock(&a->ns_lock);
+		snprintf(msg, len, "the replacement of member %u was abandoned (%s); it stays in service", lj,
+			 abandoned ? "the replacement failed, see the log"
+			 : w->errors ? "file errors, see the log" : "the member or the copy failed");
+		log_warn("%s", msg);
+	}
+}
+
+/* How the rebuild of member j ended (r; locked: caught up, namespace lock
+ * held): the member online, or why not, into msg.  Returns the files
+ * left not rebuilt. */
+static int end_rebuild(struct walk *w, uint32_t j, int r, bool locked, bool abandoned, char *msg, size_t len)
+{
+	struct array *a = w->a;
+	double secs = (util_now_ms() - t_start_ms) / 1000.0;
+	if (locked && !abandoned && rebuilt_online(w)) {
+		array_missed_clear(a, j);
+		nslock_unlock(&a->ns_lock);
+		if (w->targeted)
+			snprintf(msg, len, "member %u '%.120s' re-added: %" PRIu64 " changed file%s resynced, found through the missed-write log without a walk (%.3f s)",
+				 j, a->m[j].path, w->resynced, w->resynced == 1 ? "" : "s", secs);
+		else if (w->readd)
+			snprintf(msg, len, "member %u '%.120s' re-added: %" PRIu64 " changed file%s resynced, %" PRIu64 " unchanged (%.3f s)",
+				 j, a->m[j].path, w->resynced, w->resynced == 1 ? "" : "s", w->unchanged, secs);
+		else
+			snprintf(msg, len, "member %u rebuilt onto '%.120s' and verified (%" PRIu64 " file%s, %.3f s)",
+				 j, a->m[j].path, info.files_done / 2, info.files_done / 2 == 1 ? "" : "s", secs);
+		log_info("%s", msg);
+		event_post(a, "RebuildFinished", j);
+		return 0;
+	}
+	if (locked)
+		nslock_unlock(&a->ns_lock);
+	redo_close(w->dst, false);
+	if (locked || abandoned) {
+		snprintf(msg, len, "rebuild of member %u onto '%.120s' stopped: the new member failed (see the log)",
+			 j, a->m[j].path);
+		log_err("%s", msg);
+	} else if (r == -EINTR) {
+		snprintf(msg, len, "rebuild of member %u stopped at %.120s%s", j, info.current,
+			 rb_waiting >= 0 ? WAIT_MEMBERS : "");
+		log_warn("%s", msg);
+	} else {
+		if (w->errors)
+			snprintf(msg, len, "rebuild of member %u failed: %d file%s could not be rebuilt, the first %.300s; "
+				 "the member stays rebuilding (see the log)",
+				 j, w->errors, w->errors == 1 ? "" : "s", w->first_failed);
+		else
+			snprintf(msg, len, "rebuild of member %u failed: the member stays rebuilding; see the log", j);
+		log_err("%s", msg);
+		return w->errors;
+	}
+	return 0;
+}
+
+/* What the walk holds, let go; its buffers kept for the next rebuild
+ * unless they are large. */
+static void walk_free(struct walk *w)
+{
+	struct array *a = w->a;
+	for (size_t i = 0; i < w->nlinks; i++)
+		rfile_release(w->links[i].rf);
+	free(w->links);
+	free(w->missed);
+	free(w->rebuilt);
+	for (size_t i = 0; i < w->nresynced_paths; i++)
+		free(w->resynced_paths[i]);
+	free(w->resynced_paths);
+	uint64_t piece = a->lay.chunk > PIECE_BYTES ? a->lay.chunk : PIECE_BYTES;
+	bool keep = (a->lay.width + 2 + PARITY_MAX_M) * piece <= KEEP_BUFS_MAX;
+	for (int i = 0; i < 2; i++) {
+		for (int k = 0; k < 2 && !keep; k++)
+			piece_bufs_free(&w->fc[i].bufs[k]);
+		memcpy(kept_bufs[i], w->fc[i].bufs, sizeof(kept_bufs[i]));
+	}
+	pthread_mutex_destroy(&w->lock);
+}
+
+/*
+ * The rebuild thread: first pass, verify and catch-up passes (with the
+ * commit of a replacement in place), then the end: the member in service
+ * or why not, in info.last_result.
+ */
+static void *rebuild_thread(void *arg)
+{
+	struct array *a = RA;
+	uint32_t j = (uint32_t)(uintptr_t)arg;
+	bool shadow = j == SHADOW, logged, locked, committed;
+	struct walk w;
+	walk_init(&w, j, &logged);
+	int r = first_pass(&w, logged);
+	r = later_passes(&w, r, &locked, &committed);
 
 	pthread_mutex_lock(&rb_lock);
 	rb_ending = true;
@@ -1996,89 +2208,12 @@ static void *rebuild_thread(void *arg)
 	}
 	if (w.j != SHADOW)
 		j = w.j;	/* the member's own slot, also after a promotion */
-	if (shadow && w.j == SHADOW) {
-		uint32_t lj = w.lj;
-		if (committed) {
-			/* committed above: the shadow is member lj now */
-			unlinkat(w.dst, POS_FILE, 0);
-			redo_close(w.dst, true);
-			nslock_unlock(&a->ns_lock);
-			snprintf(msg, sizeof(msg), "member %u replaced by '%.120s' and verified (%.2f s)", lj,
-				 a->m[lj].path, (util_now_ms() - t_start_ms) / 1000.0);
-			log_info("%s", msg);
-		} else if (r == -EINTR && !abandoned) {
-			/* unmount: the replacement stays recorded and resumes */
-			redo_close(w.dst, false);
-			snprintf(msg, sizeof(msg), "replacement of member %u stopped at %.120s%s", lj, info.current,
-				 rb_waiting >= 0 ? WAIT_MEMBERS : "");
-			log_warn("%s", msg);
-		} else {
-			redo_close(w.dst, false);
-			nslock_excl(&a->ns_lock);	/* no create opens a shard there meanwhile */
-			array_shadow_drop(a);
-			nslock_unlock(&a->ns_lock);
-			snprintf(msg, sizeof(msg), "the replacement of member %u was abandoned (%s); it stays in service",
-				 lj, abandoned ? "the replacement failed, see the log"
-				   : w.errors ? "file errors, see the log" : "the member or the copy failed");
-			log_warn("%s", msg);
-		}
-	} else if (locked && !abandoned && rebuilt_online(&w)) {
-		array_missed_clear(a, j);
-		nslock_unlock(&a->ns_lock);
-		if (w.targeted)
-			snprintf(msg, sizeof(msg), "member %u '%.120s' re-added: %" PRIu64 " changed file%s resynced, found through the missed-write log without a walk (%.3f s)",
-				 j, a->m[j].path, w.resynced, w.resynced == 1 ? "" : "s",
-				 (util_now_ms() - t_start_ms) / 1000.0);
-		else if (w.readd)
-			snprintf(msg, sizeof(msg), "member %u '%.120s' re-added: %" PRIu64 " changed file%s resynced, %" PRIu64 " unchanged (%.3f s)",
-				 j, a->m[j].path, w.resynced, w.resynced == 1 ? "" : "s",
-				 w.unchanged, (util_now_ms() - t_start_ms) / 1000.0);
-		else
-			snprintf(msg, sizeof(msg), "member %u rebuilt onto '%.120s' and verified (%" PRIu64 " file%s, %.3f s)",
-				 j, a->m[j].path, info.files_done / 2, info.files_done / 2 == 1 ? "" : "s",
-				 (util_now_ms() - t_start_ms) / 1000.0);
-		log_info("%s", msg);
-		event_post(a, "RebuildFinished", j);
-	} else if (locked || abandoned) {
-		if (locked)
-			nslock_unlock(&a->ns_lock);
-		redo_close(w.dst, false);
-		snprintf(msg, sizeof(msg), "rebuild of member %u onto '%.120s' stopped: the new member failed (see the log)",
-			 j, a->m[j].path);
-		log_err("%s", msg);
-	} else if (r == -EINTR) {
-		redo_close(w.dst, false);
-		snprintf(msg, sizeof(msg), "rebuild of member %u stopped at %.120s%s", j, info.current,
-			 rb_waiting >= 0 ? WAIT_MEMBERS : "");
-		log_warn("%s", msg);
-	} else {
-		redo_close(w.dst, false);
-		failed = w.errors;
-		if (w.errors)
-			snprintf(msg, sizeof(msg), "rebuild of member %u failed: %d file%s could not be rebuilt, the first %.300s; "
-				 "the member stays rebuilding (see the log)",
-				 j, w.errors, w.errors == 1 ? "" : "s", w.first_failed);
-		else
-			snprintf(msg, sizeof(msg), "rebuild of member %u failed: the member stays rebuilding; see the log", j);
-		log_err("%s", msg);
-	}
+	if (shadow && w.j == SHADOW)
+		end_replace(&w, r, committed, abandoned, msg, sizeof(msg));
+	else
+		failed = end_rebuild(&w, j, r, locked, abandoned, msg, sizeof(msg));
 	worker_stop();
-	for (size_t i = 0; i < w.nlinks; i++)
-		rfile_release(w.links[i].rf);
-	free(w.links);
-	free(w.missed);
-	free(w.rebuilt);
-	for (size_t i = 0; i < w.nresynced_paths; i++)
-		free(w.resynced_paths[i]);
-	free(w.resynced_paths);
-	uint64_t piece = a->lay.chunk > PIECE_BYTES ? a->lay.chunk : PIECE_BYTES;
-	bool keep = (a->lay.width + 2 + PARITY_MAX_M) * piece <= KEEP_BUFS_MAX;
-	for (int i = 0; i < 2; i++) {
-		for (int k = 0; k < 2 && !keep; k++)
-			piece_bufs_free(&w.fc[i].bufs[k]);
-		memcpy(kept_bufs[i], w.fc[i].bufs, sizeof(kept_bufs[i]));
-	}
-	pthread_mutex_destroy(&w.lock);
+	walk_free(&w);
 	pthread_mutex_lock(&rb_lock);
 	info.active = false;
 	rb_ending = false;

@@ -41,6 +41,7 @@
 #include "pair.h"
 #include "parity.h"
 #include "rebuild.h"
+#include "recon.h"
 #include "util.h"
 
 /* ------------------------------------------------------- thread scratch */
@@ -470,70 +471,34 @@ static void guard_done(struct rfile *rf, int slot)
 
 /* --------------------------------------------------------------- groups */
 
+/* The members whose chunk of stripe s may be read (recon.h's input). */
+static uint64_t readable_at(const struct rfile *rf, uint64_t s)
+{
+	uint64_t r = 0;
+	for (uint32_t j = 0; j < rf->lay.width; j++)
+		r |= (uint64_t)rfile_usable_at(rf, j, s) << j;
+	return r;
+}
+
 /*
- * Make blk[j] hold data slot j of group g in stripe s over [lo, lo+len)
- * for every slot in `want` (bit j), reading present members and
- * reconstructing absent ones from the group's redundancy.  blk[0..k+m-1]
- * must all point to len-byte buffers (redundancy buffers are clobbered
- * when reconstruction is needed).  0 or -EIO.
+ * md's way after a read error: the caller has good data, so rewrite what
+ * the members could not read (slots `bad` of plan p, over [off, off+len)),
+ * and the disk remaps a bad sector.  The bytes are in blk[]: a parity
+ * group computed every slot it could not read (recon.h), a mirror has
+ * the copy it read.
  */
-static int load_group(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo,
-		      uint32_t len, uint8_t **blk, uint64_t want)
+static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t off, uint32_t len,
+			  uint8_t *const *blk, uint64_t bad)
 {
 	const struct layout *l = &rf->lay;
-	uint64_t off = s * l->chunk + lo;
-	uint64_t have = 0, bad = 0;
-	bool missing = false;
-
-	for (uint32_t j = 0; j < l->k; j++) {
-		if (!(want >> j & 1))
-			continue;
-		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (!rfile_usable_at(rf, mj, s) || shard_read(rf, mj, blk[j], len, off) < 0) {
-			if (rfile_usable_at(rf, mj, s))
-				bad |= 1ull << j;
-			missing = true;
-			continue;
-		}
-		have |= 1ull << j;
-	}
-	if (!missing)
-		return 0;
-	if (l->red == RED_NONE)
-		return -EIO;
-	if (l->red == RED_MIRROR) {
-		for (uint32_t c = 0; c < l->k + l->m; c++) {
-			uint32_t mj = layout_slot_member(l, s, g, c);
-			if (rfile_usable_at(rf, mj, s) && !(bad >> c & 1) && shard_read(rf, mj, blk[0], len, off) == 0)
-				goto repair;
-		}
-		return -EIO;
-	}
-	int erased[PARITY_MAX_M + 1], ne = 0;
-	for (uint32_t j = 0; j < l->k + l->m; j++) {
-		if (have >> j & 1)
-			continue;
-		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (!(bad >> j & 1) && rfile_usable_at(rf, mj, s) && shard_read(rf, mj, blk[j], len, off) == 0)
-			continue;
-		if (rfile_usable_at(rf, mj, s))
-			bad |= 1ull << j;
-		if (ne == (int)l->m)
-			return -EIO;	/* more lost than the group tolerates */
-		erased[ne++] = j;
-	}
-	if (ne && parity_reconstruct(l->k, l->m, len, blk, erased, ne) < 0)
-		return -EIO;
-repair:
-	/* md's way: give the caller good data, then rewrite what the member
-	 * could not read, so a bad sector is remapped by the disk */
 	for (uint32_t j = 0; j < l->k + l->m; j++) {
 		if (!(bad >> j & 1))
 			continue;
-		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (!rfile_usable_at(rf, mj, s) || rf->a->readonly)
+		uint32_t mj = p->member[j];
+		if (!rfile_usable_at(rf, mj, p->s) || rf->a->readonly)
 			continue;	/* (a read-only mount writes nothing) */
-		const uint8_t *src = l->red == RED_MIRROR ? blk[0] : blk[j];
+		const uint8_t *src = l->red != RED_MIRROR ? blk[j]
+				     : blk[p->op == RECON_COPY ? p->src : (uint32_t)__builtin_ctzll(p->want)];
 		struct iovec v = { (void *)src, len };
 		bool some;
 		if (put_member(rf, mj, &v, 1, off, &some) == 0) {
@@ -544,7 +509,48 @@ repair:
 			array_member_io_error(rf->a, mj, -EIO, true);
 		}
 	}
+}
+
+/*
+ * Carry out plan p (recon.h) over in-chunk columns [lo, lo+len) of its
+ * stripe: read its slots into blk[] (those in `have` hold their bytes
+ * already), planning again without each slot whose read fails, compute
+ * the rest, then repair the slots that could not be read (with `bad`,
+ * those that failed before the call).  blk[0..k+m-1] must all point to
+ * len-byte buffers; slots the plan does not read may be clobbered.
+ * 0 or -EIO (more lost than the group tolerates).
+ */
+static int recon_run(struct rfile *rf, struct recon_plan *p, uint32_t lo, uint32_t len, uint8_t **blk,
+		     uint64_t have, uint64_t bad)
+{
+	uint64_t off = p->s * rf->lay.chunk + lo, todo;
+	while (p->op != RECON_IMPOSSIBLE && (todo = p->read & ~have)) {
+		uint32_t i = (uint32_t)__builtin_ctzll(todo);
+		if (shard_read(rf, p->member[i], blk[i], len, off) == 0) {
+			have |= 1ull << i;
+		} else {
+			bad |= 1ull << i;
+			recon_exclude(p, i);
+		}
+	}
+	if (p->op == RECON_IMPOSSIBLE || recon_compute(p, len, blk) < 0)
+		return -EIO;
+	repair_unread(rf, p, off, len, blk, bad);
 	return 0;
+}
+
+/*
+ * Make blk[j] hold slot j of group g in stripe s over [lo, lo+len) for
+ * every slot in `want` (bit j), reading present members and
+ * reconstructing absent ones from the group's redundancy (recon_run()).
+ * 0 or -EIO.
+ */
+static int load_group(struct rfile *rf, uint64_t s, uint32_t g, uint32_t lo,
+		      uint32_t len, uint8_t **blk, uint64_t want)
+{
+	struct recon_plan p;
+	recon_plan(&p, &rf->lay, s, g, readable_at(rf, s), want, 0);
+	return recon_run(rf, &p, lo, len, blk, 0, 0);
 }
 
 /* New bytes for one group of one stripe: src[j] (NULL if slot j is not
@@ -591,10 +597,9 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 	if (!scr)
 		return -ENOMEM;
 	uint64_t want = 0, absent = 0;
-	bool rebuild = false;
 	/* The old bytes are loaded into scratch only, never into the
 	 * caller's buffer: a read that fails during the load makes
-	 * load_group() read the old contents of every other slot too (the
+	 * load_group() read the old contents of other slots too (the
 	 * reconstruction needs them), and read into the new data, it put the
 	 * old data on the members in place of an acknowledged write. */
 	for (uint32_t j = 0; j < n; j++)
@@ -603,14 +608,9 @@ static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct gr
 		if (w->src[j] && w->a[j] == w->lo && w->b[j] == w->hi)
 			continue;	/* all new: its old bytes are not needed */
 		want |= 1ull << j;
-		if (!rfile_usable_at(rf, layout_slot_member(l, s, g, j), s)) {
-			rebuild = true;
+		if (!rfile_usable_at(rf, layout_slot_member(l, s, g, j), s))
 			absent |= 1ull << j;	/* old bytes only in the parity */
-		}
 	}
-	if (rebuild)	/* an absent slot keeps old bytes we must reconstruct,
-			 * which needs the old contents of every slot */
-		want = (l->k == 64) ? ~0ull : ((1ull << l->k) - 1);
 	if (want) {
 		ret = load_group(rf, s, g, w->lo, len, blk, want);
 		if (ret < 0)
@@ -1192,16 +1192,10 @@ static int destage_range(struct rfile *rf, uint64_t s, uint32_t g, const struct 
 	}
 rcw:
 	{
-		/* reconstruct-write: every data slot over [lo, hi) */
-		uint64_t want = unknown;
-		bool rebuild = false;
-		for (uint32_t j = 0; j < k; j++)
-			if ((want >> j & 1) && !rfile_usable_at(rf, layout_slot_member(l, s, g, j), s))
-				rebuild = true;
-		if (rebuild)	/* reconstruction needs every slot's old bytes */
-			want = (k == 64) ? ~0ull : ((1ull << k) - 1);
-		if (want) {
-			ret = load_group(rf, s, g, lo, len, blk, want);
+		/* reconstruct-write: every data slot over [lo, hi), the
+		 * ones the line does not know read (or reconstructed) */
+		if (unknown) {
+			ret = load_group(rf, s, g, lo, len, blk, unknown);
 			if (ret < 0)
 				return ret;
 		}
@@ -1357,43 +1351,32 @@ ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off
 		uint64_t y = end < cbeg + chunk ? end : cbeg + chunk;
 		uint32_t n = y - pos;
 		layout_data_slot(l, d, &g, &j);
-		uint32_t mj = layout_slot_member(l, s, g, j);
-		if (l->red == RED_MIRROR) {
-			/* spread reads over the copies */
-			uint32_t copies = l->k + l->m;
-			for (uint32_t c = 0; c < copies; c++) {
-				uint32_t cand = layout_slot_member(l, s, g, (s + c) % copies);
-				if (rfile_usable_at(rf, cand, s)) {
-					mj = cand;
-					break;
-				}
+		/* mirrors: spread reads over the copies (the copy wanted,
+		 * then the next ones when it cannot be read) */
+		uint32_t cnt = l->k + l->m, want = l->red == RED_MIRROR ? s % cnt : j;
+		struct recon_plan p;
+		uint64_t bad = 0;
+		recon_plan(&p, l, s, g, readable_at(rf, s), 1ull << want, want);
+		if (p.op == RECON_READ || p.op == RECON_COPY) {
+			uint32_t i = p.op == RECON_READ ? want : p.src;
+			if (shard_read(rf, p.member[i], dst + (pos - off), n, s * chunk + o) == 0) {
+				pos = y;
+				continue;
 			}
+			bad = 1ull << i;	/* reconstructed, then repaired */
+			recon_exclude(&p, i);
 		}
-		if (rfile_usable_at(rf, mj, s) && shard_read(rf, mj, dst + (pos - off), n, s * chunk + o) == 0) {
-			ret = 0;
-		} else {
-			/* absent or unreadable: reconstruct (load_group retries
-			 * the read, then repairs the chunk it could not read) */
-			uint32_t cnt = l->k + l->m;
-			uint8_t *scr = scratch((size_t)cnt * n);
-			uint8_t *blk[LAYOUT_MAX_WIDTH];
-			if (!scr) {
-				ret = -ENOMEM;
-				break;
-			}
-			for (uint32_t i = 0; i < cnt; i++)
-				blk[i] = scr + (size_t)i * n;
-			ret = load_group(rf, s, g, o, n, blk, 1ull << j);
-			if (ret == 0)
-				memcpy(dst + (pos - off), blk[j], n);
-			if (ret == 0 && l->red == RED_MIRROR && rfile_usable_at(rf, mj, s) &&
-			    layout_slot_member(l, s, g, 0) != mj) {
-				/* the copy we chose could not be read (load_group
-				 * read another): repair it from the good one */
-				if (member_pwrite(rf->a, mj, rf->fd[mj], blk[j], n, s * chunk + o) == 0)
-					array_member_corrected(rf->a, mj);
-			}
+		uint8_t *scr = scratch((size_t)cnt * n);
+		uint8_t *blk[LAYOUT_MAX_WIDTH];
+		if (!scr) {
+			ret = -ENOMEM;
+			break;
 		}
+		for (uint32_t i = 0; i < cnt; i++)
+			blk[i] = scr + (size_t)i * n;
+		ret = recon_run(rf, &p, o, n, blk, 0, bad);
+		if (ret == 0)
+			memcpy(dst + (pos - off), blk[want], n);
 		pos = y;
 	}
 	return ret < 0 ? ret : (ssize_t)len;
@@ -1811,6 +1794,70 @@ int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g)
 	return r;
 }
 
+/*
+ * Compare group g of stripe s: mirror copies with each other, redundancy
+ * read with the redundancy its data gives - what the planner computes
+ * from the data slots alone (recon_plan(): an encode of the redundancy
+ * read, impossible when a data slot could not be read).  blk[0..n+m-1]:
+ * chunk-sized buffers (the last m for the redundancy computed).  Returns
+ * true when they differ; false when they agree or there is nothing to
+ * compare against (a member not there, too little read).  *unread: the
+ * slots that could not be read.
+ */
+static bool group_differs(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **blk, uint64_t *unread)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t chunk = l->chunk, n = l->k + l->m;
+	bool incomplete = false;
+	*unread = 0;
+	for (uint32_t i = 0; i < n && !incomplete; i++) {
+		uint32_t mj = layout_slot_member(l, s, g, i);
+		if (!rfile_usable_at(rf, mj, s))
+			incomplete = true;
+		else if (member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
+			*unread |= 1ull << i;
+	}
+	if (incomplete)
+		return false;
+	if (l->red == RED_MIRROR) {
+		if (n - (uint32_t)__builtin_popcountll(*unread) < 2)
+			return false;
+		uint32_t first = (uint32_t)__builtin_ctzll(~*unread);
+		for (uint32_t c = first + 1; c < n; c++)
+			if (!(*unread >> c & 1) && memcmp(blk[first], blk[c], chunk) != 0)
+				return true;
+		return false;
+	}
+	/* the redundancy read, from the data read */
+	struct recon_plan p;
+	uint64_t data = 0, want = recon_all(l) & ~((1ull << l->k) - 1) & ~*unread;
+	for (uint32_t i = 0; i < l->k; i++)
+		if (!(*unread >> i & 1))
+			data |= 1ull << layout_slot_member(l, s, g, i);
+	if (!want || recon_plan(&p, l, s, g, data, want, 0) != RECON_ENCODE)
+		return false;
+	/* bytes past the logical end must read as zero */
+	for (uint32_t j = 0; j < l->k; j++) {
+		uint64_t cbeg = layout_unmap(l, s, layout_data_index(l, g, j), 0);
+		if (cbeg + chunk > rf->size) {
+			for (uint64_t x = cbeg >= rf->size ? 0 : rf->size - cbeg; x < chunk; x++)
+				if (blk[j][x] != 0)
+					return true;
+		}
+	}
+	if (p.pm == (int)l->m && want == p.calc)	/* all of it read */
+		return parity_verify(l->k, l->m, chunk, blk) != 0;
+	uint8_t *enc[LAYOUT_MAX_WIDTH];
+	for (uint32_t i = 0; i < n; i++)
+		enc[i] = i < l->k ? blk[i] : blk[n + i - l->k];
+	if (recon_compute(&p, chunk, enc) < 0)
+		return false;
+	for (uint32_t i = l->k; i < n; i++)
+		if ((want >> i & 1) && memcmp(blk[i], enc[i], chunk) != 0)
+			return true;
+	return false;
+}
+
 long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
 			 void (*report)(void *ctx, uint64_t stripe, uint32_t group), void *ctx,
 			 uint64_t *unreadable)
@@ -1835,49 +1882,11 @@ long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
 		blk[i] = scr + (size_t)i * chunk;
 	for (uint64_t s = s0; s < nstripes; s++) {
 		for (uint32_t g = 0; g < l->groups; g++) {
-			bool incomplete = false;
-			uint64_t unread = 0;	/* slots that could not be read */
-			for (uint32_t i = 0; i < n && !incomplete; i++) {
-				uint32_t mj = layout_slot_member(l, s, g, i);
-				if (!rfile_usable_at(rf, mj, s))
-					incomplete = true;
-				else if (member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
-					unread |= 1ull << i;
-			}
+			uint64_t unread;	/* slots that could not be read */
+			bool differs = group_differs(rf, s, g, blk, &unread);
 			if (unread && unreadable)
 				(*unreadable)++;
-			uint32_t nu = (uint32_t)__builtin_popcountll(unread);
-			if (incomplete || (l->red == RED_PARITY && ((unread & ((1ull << l->k) - 1)) || nu >= l->m)) ||
-			    (l->red == RED_MIRROR && n - nu < 2))
-				continue;	/* nothing to compare against */
-			/* bytes past the logical end must read as zero */
-			bool bad_row = false;
-			for (uint32_t j = 0; j < l->k && l->red == RED_PARITY && !bad_row; j++) {
-				uint64_t cbeg = layout_unmap(l, s, layout_data_index(l, g, j), 0);
-				if (cbeg + chunk > rf->size) {
-					uint64_t from = cbeg >= rf->size ? 0 : rf->size - cbeg;
-					for (uint64_t x = from; x < chunk && !bad_row; x++)
-						bad_row = blk[j][x] != 0;
-				}
-			}
-			if (!bad_row && l->red == RED_MIRROR) {
-				uint32_t first = (uint32_t)__builtin_ctzll(~unread);
-				for (uint32_t c = first + 1; c < n && !bad_row; c++)
-					bad_row = !(unread >> c & 1) && memcmp(blk[first], blk[c], chunk) != 0;
-			} else if (!bad_row && !unread) {
-				bad_row = parity_verify(l->k, l->m, chunk, blk) != 0;
-			} else if (!bad_row) {
-				uint8_t *enc[2 * LAYOUT_MAX_WIDTH];
-				for (uint32_t i = 0; i < l->k; i++)
-					enc[i] = blk[i];
-				for (uint32_t i = 0; i < l->m; i++)
-					enc[l->k + i] = blk[n + i];
-				if (parity_encode(l->k, l->m, chunk, enc) < 0)
-					continue;
-				for (uint32_t i = l->k; i < n && !bad_row; i++)
-					bad_row = !(unread >> i & 1) && memcmp(blk[i], blk[n + i - l->k], chunk) != 0;
-			}
-			if (bad_row) {
+			if (differs) {
 				bad++;
 				if (report)
 					report(ctx, s, g);
@@ -1908,26 +1917,13 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 	for (uint32_t i = 0; i < n; i++)
 		blk[i] = scr + (size_t)i * chunk;
 	layout_member_slot(l, s, j, &g, &slot);
-	uint8_t *out;
-	if (target != j && rfile_usable_at(rf, j, s) && shard_read(rf, j, blk[0], chunk, s * chunk) == 0) {
-		/* replace in place: member j is healthy, copy its chunk */
-		out = blk[0];
-		ret = 0;
-	} else if (l->red == RED_NONE) {
-		return -EIO;
-	} else if (l->red == RED_MIRROR) {
-		ret = load_group(rf, s, g, 0, chunk, blk, 1);
-		out = blk[0];
-	} else if (slot < l->k) {
-		ret = load_group(rf, s, g, 0, chunk, blk, 1ull << slot);
-		out = blk[slot];
-	} else {
-		uint64_t all = (l->k == 64) ? ~0ull : ((1ull << l->k) - 1);
-		ret = load_group(rf, s, g, 0, chunk, blk, all);
-		if (ret == 0)
-			ret = parity_encode(l->k, l->m, chunk, blk);
-		out = blk[slot];
-	}
+	/* j's chunk as it is when j can be read and is not the target (a
+	 * replacement in place), else from the other members */
+	uint64_t readable = readable_at(rf, s) & ~(target == j ? 1ull << j : 0);
+	struct recon_plan p;
+	recon_plan(&p, l, s, g, readable, 1ull << slot, 0);
+	ret = recon_run(rf, &p, 0, chunk, blk, 0, 0);
+	uint8_t *out = blk[slot];
 	if (ret < 0)
 		return ret;
 	if (verify) {
