@@ -51,6 +51,26 @@ void array_add_hooks(struct array *a, const struct array_hooks *h)
 	a->hooks[a->nhooks++] = h;
 }
 
+void array_note_user_io(struct array *a)
+{
+	if (__atomic_load_n(&a->user_io_watchers, __ATOMIC_RELAXED) > 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+		__atomic_store_n(&a->last_user_io_ms, ts.tv_sec * 1000ull + ts.tv_nsec / 1000000,
+				 __ATOMIC_RELAXED);
+	}
+}
+
+void array_watch_user_io(struct array *a, bool on)
+{
+	__atomic_add_fetch(&a->user_io_watchers, on ? 1 : -1, __ATOMIC_RELAXED);
+}
+
+uint64_t array_last_user_io_ms(const struct array *a)
+{
+	return __atomic_load_n(&a->last_user_io_ms, __ATOMIC_RELAXED);
+}
+
 void array_abandon_replace(struct array *a)
 {
 	HOOKS(a, abandon_replace);

@@ -193,6 +193,9 @@ struct array {
 	unsigned nretired;
 	/* run by the monitor once a second while mounted (fuse.c) */
 	void (*tick)(struct array *a);
+	/* the user-I/O clock (array_note_user_io()): watchers, last note */
+	int user_io_watchers;
+	uint64_t last_user_io_ms;
 	/* the layers above, told of changes (array_add_hooks()) */
 	const struct array_hooks *hooks[ARRAY_MAX_HOOKS];
 	int nhooks;
@@ -357,6 +360,15 @@ int array_member_rebuilt(struct array *a, uint32_t j);
 
 /* Runtime options */
 extern uint32_t array_read_error_threshold;
+
+/* The user-I/O clock: the data path notes every user request; the
+ * rebuild and the scrub, while they watch, slow down to their busy rates
+ * when users did I/O in the last 100 ms.  Nothing is noted while nobody
+ * watches (an idle array pays nothing).  Any thread, no lock. */
+void array_note_user_io(struct array *a);
+void array_watch_user_io(struct array *a, bool on);
+/* when user I/O was last noted (CLOCK_MONOTONIC_COARSE, ms) */
+uint64_t array_last_user_io_ms(const struct array *a);
 
 /* Register hooks (struct array_hooks); at most ARRAY_MAX_HOOKS sets. */
 void array_add_hooks(struct array *a, const struct array_hooks *h);

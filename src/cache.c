@@ -1487,7 +1487,7 @@ static ssize_t write_through(struct cache *c, struct rfile *rf, const uint8_t *b
 	}
 	if (!array_writable(rf->a))
 		return rf->a->readonly ? -EROFS : -EIO;
-	rebuild_note_user_io();
+	array_note_user_io(rf->a);
 	bool release;
 	pthread_rwlock_wrlock(&rf->rw);
 	ssize_t r = drop_range_locked(c, rf, off, off + len, &release);
@@ -1518,7 +1518,7 @@ ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
 	} else if (!array_writable(rf->a)) {
 		return rf->a->readonly ? -EROFS : -EIO;
 	} else {
-		rebuild_note_user_io();
+		array_note_user_io(rf->a);
 		r = write_back(c, rf, buf, len, off);
 	}
 	if (r > 0)
@@ -1571,7 +1571,7 @@ ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 	uint64_t lb = c->mem.line_bytes;
 	uint8_t *dst = buf;
 	ssize_t ret = 0;
-	rebuild_note_user_io();
+	array_note_user_io(rf->a);
 	pthread_rwlock_rdlock(&rf->rw);
 	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
 	if (off >= size) {

@@ -50,30 +50,6 @@ static struct array *RA;
  * a re-add of a directory the member had before another one took its
  * slot (its log is the other one's: every file's version is compared) */
 static enum rb_mode { RB_FULL, RB_READD, RB_READD_ALL } rb_mode;
-static uint64_t last_user_io_ms;
-
-static bool watch_user_io;	/* the scrub's (rebuild_watch_user_io()) */
-
-void rebuild_watch_user_io(bool on)
-{
-	__atomic_store_n(&watch_user_io, on, __ATOMIC_RELAXED);
-}
-
-uint64_t rebuild_last_user_io_ms(void)
-{
-	return __atomic_load_n(&last_user_io_ms, __ATOMIC_RELAXED);
-}
-
-void rebuild_note_user_io(void)
-{
-	if (__atomic_load_n(&info.active, __ATOMIC_RELAXED) || __atomic_load_n(&watch_user_io, __ATOMIC_RELAXED)) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-		__atomic_store_n(&last_user_io_ms, ts.tv_sec * 1000ull + ts.tv_nsec / 1000000,
-				 __ATOMIC_RELAXED);
-	}
-}
-
 void rebuild_get(struct rebuild_info *out)
 {
 	pthread_mutex_lock(&rb_lock);
@@ -157,7 +133,7 @@ static bool throttle(uint64_t bytes)
 		info.rate = info.done / info.elapsed;
 	while (info.paused && !rb_stop && !__atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE))
 		pthread_cond_wait(&rb_cond, &rb_lock);
-	bool busy = t - __atomic_load_n(&last_user_io_ms, __ATOMIC_RELAXED) < 100;
+	bool busy = t - array_last_user_io_ms(RA) < 100;
 	uint32_t limit = busy ? info.min_rate : info.max_rate;
 	if (busy && info.max_rate && info.max_rate < limit)
 		limit = info.max_rate;
@@ -2190,6 +2166,7 @@ static void *rebuild_thread(void *arg)
 	uint32_t j = (uint32_t)(uintptr_t)arg;
 	bool shadow = j == SHADOW, logged, locked, committed;
 	struct walk w;
+	array_watch_user_io(a, true);	/* (its rate falls to min_rate while users do I/O) */
 	walk_init(&w, j, &logged);
 	int r = first_pass(&w, logged);
 	r = later_passes(&w, r, &locked, &committed);
@@ -2214,6 +2191,7 @@ static void *rebuild_thread(void *arg)
 		failed = end_rebuild(&w, j, r, locked, abandoned, msg, sizeof(msg));
 	worker_stop();
 	walk_free(&w);
+	array_watch_user_io(a, false);
 	pthread_mutex_lock(&rb_lock);
 	info.active = false;
 	rb_ending = false;

@@ -157,11 +157,5 @@ void rebuild_fail_replacement(struct array *a, const char *why);
 int rebuild_resume_due(struct array *a, int *member);
 /* rebuild_resume() of that member only. */
 int rebuild_resume_member(struct array *a, int only);
-/* Called on every user I/O, to slow the rebuild down (cheap). */
-void rebuild_note_user_io(void);
-/* The scrub's use of the same: note user I/O also while no rebuild runs;
- * when the last was seen (CLOCK_MONOTONIC, ms). */
-void rebuild_watch_user_io(bool on);
-uint64_t rebuild_last_user_io_ms(void);
 
 #endif

@@ -55,7 +55,7 @@ static bool stopping(void)
 static void pace(uint64_t bytes)
 {
 	uint64_t t = util_now_ms();
-	if ((int64_t)(t - rebuild_last_user_io_ms()) < 100 && bytes) {
+	if ((int64_t)(t - array_last_user_io_ms(SA)) < 100 && bytes) {
 		uint64_t us = bytes * 1000000ull / (SCRUB_BUSY_MB * 1048576ull);
 		struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
 		nanosleep(&ts, NULL);
@@ -404,10 +404,10 @@ static void *scrub_thread(void *arg)
 	(void)arg;
 	struct array *a = SA;
 	bool fix = info.repair;
-	rebuild_watch_user_io(true);
+	array_watch_user_io(a, true);
 	log_info("array '%s': scrub started%s", a->sb.name, fix ? " (repairing mismatches)" : "");
 	bool done = walk(a, ".", true, fix) && walk(a, ".", false, fix);
-	rebuild_watch_user_io(false);
+	array_watch_user_io(a, false);
 	char msg[512];
 	pthread_mutex_lock(&sc_lock);
 	const char *why = done ? "finished" : stop_why ? stop_why : "stopped";

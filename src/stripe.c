@@ -939,7 +939,7 @@ ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off
 		return 0;
 	if (!array_writable(rf->a))
 		return rf->a->readonly ? -EROFS : -EIO;
-	rebuild_note_user_io();
+	array_note_user_io(rf->a);
 	pthread_rwlock_wrlock(&rf->rw);
 	ssize_t r = stripe_write_locked(rf, buf, len, off);
 	pthread_rwlock_unlock(&rf->rw);
@@ -1323,7 +1323,7 @@ int stripe_write_stripes_locked(struct rfile *rf, uint64_t s0, uint32_t ns, cons
 
 ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 {
-	rebuild_note_user_io();
+	array_note_user_io(rf->a);
 	pthread_rwlock_rdlock(&rf->rw);
 	ssize_t r = stripe_read_locked(rf, buf, len, off);
 	pthread_rwlock_unlock(&rf->rw);
