@@ -2162,7 +2162,7 @@ int cache_replay_file(struct rfile *rf)
 	struct cache *c = &cache_one;
 	/* the chunks a cut write into a degraded stripe could have changed,
 	 * as they were, before anything is written over them */
-	int ret = guard_replay_file(rf);
+	int ret = stripe_put_back_guarded(rf);
 	if (ret == 0 && c->last.old) {
 		uint64_t lb = c->last.old->line_bytes;
 		uint32_t w = c->last.old->bm_words;

@@ -31,16 +31,8 @@
 #define GUARD_MAGIC 0x31444752u	/* "RGD1" */
 #define PIECE_AT(i) (24 + 12 * (i))
 
-struct old_guard {
-	uint64_t fid;
-	uint64_t size;			/* the file's size whether the write was done or not */
-	int slot;			/* reserved in the store in use, or -1 */
-	int n;
-	struct guard_piece p[GUARD_PIECES];
-	uint8_t *bytes;
-};
 
-/* Putting a guarded chunk back takes no new guard (guard_replay_file()) */
+/* Putting a guarded chunk back takes no new guard (guard_suspend()) */
 static __thread bool suspended;
 
 static struct {
@@ -52,7 +44,7 @@ static struct {
 	uint32_t used;			/* bit i: slot i holds a write in progress */
 	uint32_t reserved;		/* bit i: slot i holds the last run's guard */
 	int busy;			/* slots in use by this run */
-	struct old_guard *old;		/* the last run's guards (guard_recover) */
+	struct guard_cut *old;		/* the last run's guards (guard_recover) */
 	int nold;
 	size_t capold;
 } G = {
@@ -274,7 +266,7 @@ int guard_recover(const struct guard_store *st, bool current)
 		uint32_t crc = parity_crc32(0, b, 124);
 		if (parity_crc32(crc, b + GUARD_HDR, total) != get_le32(b + 124))
 			continue;	/* torn while written: its write never began */
-		struct old_guard *o = NULL;
+		struct guard_cut *o = NULL;
 		if (UTIL_GROW(G.old, G.capold, (size_t)G.nold + 1) == 0) {
 			o = &G.old[G.nold];
 			memset(o, 0, sizeof(*o));
@@ -318,80 +310,28 @@ bool guard_holds(uint64_t fid)
 	return false;
 }
 
-int guard_replay_file(struct rfile *rf)
+struct guard_cut *guard_next_cut(uint64_t fid, int *i)
 {
-	int ret = 0, put = 0, regen = 0;
-	uint32_t slots = 0;
-	for (int i = 0; i < G.nold && ret == 0; i++) {
-		struct old_guard *o = &G.old[i];
-		if (o->fid != rf->id || !o->n)
-			continue;
-		/* The file reaches at least as far as it did when the write
-		 * began (the size found from the shards and the recorded one
-		 * can be short of it: a tail only the absent member and the
-		 * parity hold is in neither), and below that every byte is
-		 * the file's. */
-		if (o->size > rf->size) {
-			__atomic_store_n(&rf->size, o->size, __ATOMIC_RELEASE);
-			rf->meta_stale = true;
-		}
-		/* (no new guard: this slot stays until the bytes are durable;
-		 * a second absent chunk of the group read from the cut parity
-		 * now is put back next) */
-		suspended = true;
-		for (int k = 0; k < o->n && ret == 0; k++) {
-			/* a write of the bytes as they were: the parity is made
-			 * again from the surviving chunks and these */
-			uint64_t off = o->p[k].off, len = o->p[k].len;
-			if (off >= rf->size || len == 0)
-				continue;
-			if (len > rf->size - off)
-				len = rf->size - off;
-			ssize_t r = stripe_write_locked(rf, o->p[k].data, len, off);
-			ret = r < 0 ? (int)r : 0;
-			put++;
-		}
-		/* The cut write changed the absent chunks past the file's end
-		 * too, which must stay zeros (a rebuild writes nothing there,
-		 * and the file may grow over them): the parity of each group
-		 * the pieces lie in is made again, zeros past the end. */
-		if (ret == 0) {
-			uint64_t off[GUARD_PIECES];
-			for (int k = 0; k < o->n; k++)
-				off[k] = o->p[k].off;
-			int r = stripe_regen_at(rf, off, o->n);
-			ret = r < 0 ? r : 0;
-			regen += r > 0 ? r : 0;
-		}
-		suspended = false;
-		if (ret == 0 && o->slot >= 0)
-			slots |= 1u << o->slot;
-		if (ret == 0)
-			o->n = 0;	/* done */
-	}
-	if (put) {
-		log_warn("file %016" PRIx64 ": %d chunk%s of absent members put back as %s before a write into "
-			 "its degraded stripes was cut short%s",
-			 rf->id, put, put == 1 ? "" : "s", put == 1 ? "it was" : "they were", ret < 0 ? " (failed)" : "");
-	} else if (regen) {
-		log_warn("file %016" PRIx64 ": a write into its degraded stripes was cut short where the chunks of "
-			 "absent members lie past the file's end: parity made again over zeros there%s",
-			 rf->id, ret < 0 ? " (failed)" : "");
-	}
-	if (slots) {
-		/* the slots may be taken again once what they restored is
-		 * durable (a power loss must find one or the other) */
-		if (guard_durable())
-			stripe_sync_shards(rf);
-		pthread_mutex_lock(&G.lock);
-		for (uint32_t i = 0; i < GUARD_SLOTS; i++)
-			if (slots >> i & 1)
-				slot_clear((int)i);
-		G.reserved &= ~slots;
-		pthread_cond_broadcast(&G.freed);
-		pthread_mutex_unlock(&G.lock);
-	}
-	return ret;
+	for (; *i < G.nold; (*i)++)
+		if (G.old[*i].fid == fid && G.old[*i].n)
+			return &G.old[(*i)++];
+	return NULL;
+}
+
+void guard_suspend(bool on)
+{
+	suspended = on;
+}
+
+void guard_free_slots(uint32_t slots)
+{
+	pthread_mutex_lock(&G.lock);
+	for (uint32_t i = 0; i < GUARD_SLOTS; i++)
+		if (slots >> i & 1)
+			slot_clear((int)i);
+	G.reserved &= ~slots;
+	pthread_cond_broadcast(&G.freed);
+	pthread_mutex_unlock(&G.lock);
 }
 
 void guard_replay_done(void)

@@ -11,7 +11,7 @@
  * (bbu=file or bbu=shm), first copies the absent chunk's bytes over the
  * columns the write changes into a guard slot, writes the members, then
  * frees the slot.  The next mount puts every guarded chunk back before it
- * replays the cache (guard_replay_file()).
+ * replays the cache (stripe_put_back_guarded()).
  *
  * Where the slots are: struct guard_store, given by the cache log
  * (bbu=file: after its ring, durable) or by the cache arena (bbu=shm).
@@ -92,11 +92,26 @@ int guard_recover(const struct guard_store *st, bool current);
 /* Does the previous run's guard hold chunks of file fid? */
 bool guard_holds(uint64_t fid);
 
-/* Put back the previous run's guarded chunks of rf (rf->rw held or
- * private).  Two slots never cover the same bytes (their writes were cut
- * short at the same moment, and one file's stripe is written by one
- * writer at a time), so their order does not matter.  0 or -errno. */
-int guard_replay_file(struct rfile *rf);
+/* A write into a degraded stripe cut short, found in a slot at mount
+ * (guard_recover()): the absent members' chunks as they were before it.
+ * The stripe I/O puts them back (stripe_put_back_guarded()). */
+struct guard_cut {
+	uint64_t fid;
+	uint64_t size;			/* the file's size whether the write was done or not */
+	int slot;			/* reserved in the store in use, or -1 */
+	int n;				/* pieces; 0 once put back */
+	struct guard_piece p[GUARD_PIECES];
+	uint8_t *bytes;
+};
+
+/* The previous run's cut writes of file fid not put back yet, one at a
+ * time: the next from *i on (start at 0), or NULL. */
+struct guard_cut *guard_next_cut(uint64_t fid, int *i);
+/* While on, this thread's writes take no guard slot (a cut write being
+ * put back: its own slot stays until the bytes are durable). */
+void guard_suspend(bool on);
+/* The cuts of these slots are put back and durable: the slots are free. */
+void guard_free_slots(uint32_t slots);
 
 /* The replay is over (or discarded): forget what guard_recover() took. */
 void guard_replay_done(void);

@@ -1556,6 +1556,74 @@ int stripe_regen_at(struct rfile *rf, const uint64_t *off, int n)
 	return ret < 0 ? ret : ndone;
 }
 
+int stripe_put_back_guarded(struct rfile *rf)
+{
+	int ret = 0, put = 0, regen = 0;
+	uint32_t slots = 0;
+	struct guard_cut *o;
+	for (int i = 0; ret == 0 && (o = guard_next_cut(rf->id, &i)); ) {
+		/* The file reaches at least as far as it did when the write
+		 * began (the size found from the shards and the recorded one
+		 * can be short of it: a tail only the absent member and the
+		 * parity hold is in neither), and below that every byte is
+		 * the file's. */
+		if (o->size > rf->size) {
+			__atomic_store_n(&rf->size, o->size, __ATOMIC_RELEASE);
+			rf->meta_stale = true;
+		}
+		/* (no new guard: this slot stays until the bytes are durable;
+		 * a second absent chunk of the group read from the cut parity
+		 * now is put back next) */
+		guard_suspend(true);
+		for (int k = 0; k < o->n && ret == 0; k++) {
+			/* a write of the bytes as they were: the parity is made
+			 * again from the surviving chunks and these */
+			uint64_t off = o->p[k].off, len = o->p[k].len;
+			if (off >= rf->size || len == 0)
+				continue;
+			if (len > rf->size - off)
+				len = rf->size - off;
+			ssize_t r = stripe_write_locked(rf, o->p[k].data, len, off);
+			ret = r < 0 ? (int)r : 0;
+			put++;
+		}
+		/* The cut write changed the absent chunks past the file's end
+		 * too, which must stay zeros (a rebuild writes nothing there,
+		 * and the file may grow over them): the parity of each group
+		 * the pieces lie in is made again, zeros past the end. */
+		if (ret == 0) {
+			uint64_t off[GUARD_PIECES];
+			for (int k = 0; k < o->n; k++)
+				off[k] = o->p[k].off;
+			int r = stripe_regen_at(rf, off, o->n);
+			ret = r < 0 ? r : 0;
+			regen += r > 0 ? r : 0;
+		}
+		guard_suspend(false);
+		if (ret == 0 && o->slot >= 0)
+			slots |= 1u << o->slot;
+		if (ret == 0)
+			o->n = 0;	/* done */
+	}
+	if (put) {
+		log_warn("file %016" PRIx64 ": %d chunk%s of absent members put back as %s before a write into "
+			 "its degraded stripes was cut short%s",
+			 rf->id, put, put == 1 ? "" : "s", put == 1 ? "it was" : "they were", ret < 0 ? " (failed)" : "");
+	} else if (regen) {
+		log_warn("file %016" PRIx64 ": a write into its degraded stripes was cut short where the chunks of "
+			 "absent members lie past the file's end: parity made again over zeros there%s",
+			 rf->id, ret < 0 ? " (failed)" : "");
+	}
+	if (slots) {
+		/* the slots may be taken again once what they restored is
+		 * durable (a power loss must find one or the other) */
+		if (guard_durable())
+			stripe_sync_shards(rf);
+		guard_free_slots(slots);
+	}
+	return ret;
+}
+
 int stripe_truncate(struct rfile *rf, uint64_t size)
 {
 	int ret;

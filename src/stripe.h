@@ -95,6 +95,14 @@ int stripe_regen_at(struct rfile *rf, const uint64_t *off, int n);
  * record (stripe_record_truncate()) already (the cache does, before it
  * drops the lines past the new end); else it is written here. */
 int stripe_truncate_locked(struct rfile *rf, uint64_t size, bool said);
+/* Put back the previous run's guarded chunks of rf (guard.h: writes into
+ * degraded stripes cut short), rf->rw held or rf private: the bytes as
+ * they were written again, the parity of their groups made again with
+ * zeros past the end, the slots freed once durable.  Two slots never
+ * cover the same bytes (their writes were cut short at the same moment,
+ * and one file's stripe is written by one writer at a time), so their
+ * order does not matter.  0 or -errno. */
+int stripe_put_back_guarded(struct rfile *rf);
 /* A truncate's record replayed from the cache's log: the same, and the
  * stripe across the size made again even when the file has that size
  * already (a power loss can keep a shard's new length and lose the parity
