@@ -676,25 +676,39 @@ void rfile_copy_xattrs(int from, int to, bool created)
 
 #define RESTORE_WINDOW 64	/* stripes filled per lock hold */
 
-int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool (*go_on)(uint64_t bytes))
+/* What the put-back of shard j of rf knows between its steps. */
+struct restore {
+	struct rfile *rf;
+	const char *relpath;
+	uint32_t j;
+	int p;			/* the primary */
+	int fd;			/* the new shard, unnamed until published */
+	int dirfd;		/* member j's directory when it was made */
+	uint64_t epoch;		/* of keys and directories, at step 1 */
+	uint64_t gen, size;	/* rf->wgen and rf->size when filling began */
+};
+
+/* Step 1, under the namespace lock: still missing, one name, redundancy
+ * to fill it from that is not in doubt; the shard made unnamed in its
+ * directory there (x->fd).  0 or -errno. */
+static int restore_begin(struct restore *x)
 {
+	struct rfile *rf = x->rf;
 	struct array *a = rf->a;
-	int p = a->primary, fd = -1, r = 0, dirfd = -1;
+	uint32_t j = x->j;
+	int p = x->p, r = 0;
 	struct stat pst, st;
 	char parent[PATH_MAX];
-	snprintf(parent, sizeof(parent), "%s", relpath);
+	snprintf(parent, sizeof(parent), "%s", x->relpath);
 	char *slash = strrchr(parent, '/');
 	if (slash)
 		*slash = '\0';
 	else
 		snprintf(parent, sizeof(parent), ".");
 
-	/* 1. under the namespace lock: still missing, one name, redundancy
-	 * to fill it from that is not in doubt; the shard made unnamed in
-	 * its directory there */
 	nslock_excl(&a->ns_lock);
 	pthread_rwlock_rdlock(&rf->rw);
-	uint64_t epoch = rfile_epoch();
+	x->epoch = rfile_epoch();
 	if (p < 0 || j >= a->width || (int)j == p || rf->lay.m == 0 || !member_online(a, j) || shadow_of(a) == (int)j ||
 	    rf->fd[p] < 0 || rf->fd[j] >= 0)
 		r = -EINVAL;
@@ -704,27 +718,31 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 		r = -errno;
 	else if (pst.st_nlink > 1)
 		r = -EMLINK;
-	else if (fstatat(a->m[j].dirfd, relpath, &st, AT_SYMLINK_NOFOLLOW) == 0)
+	else if (fstatat(a->m[j].dirfd, x->relpath, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		r = -EEXIST;
 	else if (errno != ENOENT)
 		r = -errno;
 	pthread_rwlock_unlock(&rf->rw);
 	if (r == 0) {
-		dirfd = a->m[j].dirfd;
-		fd = member_openat(a, j, parent, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-		r = fd >= 0 ? 0 : fd == -EISDIR || fd == -EINVAL ? -EOPNOTSUPP : fd;
+		x->dirfd = a->m[j].dirfd;
+		x->fd = member_openat(a, j, parent, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		r = x->fd >= 0 ? 0 : x->fd == -EISDIR || x->fd == -EINVAL ? -EOPNOTSUPP : x->fd;
 	}
 	nslock_unlock(&a->ns_lock);
-	if (r < 0)
-		return r;
+	return r;
+}
 
-	/* 2. filled a window of stripes at a time under the file's lock,
-	 * through a private copy of the rfile: nobody else sees the shard
-	 * before it is whole (the dirty log's marks link every shard they
-	 * see).  A write or truncate meanwhile (rf->wgen) makes it stale:
-	 * given up, the next scrub tries again.  On the disk before it gets
-	 * a name. */
-	uint64_t gen = 0, size = 0;
+/* Step 2: filled a window of stripes at a time under the file's lock,
+ * through a private copy of the rfile: nobody else sees the shard before
+ * it is whole (the dirty log's marks link every shard they see).  A write
+ * or truncate meanwhile (rf->wgen) makes it stale: given up (-EAGAIN),
+ * the next scrub tries again.  On the disk before it gets a name.  0 or
+ * -errno. */
+static int restore_fill(struct restore *x, bool (*go_on)(uint64_t bytes))
+{
+	struct rfile *rf = x->rf;
+	uint32_t j = x->j;
+	int r = 0;
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
 	struct rfile *cp = malloc(sizeof(*cp));
@@ -738,17 +756,18 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 		 * end at the latest) */
 		if (s0 == 0) {
 			pthread_rwlock_wrlock(&rf->rw);
-			gen = __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE);
-			size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+			x->gen = __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE);
+			x->size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
 		} else {
 			pthread_rwlock_rdlock(&rf->rw);
 		}
-		uint64_t nstripes = (size + sbytes - 1) / sbytes;
-		if (__atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE) != gen || __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE) != size) {
+		uint64_t nstripes = (x->size + sbytes - 1) / sbytes;
+		if (__atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE) != x->gen ||
+		    __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE) != x->size) {
 			r = -EAGAIN;
 		} else {
 			memcpy(cp, rf, sizeof(*cp));	/* (its lock is not used) */
-			cp->fd[j] = fd;
+			cp->fd[j] = x->fd;
 			cp->damaged |= 1ull << j;	/* (not read from) */
 			cp->damaged_from[j] = 0;
 			for (uint64_t s = s0; s < s0 + RESTORE_WINDOW && s < nstripes && r == 0; s++) {
@@ -758,7 +777,7 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 				bytes += b > 0 ? b : 0;
 			}
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* (after the reads above) */
-			if (r == 0 && __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE) != gen)
+			if (r == 0 && __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE) != x->gen)
 				r = -EAGAIN;	/* (a destage wrote meanwhile) */
 		}
 		pthread_rwlock_unlock(&rf->rw);
@@ -768,43 +787,62 @@ int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool 
 			r = -EINTR;
 	}
 	free(cp);
-	if (r == 0 && ftruncate(fd, (off_t)layout_shard_size(l, j, size)) < 0)
+	if (r == 0 && ftruncate(x->fd, (off_t)layout_shard_size(l, j, x->size)) < 0)
 		r = -errno;
 	if (r == 0)
-		r = member_fsync(a, j, fd, false);
+		r = member_fsync(rf->a, j, x->fd, false);
+	return r;
+}
 
-	/* 3. under the namespace lock again, unless anything changed:
-	 * owner, mode, xattrs and times as the primary has them now (a chmod
-	 * meanwhile missed the shard), then marked and linked at its name and
-	 * put in service (stripe_publish_shard()), then the record */
+/* Step 3, under the namespace lock again, unless anything changed
+ * (-EAGAIN): owner, mode, xattrs and times as the primary has them now (a
+ * chmod meanwhile missed the shard), then marked and linked at its name
+ * and put in service (stripe_publish_shard()), then the record.  0 or
+ * -errno. */
+static int restore_publish(struct restore *x)
+{
+	struct rfile *rf = x->rf;
+	struct array *a = rf->a;
+	uint32_t j = x->j;
+	int p = x->p, fd = x->fd, r = 0;
+	struct stat pst, now;
+	nslock_excl(&a->ns_lock);
+	pthread_rwlock_wrlock(&rf->rw);
+	if (rf->wgen != x->gen || rf->size != x->size || rf->fd[j] >= 0 || rfile_epoch() != x->epoch ||
+	    a->m[j].dirfd != x->dirfd || !member_online(a, j) || shadow_of(a) == (int)j ||
+	    stripe_names(rf, &pst) < 0 || pst.st_nlink > 1 ||
+	    fstatat(a->m[p].dirfd, x->relpath, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_ino != rf->key)
+		r = -EAGAIN;
 	if (r == 0) {
-		nslock_excl(&a->ns_lock);
-		pthread_rwlock_wrlock(&rf->rw);
-		struct stat now;
-		if (rf->wgen != gen || rf->size != size || rf->fd[j] >= 0 || rfile_epoch() != epoch ||
-		    a->m[j].dirfd != dirfd || !member_online(a, j) || shadow_of(a) == (int)j ||
-		    stripe_names(rf, &pst) < 0 || pst.st_nlink > 1 ||
-		    fstatat(a->m[p].dirfd, relpath, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_ino != rf->key)
-			r = -EAGAIN;
-		if (r == 0) {
-			struct timespec tv[2] = { pst.st_atim, pst.st_mtim };
-			fchown(fd, pst.st_uid, pst.st_gid);
-			fchmod(fd, pst.st_mode & 07777);	/* after the chown, which drops set-id bits */
-			rfile_copy_xattrs(rf->fd[p], fd, true);
-			futimens(fd, tv);
-			r = member_fsync(a, j, fd, false);
-			if (r == 0)
-				r = stripe_publish_shard(rf, j, fd, relpath);
-		}
-		/* (a crash before the record is written leaves a whole shard
-		 * without one: the next close repairs that) */
-		if (r == 0 && stripe_write_meta(rf, 0) < 0)
-			rf->meta_stale = true;
-		pthread_rwlock_unlock(&rf->rw);
-		nslock_unlock(&a->ns_lock);
+		struct timespec tv[2] = { pst.st_atim, pst.st_mtim };
+		fchown(fd, pst.st_uid, pst.st_gid);
+		fchmod(fd, pst.st_mode & 07777);	/* after the chown, which drops set-id bits */
+		rfile_copy_xattrs(rf->fd[p], fd, true);
+		futimens(fd, tv);
+		r = member_fsync(a, j, fd, false);
+		if (r == 0)
+			r = stripe_publish_shard(rf, j, fd, x->relpath);
 	}
+	/* (a crash before the record is written leaves a whole shard
+	 * without one: the next close repairs that) */
+	if (r == 0 && stripe_write_meta(rf, 0) < 0)
+		rf->meta_stale = true;
+	pthread_rwlock_unlock(&rf->rw);
+	nslock_unlock(&a->ns_lock);
+	return r;
+}
+
+int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool (*go_on)(uint64_t bytes))
+{
+	struct restore x = { .rf = rf, .relpath = relpath, .j = j, .p = rf->a->primary, .fd = -1, .dirfd = -1 };
+	int r = restore_begin(&x);
 	if (r < 0)
-		close(fd);
+		return r;
+	r = restore_fill(&x, go_on);
+	if (r == 0)
+		r = restore_publish(&x);
+	if (r < 0)
+		close(x.fd);
 	return r;
 }
 
@@ -852,58 +890,69 @@ static void resync_left(struct rfile *rf, const char *relpath)
 	pthread_rwlock_unlock(&rf->rw);
 }
 
-int rfile_open(struct array *a, const char *relpath, struct rfile **out)
+/* rfile_open(), step 1: the primary's shard of relpath (*p the primary
+ * it was found on, *epoch the epoch of the look-up, *st its stat): a
+ * regular file's descriptor, or -errno.  Follows the primary when the
+ * directory leaves the array meanwhile or the shard cannot be opened
+ * there (*moved counts the moves). */
+static int open_primary(struct array *a, const char *relpath, int *p, uint64_t *epoch, struct stat *st, int *moved)
 {
-	struct stat st;
-	int tries = 0, moved = 0;
-again:;
-	uint64_t epoch = rfile_epoch();
-	int p = a->primary;
-	int fd = open_shard(a, p, relpath);
-	if (fd < 0 && rfile_epoch() != epoch)
-		goto again;	/* (the directory just left the array) */
-	if (fd < 0) {
-		/* (the next primary serves it, while the level allows) */
-		if (shard_open_failed(a, p, relpath, fd) && ++moved < LAYOUT_MAX_WIDTH && array_writable(a))
-			goto again;
+	for (;;) {
+		*epoch = rfile_epoch();
+		*p = a->primary;
+		int fd = open_shard(a, *p, relpath);
+		if (fd < 0 && rfile_epoch() != *epoch)
+			continue;	/* (the directory just left the array) */
+		if (fd < 0) {
+			/* (the next primary serves it, while the level allows) */
+			if (shard_open_failed(a, *p, relpath, fd) && ++*moved < LAYOUT_MAX_WIDTH && array_writable(a))
+				continue;
+			return fd;
+		}
+		if (fstat(fd, st) < 0) {
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+		if (!S_ISREG(st->st_mode)) {
+			close(fd);
+			return -EINVAL;
+		}
 		return fd;
 	}
-	if (fstat(fd, &st) < 0) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	/* Already open?  Share it. */
+}
+
+/* Step 2: is the file open already?  1: *out shares it (fd closed); 0:
+ * not open, *closes noted (the record is read after this); -EAGAIN: the
+ * keys changed since the look-up (fd closed), look again. */
+static int share_open(uint64_t epoch, ino_t key, int fd, struct rfile **out, uint64_t *closes)
+{
 	pthread_mutex_lock(&table_lock);
 	if (!epoch_holds(epoch)) {
 		pthread_mutex_unlock(&table_lock);
 		close(fd);
-		goto again;
+		return -EAGAIN;
 	}
-	struct rfile *rf = find_locked(st.st_ino);
+	struct rfile *rf = find_locked(key);
 	if (rf) {
 		rf->refs++;
 		pthread_mutex_unlock(&table_lock);
 		close(fd);
 		*out = rf;
-		return 0;
+		return 1;
 	}
-	uint64_t closes = closed_next;	/* (the record is read after this) */
+	*closes = closed_next;
 	pthread_mutex_unlock(&table_lock);
+	return 0;
+}
 
-	rf = calloc(1, sizeof(*rf));
-	if (!rf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	int fds[LAYOUT_MAX_WIDTH];
-	for (uint32_t j = 0; j < LAYOUT_MAX_WIDTH; j++)
-		fds[j] = -1;
-	fds[p] = fd;
+/* Step 3: the other members' shards of relpath into fds (fds[p] is the
+ * primary's).  A shard missing on a member in service is logged (and
+ * judged: shard_open_failed()); one on a member being rebuilt is left to
+ * the rebuild.  0, or -errno when the daemon itself cannot open files
+ * (every fd closed then). */
+static int open_others(struct array *a, const char *relpath, int p, int *fds)
+{
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (j == (uint32_t)p || !member_writable(a, j))
 			continue;
@@ -912,7 +961,6 @@ again:;
 			int e = fds[j];
 			fds[j] = -1;
 			close_fds(a, fds);
-			free(rf);
 			return e;
 		}
 		if (fds[j] < 0 && member_rebuilding(a, j)) {
@@ -924,27 +972,33 @@ again:;
 			fds[j] = -1;
 		}
 	}
-	struct file_meta fm;
-	struct meta_look look;
-	int nvalid;
-	int ret = best_meta(a, fds, &fm, &nvalid, &look);
+	return 0;
+}
+
+/* Step 4: the file's record, the best over its shards (*nvalid valid
+ * copies, *look what each shard holds); empty shards without one (a
+ * create cut short) adopted; shards of another file dropped from fds.
+ * 0, or -EIO when no record can be trusted. */
+static int read_record(struct array *a, const char *relpath, int *fds, struct file_meta *fm, int *nvalid,
+		       struct meta_look *look)
+{
+	int ret = best_meta(a, fds, fm, nvalid, look);
 	if (ret < 0) {
 		/* A crash between creating the shards and writing their
 		 * metadata leaves empty shards without it: adopt them. */
 		if (!rfile_shards_empty(a, fds)) {
 			log_err("file '%s': no valid raidfs metadata on any member; it cannot be read (run 'raidfs check')",
 				relpath);
-			close_fds(a, fds);
-			free(rf);
 			return -EIO;
 		}
-		rfile_new_meta(a, random_u64(), &fm);
+		rfile_new_meta(a, random_u64(), fm);
 		log_warn("file '%s': empty shards without metadata (interrupted create); metadata recreated",
 			 relpath);
 	}
 	for (uint32_t j = 0; ret == 0 && j < a->width; j++) {
-		/* (a shard without a readable record is repaired on close) */
-		if (fds[j] >= 0 && look.read[j] && look.id[j] != fm.id) {
+		/* (a shard without a readable record is repaired on close;
+		 * nothing to compare with after an adoption) */
+		if (fds[j] >= 0 && look->read[j] && look->id[j] != fm->id) {
 			/* on a member being rebuilt: a leftover the rebuild replaces */
 			if (!member_rebuilding(a, j))
 				log_err("file '%s': the shard on member %u '%s' belongs to another file (interrupted rename?); not used (run 'raidfs check')",
@@ -953,9 +1007,48 @@ again:;
 			fds[j] = -1;
 		}
 	}
-	ret = rfile_private(a, fds, &fm, rf);
+	return 0;
+}
+
+int rfile_open(struct array *a, const char *relpath, struct rfile **out)
+{
+	struct stat st;
+	int tries = 0, moved = 0, p;
+again:;
+	uint64_t epoch, closes;
+	int fd = open_primary(a, relpath, &p, &epoch, &st, &moved);
+	if (fd < 0)
+		return fd;
+	int r = share_open(epoch, st.st_ino, fd, out, &closes);
+	if (r == -EAGAIN)
+		goto again;
+	if (r == 1)
+		return 0;
+
+	struct rfile *rf = calloc(1, sizeof(*rf));
+	if (!rf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	int fds[LAYOUT_MAX_WIDTH];
+	for (uint32_t j = 0; j < LAYOUT_MAX_WIDTH; j++)
+		fds[j] = -1;
+	fds[p] = fd;
+	struct file_meta fm;
+	struct meta_look look;
+	int nvalid;
+	int ret = open_others(a, relpath, p, fds);
+	if (ret == 0) {
+		ret = read_record(a, relpath, fds, &fm, &nvalid, &look);
+		if (ret < 0)
+			close_fds(a, fds);
+	}
+	if (ret == 0) {
+		ret = rfile_private(a, fds, &fm, rf);
+		if (ret < 0)
+			close_fds(a, fds);
+	}
 	if (ret < 0) {
-		close_fds(a, fds);
 		free(rf);
 		return ret;
 	}

@@ -1078,149 +1078,193 @@ static void xor_into(uint8_t *dst, const uint8_t *src, size_t n)
 		dst[i] ^= src[i];
 }
 
-/* Columns [rlo, rhi) of the chunk (in-chunk byte offsets) of group g. */
-static int destage_range(struct rfile *rf, uint64_t s, uint32_t g, const struct cline *c,
-			 uint32_t rlo, uint32_t rhi)
+/* One destage of columns [lo, hi) of group g of stripe s: per data slot
+ * j its offset in the stripe (cj) and its dirty span [a, b) in the chunk,
+ * sector-aligned and inside the file; the buffers (blk: the new data and
+ * parity, old: what read-modify-write reads). */
+struct dstage {
+	struct rfile *rf;
+	const struct cline *c;
+	uint64_t s, base;
+	uint32_t g, lo, hi, len;
+	uint32_t a[LAYOUT_MAX_WIDTH], b[LAYOUT_MAX_WIDTH];
+	uint64_t cj[LAYOUT_MAX_WIDTH];
+	uint64_t dirty_slots;		/* data slots with dirty bytes */
+	uint64_t unknown;		/* data slots the line does not know whole */
+	uint64_t absent;		/* absent data slots the line does not replace */
+	uint8_t *blk[LAYOUT_MAX_WIDTH], *old[LAYOUT_MAX_WIDTH], *zero;
+};
+
+/* The dirty span of each data slot within columns [rlo, rhi), and the
+ * columns [lo, hi) that cover them all: false when nothing is dirty. */
+static bool dirty_spans(struct dstage *d, uint32_t rlo, uint32_t rhi)
 {
-	const struct layout *l = &rf->lay;
-	const uint32_t chunk = l->chunk, k = l->k, m = l->m, n = k + m;
-	const uint32_t sec = c->sector;
-	uint32_t a[LAYOUT_MAX_WIDTH], b[LAYOUT_MAX_WIDTH], lo = chunk, hi = 0;
-	uint64_t base = s * chunk, cj[LAYOUT_MAX_WIDTH];
-	int ret = 0;
-
-	/* the dirty span of each data slot, sector-aligned, inside the file */
-	for (uint32_t j = 0; j < k; j++) {
-		cj[j] = (uint64_t)layout_data_index(l, g, j) * chunk;
-		a[j] = chunk;
-		b[j] = 0;
+	const struct layout *l = &d->rf->lay;
+	const uint32_t chunk = l->chunk, sec = d->c->sector;
+	d->lo = chunk;
+	d->hi = 0;
+	for (uint32_t j = 0; j < l->k; j++) {
+		d->cj[j] = (uint64_t)layout_data_index(l, d->g, j) * chunk;
+		d->a[j] = chunk;
+		d->b[j] = 0;
 		for (uint32_t x = rlo; x < rhi; x += sec)
-			if (cl_dirty(c, (cj[j] + x) / sec)) {
-				if (a[j] == chunk)
-					a[j] = x;
-				b[j] = x + sec;
+			if (cl_dirty(d->c, (d->cj[j] + x) / sec)) {
+				if (d->a[j] == chunk)
+					d->a[j] = x;
+				d->b[j] = x + sec;
 			}
-		if (a[j] == chunk)
+		if (d->a[j] == chunk)
 			continue;
-		if (cj[j] + b[j] > c->end)
-			b[j] = c->end - cj[j];
-		if (a[j] < lo)
-			lo = a[j];
-		if (b[j] > hi)
-			hi = b[j];
+		if (d->cj[j] + d->b[j] > d->c->end)
+			d->b[j] = d->c->end - d->cj[j];
+		if (d->a[j] < d->lo)
+			d->lo = d->a[j];
+		if (d->b[j] > d->hi)
+			d->hi = d->b[j];
 	}
-	if (lo >= hi)
-		return 0;
-	uint32_t len = hi - lo;
-	uint8_t *scr = scratch((size_t)(2 * n + 1) * len);
-	if (!scr)
-		return -ENOMEM;
-	uint8_t *blk[LAYOUT_MAX_WIDTH], *old[LAYOUT_MAX_WIDTH];
-	uint8_t *zero = scr + (size_t)2 * n * len;
-	for (uint32_t j = 0; j < n; j++) {
-		blk[j] = scr + (size_t)j * len;
-		old[j] = scr + (size_t)(n + j) * len;
-	}
+	return d->lo < d->hi;
+}
 
-	/* what each way would read */
-	uint64_t unknown = 0, dirty_slots = 0;
-	uint32_t rcw = 0, rmw = m;
+/* Does every sector of data slot j over [lo, hi) pass test? */
+static bool slot_all(const struct dstage *d, uint32_t j, bool (*test)(const struct cline *, uint64_t))
+{
+	const uint32_t sec = d->c->sector;
+	bool all = true;
+	for (uint64_t i = (d->cj[j] + d->lo) / sec; i * sec < d->cj[j] + d->hi && all; i++)
+		all = test(d->c, i);
+	return all;
+}
+
+/* Read-modify-write or reconstruct-write, by the reads each needs (md's
+ * choice): true for read-modify-write, which also needs every slot it
+ * reads usable, and no absent slot to guard (reconstruct-write has its
+ * bytes). */
+static bool choose_rmw(struct dstage *d)
+{
+	const struct layout *l = &d->rf->lay;
+	uint32_t rcw = 0, rmw = l->m;
 	bool rmw_ok = true;
-	for (uint32_t j = 0; j < k; j++) {
-		bool known = true;
-		for (uint64_t i = (cj[j] + lo) / sec; i * sec < cj[j] + hi && known; i++)
-			known = cl_known(c, i);
-		if (!known) {
-			unknown |= 1ull << j;
+	for (uint32_t j = 0; j < l->k; j++) {
+		bool usable = rfile_usable_at(d->rf, layout_slot_member(l, d->s, d->g, j), d->s);
+		if (!slot_all(d, j, cl_known)) {
+			d->unknown |= 1ull << j;
 			rcw++;
 		}
-		if (a[j] < b[j]) {
-			dirty_slots |= 1ull << j;
+		if (d->a[j] < d->b[j]) {
+			d->dirty_slots |= 1ull << j;
 			rmw++;
-			rmw_ok &= rfile_usable_at(rf, layout_slot_member(l, s, g, j), s);
+			rmw_ok &= usable;
+		}
+		if (!usable && !slot_all(d, j, cl_dirty))
+			d->absent |= 1ull << j;
+	}
+	for (uint32_t p = l->k; p < l->k + l->m; p++)
+		rmw_ok &= rfile_usable_at(d->rf, layout_slot_member(l, d->s, d->g, p), d->s);
+	if (d->absent && guard_on())
+		rmw_ok = false;
+	return rmw_ok && rmw < rcw;
+}
+
+/* Read-modify-write: parity += encode(old ^ new of the dirty slots).
+ * 0, 1 when a read failed (the caller reconstructs instead), or -errno. */
+static int read_modify_write(struct dstage *d)
+{
+	const struct layout *l = &d->rf->lay;
+	const uint32_t k = l->k, n = l->k + l->m, len = d->len;
+	for (uint32_t j = 0; j < k; j++) {
+		if (!(d->dirty_slots >> j & 1))
+			continue;
+		uint32_t mj = layout_slot_member(l, d->s, d->g, j);
+		if (shard_read(d->rf, mj, d->old[j], len, d->base + d->lo) < 0)
+			return 1;	/* a read error: the other way reconstructs */
+		memcpy(d->blk[j], d->old[j], len);
+		cl_copy(d->c, d->cj[j] + d->lo, d->cj[j] + d->hi, d->blk[j]);
+	}
+	for (uint32_t p = k; p < n; p++)
+		if (shard_read(d->rf, layout_slot_member(l, d->s, d->g, p), d->old[p], len, d->base + d->lo) < 0)
+			return 1;
+	uint8_t *delta[LAYOUT_MAX_WIDTH];
+	memset(d->zero, 0, len);
+	for (uint32_t j = 0; j < k; j++) {
+		if (d->dirty_slots >> j & 1) {
+			xor_into(d->old[j], d->blk[j], len);	/* old[j] = delta */
+			delta[j] = d->old[j];
+		} else {
+			delta[j] = d->zero;
 		}
 	}
 	for (uint32_t p = k; p < n; p++)
-		rmw_ok &= rfile_usable_at(rf, layout_slot_member(l, s, g, p), s);
-	/* absent data slots the line does not replace over [lo, hi): kept
-	 * aside before the write (reconstruct-write has their bytes) */
-	uint64_t absent = 0;
-	for (uint32_t j = 0; j < k; j++) {
-		if (rfile_usable_at(rf, layout_slot_member(l, s, g, j), s))
-			continue;
-		bool all = true;
-		for (uint64_t i = (cj[j] + lo) / sec; i * sec < cj[j] + hi && all; i++)
-			all = cl_dirty(c, i);
-		if (!all)
-			absent |= 1ull << j;
-	}
-	if (absent && guard_on())
-		rmw_ok = false;
+		delta[p] = d->blk[p];
+	int ret = parity_encode(k, l->m, len, delta);
+	if (ret < 0)
+		return ret;
+	for (uint32_t p = k; p < n; p++)
+		xor_into(d->blk[p], d->old[p], len);	/* new parity */
+	return 0;
+}
 
-	if (rmw_ok && rmw < rcw) {
-		/* read-modify-write: parity += encode(old ^ new of the dirty slots) */
-		for (uint32_t j = 0; j < k; j++) {
-			if (!(dirty_slots >> j & 1))
-				continue;
-			uint32_t mj = layout_slot_member(l, s, g, j);
-			if (shard_read(rf, mj, old[j], len, base + lo) < 0)
-				goto rcw;	/* a read error: the other way reconstructs */
-			memcpy(blk[j], old[j], len);
-			cl_copy(c, cj[j] + lo, cj[j] + hi, blk[j]);
-		}
-		for (uint32_t p = k; p < n; p++)
-			if (shard_read(rf, layout_slot_member(l, s, g, p), old[p], len, base + lo) < 0)
-				goto rcw;
-		uint8_t *d[LAYOUT_MAX_WIDTH];
-		memset(zero, 0, len);
-		for (uint32_t j = 0; j < k; j++) {
-			if (dirty_slots >> j & 1) {
-				xor_into(old[j], blk[j], len);	/* old[j] = delta */
-				d[j] = old[j];
-			} else {
-				d[j] = zero;
-			}
-		}
-		for (uint32_t p = k; p < n; p++)
-			d[p] = blk[p];
-		ret = parity_encode(k, m, len, d);
-		if (ret < 0)
-			return ret;
-		for (uint32_t p = k; p < n; p++)
-			xor_into(blk[p], old[p], len);	/* new parity */
-		goto write;
-	}
-rcw:
-	{
-		/* reconstruct-write: every data slot over [lo, hi), the
-		 * ones the line does not know read (or reconstructed) */
-		if (unknown) {
-			ret = load_group(rf, s, g, lo, len, blk, unknown);
-			if (ret < 0)
-				return ret;
-		}
-		for (uint32_t j = 0; j < k; j++)
-			cl_copy(c, cj[j] + lo, cj[j] + hi, blk[j]);	/* the line's bytes win */
-		ret = parity_encode(k, m, len, blk);
+/* Reconstruct-write: every data slot over [lo, hi), the ones the line
+ * does not know read (or reconstructed by the planner), the line's bytes
+ * over them, the parity encoded.  0 or -errno. */
+static int reconstruct_write(struct dstage *d)
+{
+	const struct layout *l = &d->rf->lay;
+	if (d->unknown) {
+		int ret = load_group(d->rf, d->s, d->g, d->lo, d->len, d->blk, d->unknown);
 		if (ret < 0)
 			return ret;
 	}
-write:;
-	int gs = -1;
+	for (uint32_t j = 0; j < l->k; j++)
+		cl_copy(d->c, d->cj[j] + d->lo, d->cj[j] + d->hi, d->blk[j]);	/* the line's bytes win */
+	return parity_encode(l->k, l->m, d->len, d->blk);
+}
+
+/* The dirty spans of the data slots and the parity over [lo, hi) to the
+ * members, absent chunks guarded first. */
+static int write_spans(struct dstage *d)
+{
+	const struct layout *l = &d->rf->lay;
+	int gs = -1, ret;
 	bool wrote = false;	/* (shard_write()) */
-	ret = guard_absent(rf, s, g, lo, len, blk, absent, &gs);
-	for (uint32_t j = 0; j < k && ret == 0; j++) {
-		uint32_t mj = layout_slot_member(l, s, g, j);
-		if ((dirty_slots >> j & 1) && writable(rf, mj))
-			ret = shard_write(rf, mj, blk[j] + (a[j] - lo), b[j] - a[j], base + a[j], &wrote);
+	ret = guard_absent(d->rf, d->s, d->g, d->lo, d->len, d->blk, d->absent, &gs);
+	for (uint32_t j = 0; j < l->k && ret == 0; j++) {
+		uint32_t mj = layout_slot_member(l, d->s, d->g, j);
+		if ((d->dirty_slots >> j & 1) && writable(d->rf, mj))
+			ret = shard_write(d->rf, mj, d->blk[j] + (d->a[j] - d->lo), d->b[j] - d->a[j],
+					  d->base + d->a[j], &wrote);
 	}
-	for (uint32_t p = k; p < n && ret == 0; p++) {
-		uint32_t mj = layout_slot_member(l, s, g, p);
-		if (writable(rf, mj))
-			ret = shard_write(rf, mj, blk[p], len, base + lo, &wrote);
+	for (uint32_t p = l->k; p < l->k + l->m && ret == 0; p++) {
+		uint32_t mj = layout_slot_member(l, d->s, d->g, p);
+		if (writable(d->rf, mj))
+			ret = shard_write(d->rf, mj, d->blk[p], d->len, d->base + d->lo, &wrote);
 	}
-	guard_done(rf, gs);
-	return ret ? ret : group_alive(rf, s, g);
+	guard_done(d->rf, gs);
+	return ret ? ret : group_alive(d->rf, d->s, d->g);
+}
+
+/* Columns [rlo, rhi) of the chunk (in-chunk byte offsets) of group g:
+ * the line's dirty bytes there written with their parity, by the way
+ * that reads less. */
+static int destage_range(struct rfile *rf, uint64_t s, uint32_t g, const struct cline *c,
+			 uint32_t rlo, uint32_t rhi)
+{
+	struct dstage d = { .rf = rf, .c = c, .s = s, .g = g, .base = s * rf->lay.chunk };
+	const uint32_t n = rf->lay.k + rf->lay.m;
+	if (!dirty_spans(&d, rlo, rhi))
+		return 0;
+	d.len = d.hi - d.lo;
+	uint8_t *scr = scratch((size_t)(2 * n + 1) * d.len);
+	if (!scr)
+		return -ENOMEM;
+	d.zero = scr + (size_t)2 * n * d.len;
+	for (uint32_t j = 0; j < n; j++) {
+		d.blk[j] = scr + (size_t)j * d.len;
+		d.old[j] = scr + (size_t)(n + j) * d.len;
+	}
+	int ret = choose_rmw(&d) ? read_modify_write(&d) : 1;
+	if (ret == 1)
+		ret = reconstruct_write(&d);
+	return ret < 0 ? ret : write_spans(&d);
 }
 
 /*
