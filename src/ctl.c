@@ -41,7 +41,6 @@
 
 static int listen_fd = -1;
 static pthread_t thread;
-static struct array *CA;
 static char sock_path[108];
 
 void ctl_canonical(const char *mountpoint, char *buf, size_t len)
@@ -924,9 +923,10 @@ static void dispatch(struct array *a, int argc, char **argv, struct out *o)
 
 /* ---------------------------------------------------------------- server */
 
-static void answer(int fd, char *req);
+static void answer(struct array *a, int fd, char *req);
 
 struct slow_req {
+	struct array *a;
 	int fd;
 	char req[256];
 };
@@ -934,7 +934,7 @@ struct slow_req {
 static void *slow_main(void *arg)
 {
 	struct slow_req *sr = arg;
-	answer(sr->fd, sr->req);
+	answer(sr->a, sr->fd, sr->req);
 	close(sr->fd);
 	free(sr);
 	return NULL;
@@ -942,7 +942,7 @@ static void *slow_main(void *arg)
 
 /* Read one request from fd and answer it; true when a thread took it
  * over (and closes fd). */
-static bool serve(int fd)
+static bool serve(struct array *a, int fd)
 {
 	char req[256];
 	size_t n = 0;
@@ -967,6 +967,7 @@ static bool serve(int fd)
 		struct slow_req *sr = malloc(sizeof(*sr));
 		pthread_t t;
 		if (sr) {
+			sr->a = a;
 			sr->fd = fd;
 			snprintf(sr->req, sizeof(sr->req), "%s", req);
 			if (pthread_create(&t, NULL, slow_main, sr) == 0) {
@@ -976,12 +977,12 @@ static bool serve(int fd)
 			free(sr);
 		}
 	}
-	answer(fd, req);
+	answer(a, fd, req);
 	return false;
 }
 
 /* Dispatch one request line and write the reply to fd. */
-static void answer(int fd, char *req)
+static void answer(struct array *a, int fd, char *req)
 {
 	struct out o = { NULL, 0, 0 };
 	/* words are separated by tabs (paths may hold spaces) */
@@ -993,7 +994,7 @@ static void answer(int fd, char *req)
 	if (argc == 0)
 		outf(&o, "rc 2\nraidfs: empty control request\n");
 	else
-		dispatch(CA, argc, argv, &o);
+		dispatch(a, argc, argv, &o);
 	for (size_t off = 0; off < o.len;) {
 		ssize_t w = write(fd, o.buf + off, o.len - off);
 		if (w <= 0)
@@ -1005,6 +1006,7 @@ static void answer(int fd, char *req)
 
 static void *ctl_thread(void *arg)
 {
+	struct array *a = arg;
 	for (;;) {
 		int c = accept(listen_fd, NULL, NULL);
 		if (c < 0) {
@@ -1012,7 +1014,7 @@ static void *ctl_thread(void *arg)
 				continue;
 			break;
 		}
-		if (!serve(c))
+		if (!serve(a, c))
 			close(c);
 	}
 	return NULL;
@@ -1021,7 +1023,6 @@ static void *ctl_thread(void *arg)
 int ctl_listen(struct array *a)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	CA = a;
 	mkdir(run_dir(), 0700);
 	ctl_socket_path(a->mountpoint, sock_path, sizeof(sock_path));
 	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1039,11 +1040,11 @@ int ctl_listen(struct array *a)
 	return 0;
 }
 
-int ctl_start(void)
+int ctl_start(struct array *a)
 {
 	if (listen_fd < 0)
 		return -EBADF;
-	if (pthread_create(&thread, NULL, ctl_thread, NULL) != 0) {
+	if (pthread_create(&thread, NULL, ctl_thread, a) != 0) {
 		close(listen_fd);
 		listen_fd = -1;
 		return -EAGAIN;

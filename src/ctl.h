@@ -19,7 +19,7 @@ int ctl_socket_path(const char *mountpoint, char *buf, size_t len);
 /* Bind the socket before the daemon detaches (so `raidfs status` works as
  * soon as `raidfs mount` returns), start serving after. */
 int ctl_listen(struct array *a);
-int ctl_start(void);
+int ctl_start(struct array *a);
 void ctl_stop(void);
 /* Client side: send a request, print the reply; returns the exit status
  * the daemon put in the reply, or 2 when no daemon answers. */

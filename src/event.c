@@ -28,7 +28,6 @@ static unsigned evq_head, evq_tail;
 static pthread_mutex_t evq_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t evq_cond = PTHREAD_COND_INITIALIZER;
 static bool evq_thread_started;
-static struct array *evq_array;
 
 /* Events of the mount itself are queued until the daemon is in the
  * background (event_start()): a thread started before the fork
@@ -42,8 +41,7 @@ static void event_thread_start_locked(struct array *a)
 	if (evq_thread_started || !evq_may_start)
 		return;
 	pthread_t t;
-	evq_array = a;
-	if (pthread_create(&t, NULL, event_thread, NULL) == 0) {
+	if (pthread_create(&t, NULL, event_thread, a) == 0) {
 		pthread_detach(t);
 		evq_thread_started = true;
 	}
@@ -51,6 +49,7 @@ static void event_thread_start_locked(struct array *a)
 
 static void *event_thread(void *arg)
 {
+	struct array *a = arg;
 	for (;;) {
 		pthread_mutex_lock(&evq_lock);
 		while (evq_head == evq_tail)
@@ -64,7 +63,7 @@ static void *event_thread(void *arg)
 		pid_t pid = fork();
 		if (pid == 0) {
 			execl(event_program, event_program, event,
-			      evq_array->mountpoint, mem, (char *)NULL);
+			      a->mountpoint, mem, (char *)NULL);
 			_exit(127);
 		}
 		if (pid > 0)

@@ -738,7 +738,7 @@ static int restore_begin(struct restore *x)
  * or truncate meanwhile (rf->wgen) makes it stale: given up (-EAGAIN),
  * the next scrub tries again.  On the disk before it gets a name.  0 or
  * -errno. */
-static int restore_fill(struct restore *x, bool (*go_on)(uint64_t bytes))
+static int restore_fill(struct restore *x, bool (*go_on)(struct array *a, uint64_t bytes))
 {
 	struct rfile *rf = x->rf;
 	uint32_t j = x->j;
@@ -783,7 +783,7 @@ static int restore_fill(struct restore *x, bool (*go_on)(uint64_t bytes))
 		pthread_rwlock_unlock(&rf->rw);
 		if (r < 0 || s0 + RESTORE_WINDOW >= nstripes)
 			break;
-		if (!go_on(bytes))
+		if (!go_on(rf->a, bytes))
 			r = -EINTR;
 	}
 	free(cp);
@@ -832,7 +832,7 @@ static int restore_publish(struct restore *x)
 	return r;
 }
 
-int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool (*go_on)(uint64_t bytes))
+int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool (*go_on)(struct array *a, uint64_t bytes))
 {
 	struct restore x = { .rf = rf, .relpath = relpath, .j = j, .p = rf->a->primary, .fd = -1, .dirfd = -1 };
 	int r = restore_begin(&x);

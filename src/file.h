@@ -190,7 +190,7 @@ void rfile_copy_xattrs(int from, int to, bool created);
  * again, given the primary's owner, mode, xattrs and times, marked and
  * linked at its name, put in service and given the record - unless the
  * file was written, truncated, renamed or removed, or the member changed,
- * meanwhile.  A crash at any point leaves no partial shard.  go_on(bytes)
+ * meanwhile.  A crash at any point leaves no partial shard.  go_on(a, bytes)
  * is called between windows (false: stop).  The caller holds a reference
  * and no lock.  0 or -errno: -EAGAIN the file changed meanwhile (the next
  * scrub tries again), -EINTR stopped, -EBUSY its redundancy may lag (in
@@ -201,7 +201,7 @@ void rfile_copy_xattrs(int from, int to, bool created);
  * from, -EINVAL nothing to put back (raid0, the primary, the member not
  * in service).
  */
-int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool (*go_on)(uint64_t bytes));
+int rfile_restore_shard(struct rfile *rf, const char *relpath, uint32_t j, bool (*go_on)(struct array *a, uint64_t bytes));
 
 /* stripe_record_acked() for every open file (a member failed: the shards' lengths may
  * not show a tail only it held).  False when some file was busy (or its

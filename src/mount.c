@@ -175,7 +175,7 @@ static int serve(struct array *a, struct fuse *f, bool offline)
 	fuse_set_signal_handlers(fuse_get_session(f));
 	if (!offline && cache_start() < 0)
 		log_warn("array '%s' runs without a cache", a->sb.name);
-	ctl_start();
+	ctl_start(a);
 	rebuild_resume(a);
 	event_start(a);
 	monitor_start(a);

@@ -42,7 +42,6 @@ static pthread_mutex_t sc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct scrub_info info;
 static pthread_t sc_thread;
 static bool sc_live, sc_stop, sc_closed;	/* closed: unmounting, no new scrub */
-static struct array *SA;
 static uint64_t t_start_ms;
 
 static bool stopping(void)
@@ -52,10 +51,10 @@ static bool stopping(void)
 
 /* While users did I/O in the last 100 ms, sleep so that the scrub's
  * `bytes` stay under SCRUB_BUSY_MB. */
-static void pace(uint64_t bytes)
+static void pace(struct array *a, uint64_t bytes)
 {
 	uint64_t t = util_now_ms();
-	if ((int64_t)(t - array_last_user_io_ms(SA)) < 100 && bytes) {
+	if ((int64_t)(t - array_last_user_io_ms(a)) < 100 && bytes) {
 		uint64_t us = bytes * 1000000ull / (SCRUB_BUSY_MB * 1048576ull);
 		struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
 		nanosleep(&ts, NULL);
@@ -63,7 +62,7 @@ static void pace(uint64_t bytes)
 }
 
 /* Account `bytes` compared, and pace(). */
-static void throttle(uint64_t bytes)
+static void throttle(struct array *a, uint64_t bytes)
 {
 	uint64_t t = util_now_ms();
 	pthread_mutex_lock(&sc_lock);
@@ -72,7 +71,7 @@ static void throttle(uint64_t bytes)
 	if (info.elapsed > 0.2)
 		info.rate = info.bytes / info.elapsed;
 	pthread_mutex_unlock(&sc_lock);
-	pace(bytes);
+	pace(a, bytes);
 }
 
 struct bad {
@@ -235,10 +234,10 @@ static uint64_t missing_shards(struct array *a, const struct rfile *rf, const ch
 }
 
 /* Between the windows of a shard being put back. */
-static bool restore_go_on(uint64_t bytes)
+static bool restore_go_on(struct array *a, uint64_t bytes)
 {
-	pace(bytes);
-	return !must_stop(SA);
+	pace(a, bytes);
+	return !must_stop(a);
 }
 
 /* The missing shards counted and logged, and with `fix` put back
@@ -351,7 +350,7 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 		if (nb > 0)
 			confirm(a, rf, rel, &b, fix);
 		uint64_t end = (s + SCRUB_WINDOW) * sbytes;
-		throttle((end < size ? end : size) - s * sbytes);
+		throttle(a, (end < size ? end : size) - s * sbytes);
 	}
 	rfile_release(rf);
 	pthread_mutex_lock(&sc_lock);
@@ -401,8 +400,7 @@ static bool walk(struct array *a, const char *rel, bool count, bool fix)
 
 static void *scrub_thread(void *arg)
 {
-	(void)arg;
-	struct array *a = SA;
+	struct array *a = arg;
 	bool fix = info.repair;
 	array_watch_user_io(a, true);
 	log_info("array '%s': scrub started%s", a->sb.name, fix ? " (repairing mismatches)" : "");
@@ -469,11 +467,10 @@ int scrub_start(struct array *a, bool fix, char *err, size_t errlen)
 	memset(&info, 0, sizeof(info));
 	info.active = true;
 	info.repair = fix;
-	SA = a;
 	stop_why = NULL;
 	t_start_ms = util_now_ms();
 	__atomic_store_n(&sc_stop, false, __ATOMIC_RELEASE);
-	if (pthread_create(&sc_thread, NULL, scrub_thread, NULL) != 0) {
+	if (pthread_create(&sc_thread, NULL, scrub_thread, a) != 0) {
 		info.active = false;
 		pthread_mutex_unlock(&sc_lock);
 		snprintf(err, errlen, "cannot start the scrub thread");
