@@ -9,67 +9,96 @@
  * (a lock may be skipped, never taken in reverse).  Locks marked "leaf"
  * never have another raidfs lock taken under them, except log_lock.
  *
- *    1. a->ns_lock          namespace lock (struct nslock)
- *    2. rf->rw              one file's reader/writer lock
- *    3. rf->log_order       one file's order of cache-log records
- *    4. tail_lock           the cache log's tail moves (cachelog.c)
- *    5. mark_lock           dirty-log marks (stripe.c)
- *    6. a->lock             member states and superblocks
- *    7. C.lock              the cache (cache.c)
- *    8. table_lock          the open-file table (file.c)
- *    9. L.sync_lock         the cache log's fdatasync (cachelog.c)
- *   10. L.lock              the cache log's ring (cachelog.c)
- *   11. leaves, in any order after the above: G.lock, S.lock,
+ *    1. c->last.lock        the preserved cache (struct cache, cache.c)
+ *    2. a->ns_lock          namespace lock (struct nslock)
+ *    3. rf->rw              one file's reader/writer lock
+ *    4. rf->log_order       one file's order of cache-log records
+ *    5. tail_lock           the cache log's tail moves (cachelog.c)
+ *    6. mark_lock           dirty-log marks (stripe.c)
+ *    7. record_lock         size records (stripe.c)
+ *    8. a->lock             member states and superblocks
+ *    9. c->lock             the cache (struct cache, cache.c)
+ *   10. table_lock          the open-file table (file.c)
+ *   11. L.sync_lock         the cache log's fdatasync (cachelog.c)
+ *   12. L.lock              the cache log's ring (cachelog.c)
+ *   13. leaves, in any order after the above: G.lock, S.lock,
  *       rb_lock, fw.lock, w->lock, redo_lock, sc_lock, hidden_lock,
  *       a->left_lock, m->fault_lock, L.fault_lock, evq_lock,
- *       preserved_lock, note_lock, record_lock, pair lock, plan_lock;
+ *       c->log.noted_lock, pair lock, plan_lock;
  *       then log_lock, taken under anything (every log line).
  *
+ * The reconstruction planner (recon.c), the layout (layout.c) and the
+ * cache's policy (cachepolicy.c) are pure and take no lock.
+ *
  * The nestings that occur, each with a place that does it:
+ *   c->last.lock -> the locks the mount's resync takes (those below
+ *                             rf->rw: the resync's rfiles are private):
+ *                             cache_monitor() holds it across
+ *                             resync_dirty(), cache_replay_finish() and
+ *                             cache_start() while an offline mount is
+ *                             retried
  *   ns_lock   -> rf->rw       rebuild_file(), rfile_restore_shard(), the
  *                             scrub's open, fs_truncate() by name
  *   ns_lock   -> table_lock   rfile_open() from fs_open() (ns_open())
  *   ns_lock   -> S.lock       nsintent_begin() in every namespace operation
  *   ns_lock   -> redo_lock    rebuild_redo() from fuse.c; redo_drain()
- *   ns_lock   -> rb_lock      rebuild_file() (progress), briefly
+ *   ns_lock   -> rb_lock      open_grouped() (progress), briefly
  *   ns_lock   -> a->lock      a namespace operation that fails a member
- *   rf->rw    -> rf->log_order  write_back(), lock_for_truncate()
+ *   rf->rw    -> rf->log_order  write_back() (wb_lock()), record_and_unlock()
+ *                             (its turn taken before rf->rw goes),
+ *                             lock_for_truncate()
  *   rf->rw    -> mark_lock    stripe_write_locked(), stripe_destage_line()
- *   rf->rw    -> C.lock       cache_read(), put_range(), flush_file()
+ *                             (stripe_mark_dirty())
+ *   rf->rw    -> c->lock      cache_read(), put_range(), flush_file()
  *   rf->rw    -> a->lock      a member write error under a write
  *                             (write_failed() -> array_fail_member())
  *   rf->rw    -> G.lock       guard_absent() in write_group(), destage_range()
- *   rf->rw    -> record_lock  stripe_record_acked() (destage, monitor)
- *   rf->log_order -> C.lock   put_range() under write_back(); lock_for_truncate()
- *   rf->log_order -> tail_lock  a full log in put() moves its tail (set_tail())
- *   rf->log_order -> L.lock   cachelog_put_writev() from record_part()
+ *   rf->rw    -> record_lock  stripe_record_acked() (record_size() in the
+ *                             destage, rfile_record_acked_all() from the
+ *                             monitor)
+ *   rf->log_order -> c->lock  put_range() under write_back(); lock_for_truncate();
+ *                             a full log's wait (cachelog_ops.wait:
+ *                             log_wait() -> wait_destage())
+ *   rf->log_order -> tail_lock  a full log in put() (place_locked()) moves
+ *                             its tail (set_tail())
+ *   rf->log_order -> L.lock   cachelog_put_writev() from record_part(),
+ *                             cachelog_put_write() from record_and_unlock()
  *   tail_lock -> a->lock      set_tail()/retire() -> array_sync_members()
- *   tail_lock -> C.lock       retire() -> cache_log_needed()
+ *   tail_lock -> c->lock      retire() -> cachelog_ops.needed (log_needed())
  *   tail_lock -> G.lock       retire() -> guard_stop()
  *   tail_lock -> L.sync_lock -> L.lock   set_tail() writing the header
  *   mark_lock -> a->lock      mark_dirty() -> array_note_data_write()
- *   a->lock   -> table_lock   pick_primary_locked(), shadow_take_slot()
- *                             (rfile_change_begin()/end())
- *   a->lock   -> C.lock, rb_lock, sc_lock, m->fault_lock, L.fault_lock
- *                             ctl.c dispatch(): status under a->lock
- *   C.lock    -> table_lock   rfile_hold() in note_dirty_locked(),
+ *   record_lock -> a->lock    write_meta(): a member that refuses the
+ *                             record is failed (array_judge_refusals())
+ *   a->lock   -> table_lock   pick_primary_locked(), shadow_take_slot():
+ *                             the slot_change hooks of struct array_hooks
+ *                             (file.c's rfile_change_begin()/end())
+ *   a->lock   -> c->lock, rb_lock, sc_lock, m->fault_lock, L.fault_lock
+ *                             ctl.c cmd_status(): status_collect()
+ *                             (cache_get_stats(), rebuild_get(),
+ *                             scrub_get(), member_inject_describe(),
+ *                             cachelog_inject_describe())
+ *                             and the rendering, under a->lock
+ *   c->lock   -> table_lock   rfile_hold() in note_dirty_locked(),
  *                             destage_main(), flush_all(), read_ahead()
- *   C.lock    -> L.lock       cachelog_position() in note_dirty_locked(),
- *                             cache_log_tail(), cache_log_needed()
+ *   c->lock   -> L.lock       cachelog_position() in note_dirty_locked(),
+ *                             log_tail() and log_needed() (the cache's
+ *                             cachelog_ops.tail and .needed)
  *   L.sync_lock -> L.lock     cachelog_commit(), set_tail()
  *
  * What is deliberately NOT done (each would close a cycle):
- *   - rf->rw is never taken under C.lock: the destage threads and
- *     flush_all() drop C.lock, take rf->rw, then take C.lock again.
+ *   - rf->rw is never taken under c->lock: the destage threads and
+ *     flush_all() drop c->lock, take rf->rw, then take c->lock again.
  *   - a->lock is never taken under table_lock: rfile_release() defers
  *     member failures (array_defer_failures()) until it lets the table
  *     lock go.
- *   - a->lock is never taken under C.lock: cache events (event_post())
- *     are sent after C.lock is dropped.
+ *   - a->lock is never taken under c->lock: cache events (event_post())
+ *     are sent after c->lock is dropped.
  *   - ns_lock is never taken under rf->rw: kill_setid_on_write() drops
  *     rf->rw before it takes ns_lock for the chmod.
- *   - L.lock is never held across cache_log_tail() (C.lock): put()
- *     drops it first.
+ *   - L.lock is never held across the cache's callbacks (c->lock):
+ *     place_locked() drops it before cachelog_ops.tail and .wait, and
+ *     retire() calls .needed without it.
  *   - A thread that may hold ns_lock only tries it (nslock_try_excl() in
  *     missed_names_in_flight(), nslock_try_shared() in sweep_hidden()).
  *
@@ -105,20 +134,22 @@
  *   (write_back(): the cache lines have their own lock), the destage
  *   threads (each line they write is marked busy), the read-ahead
  *   thread, the scrub's compare, getattr/chmod/chown/utimens by handle,
- *   the put-back's fill.
+ *   the put-back's fill, the destage's size record (record_size()).
  *   Exclusive: write-through writes (write_through(), stripe_write()),
  *   truncate (cache_truncate(), lock_for_truncate()), fsync
  *   (stripe_fsync(), flush_file()), the rebuild of a file's windows
  *   (rebuild_file()), the scrub's repair, an open's repair of short
  *   shards (repair_shards()) and resync of a file left dirty
  *   (resync_left()), the monitor's size record (trywrlock,
- *   rfile_record_acked_all()).
+ *   rfile_record_acked_all() -> stripe_record_acked()).  The mount's
+ *   resync works on a private rfile (rfile_private()) nobody else sees,
+ *   and takes no rf->rw.
  *
  * struct rfile.log_order  (pthread_mutex_t, file.h)
  *   Protects: that a file's cache-log records are in the order the cache
  *   took its writes (two writers of the same bytes through two hard
  *   links are not ordered by the kernel).  Taken with bbu=file only, by
- *   write_back() around its cache update and record, by
+ *   write_back() around its cache update and record (wb_lock()), by
  *   record_and_unlock() (a write-through write's record), and tried by
  *   lock_for_truncate().  The fdatasync (cachelog_commit()) is made
  *   after it is released.
@@ -127,8 +158,8 @@
  *   Protects: moves of the cache log's tail, one at a time (the members
  *   are synced first; a sync error is reported to one syncfs only).
  *   Taken by cachelog_advance() (destage threads, flush_all()),
- *   cachelog_reset() (write_through(), without_log()), and put() when
- *   the log is full.
+ *   cachelog_reset() (write_through(), without_log()), and
+ *   place_locked() (put()) when the log is full.
  *
  * mark_lock  (static, stripe.c)
  *   Protects: the making of a file's dirty-log marks (rf->marked,
@@ -145,19 +176,38 @@
  *   member, the spare table.  Taken by array_fail_member(),
  *   note_write() (absent members recorded as faulty), install_member(),
  *   the shadow functions, array_member_rebuilt(), array_remove_member(),
- *   the spare functions, member_vanished_now() (the monitor), and
- *   ctl.c's status (text and JSON render under it).
+ *   the spare functions, member_vanished_now() (monitor.c), and ctl.c's
+ *   cmd_status() (status_collect(), then the text or JSON rendering,
+ *   under it).  array.c calls the hooks of struct array_hooks without
+ *   it, except the slot_change pair from pick_primary_locked() and
+ *   shadow_take_slot() (a->lock -> table_lock above).
  *
- * C.lock  (the cache singleton, cache.c)
- *   Protects: the cache's lines (hash, free/clean/dirty lists, valid and
- *   dirty bitmaps, pins, busy flags), counters, the policy and battery
- *   state, the read-ahead queue, the log pins of truncates in flight,
- *   rf->cache_dirty.  Condition variables on it: C.work (destage
- *   threads wait for work), C.space (writers wait for a free line),
- *   C.idle (a line is no longer busy), C.ra_cond (read-ahead queue).
- *   Taken by cache_write()'s helpers, cache_read(), the destage threads,
- *   the read-ahead thread, cache_truncate(), cache_fsync(), the status
- *   and control functions.  Dropped during member I/O.
+ * c->lock  (struct cache's `lock`; the one cache is cache_one, cache.c)
+ *   Protects: everything in struct cache but what says otherwise: the
+ *   lines (hash, free/clean/dirty lists, valid and dirty bitmaps, pins,
+ *   busy flags), counters, the policy (c->pol: the free-space count of
+ *   admit()) and battery state, the read-ahead queue, the log pins of
+ *   truncates in flight, rf->cache_dirty.  Condition variables on it:
+ *   c->work (destage threads wait for work), c->space (writers wait for
+ *   a free line or for back-pressure to end), c->idle (a line is no
+ *   longer busy), c->ra.cond (read-ahead queue).  Taken by admit(),
+ *   put_range() and the other helpers of cache_write(), cache_read(),
+ *   the destage threads, the read-ahead thread, cache_truncate(),
+ *   cache_fsync(), the cache log's callbacks (log_tail(), log_needed()),
+ *   the status and control functions.  Dropped during member I/O.
+ *
+ * c->last.lock  (struct cache, cache.c)
+ *   Protects: what the last run's cache left (the preserved cache) while
+ *   it is replayed or discarded, one at a time, and c->off.closing.
+ *   Taken by cache_monitor() (the monitor's retry of an offline mount,
+ *   held across resync_dirty(), cache_replay_finish() and cache_start()),
+ *   the discard (`raidfs cache discard`), and cache_close().  First in
+ *   the order: nothing else is held when it is taken.
+ *
+ * record_lock  (the static `lock` in stripe_record_acked(), stripe.c)
+ *   Protects: one size record at a time (the destage threads hold rf->rw
+ *   shared only).  Under it write_meta() may fail a member that refuses
+ *   the record (a->lock).
  *
  * table_lock  (static, file.c)
  *   Protects: the open-file table (rfile keys, hash chains), rf->refs,
@@ -198,15 +248,10 @@
  *   a->left_lock (array.h)  the files the mount's resync left dirty.
  *   m->fault_lock (array.h, member.c)  one member's injected faults.
  *   L.fault_lock (cachelog.c)  the cache log's injected faults.
- *   evq_lock (array.c)      the event queue; evq_cond wakes the event
+ *   evq_lock (event.c)      the event queue; evq_cond wakes the event
  *                           thread.
- *   preserved_lock (cache.c)  the preserved cache's replay and discard,
- *                           one at a time.
- *   note_lock (the static `lock` in log_noted(), cache.c)  the note of
- *                           the cache log on the members, made once.
- *   record_lock (the static `lock` in stripe_record_acked(), file.c)
- *                           one size record at a time (destage threads
- *                           hold rf->rw shared).
+ *   c->log.noted_lock (log_noted(), cache.c)  the note of the cache log
+ *                           on the members, made once.
  *   pair lock (pair.c)      the helper thread's job; conditions go, done.
  *   plan_lock (isal-glue/parity.c)  the cache of decode plans.
  *   log_lock (util.c)       the log sink; taken under any lock.
