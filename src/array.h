@@ -121,10 +121,12 @@ enum array_state { ARRAY_OPTIMAL, ARRAY_DEGRADED, ARRAY_FAILED };
  * Hooks: calls go one way (docs/architecture.md), so array.c and the
  * layers between it and the file table tell the layers above them about
  * a change through functions those layers register.  mount.c registers
- * the file table's (file.c) and the rebuild's (rebuild.c) right after the
- * array is assembled; an array nobody registered hooks on (raidfs check)
- * runs without them.  A NULL function is skipped.  They are called
- * without a->lock held.
+ * the file table's (file.c), the rebuild's (rebuild.c) and the cache's
+ * (cache.c) right after the array is assembled; an array nobody
+ * registered hooks on (raidfs check) runs without them.  A NULL function
+ * is skipped.  slot_change_begin/end are called with a->lock held (the
+ * primary or a slot changes under it: a->lock comes before the open-file
+ * table's lock, locks.h); the others without it.
  */
 struct rfile;
 

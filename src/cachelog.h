@@ -11,8 +11,10 @@
  * tail is.  At mount the records from the tail on are replayed, in order,
  * into each file (the dirty-log resync calls cachelog_replay_file).
  *
- * Locking: one log mutex, taken after the cache lock; appends are
- * serialised, fdatasync is shared by concurrent appenders (group commit).
+ * Locking: the ring's lock (L.lock) and the sync lock (L.sync_lock) come
+ * after the cache's lock, the tail's lock (tail_lock) before it; their
+ * order with every other lock is in locks.h.  Appends are serialised,
+ * fdatasync is shared by concurrent appenders (group commit).
  */
 #ifndef RAIDFS_CACHELOG_H
 #define RAIDFS_CACHELOG_H

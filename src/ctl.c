@@ -603,7 +603,8 @@ static void status_json(const struct status *s, struct out *o)
 	json_decref(doc);
 }
 
-/* status or status-json: collected under a->lock, rendered after */
+/* status or status-json: collected and rendered under a->lock (a member
+ * taking a slot changes its path under that lock) */
 static void cmd_status(struct array *a, bool json, struct out *o)
 {
 	struct status *s = malloc(sizeof(*s));

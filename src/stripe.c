@@ -14,7 +14,8 @@
  *       parity and writes the new data and the parity
  *       ("reconstruct-write"; full-stripe writes read nothing).
  *   stripe_read()   reads data slots straight into the caller's buffer and
- *                   reconstructs only slots whose member is absent.
+ *                   reconstructs only slots whose member is absent or whose
+ *                   read fails (the planner, recon.h, says from which).
  *
  * Crash consistency: every change starts with mark_dirty(), which puts the
  * file in the array's dirty log before any shard is touched; a crash in the
