@@ -12,6 +12,9 @@
 #   RAIDFS      path of the raidfs binary (default: the build tree's)
 #   KEEP=1      keep the scratch directory even on success
 #   SEED        random seed for workloads (default: derived from $RANDOM)
+#   RAIDFS_TEST_TIER  quick (the default: `make check`, one configuration
+#               of each scenario) or long (`make check-long`: the whole
+#               matrix); a scenario asks with long_tier
 
 set -u
 TESTNAME=$(basename "$0" .sh)
@@ -23,6 +26,11 @@ PY=${PYTHON:-python3}
 PY=$("$PY" -c 'import sys; print(sys.executable or "")' 2>/dev/null | grep . || echo "$PY")
 TOOLS=$SRCDIR/tests/tools
 SEED=${SEED:-$(( (RANDOM << 15) | RANDOM ))}
+RAIDFS_TEST_TIER=${RAIDFS_TEST_TIER:-quick}
+case $RAIDFS_TEST_TIER in quick|long) ;; *) echo "RAIDFS_TEST_TIER must be quick or long, not '$RAIDFS_TEST_TIER'" >&2; exit 99 ;; esac
+
+# long_tier: true in the long tier (make check-long)
+long_tier() { [ "$RAIDFS_TEST_TIER" = long ]; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/raidfs-$TESTNAME.XXXXXX")
 MOUNTS=()
 FAILED=0
