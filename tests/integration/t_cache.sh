@@ -58,6 +58,8 @@ CONFIGS=(
 	"raid10 4 16K write_policy=writethrough,cache_size=1M"
 	"raid0 3 4K write_policy=always-writeback,cache_size=1M"
 )
+# quick tier: write-back with a tiny cache (constant destage and eviction)
+long_tier || CONFIGS=("raid5 4 16K write_policy=writeback,bbu=shm,cache_size=1M")
 n=0
 for cfg in "${CONFIGS[@]}"; do
 	n=$((n + 1))

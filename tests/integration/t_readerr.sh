@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
-for level in raid5 raid6 raid1; do
+for level in $(tier_pick raid6 "raid5 raid6 raid1"); do
 	C=$T/$level
 	mkdir -p "$C"
 	mem=$(make_members 4 "$level/d")

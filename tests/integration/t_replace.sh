@@ -48,6 +48,7 @@ CONFIGS=(
 	"raid10 4 1 3 0"
 	"raid5 4 0 2 -"
 )
+long_tier || CONFIGS=("raid6 5 1 3 0")	# quick tier: raid6
 n=0
 for cfg in "${CONFIGS[@]}"; do
 	read -r level width r during after <<<"$cfg"

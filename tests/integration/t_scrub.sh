@@ -18,7 +18,7 @@ json() { "$RAIDFS" status --json "$1" | "$PY" -c "import json, sys; print(json.l
 mark() { LOGAT=$(wc -l < "$T/daemon.log"); }
 newlog() { tail -n +$((LOGAT + 1)) "$T/daemon.log"; }
 
-for level in raid5 raid6 raid1; do
+for level in $(tier_pick raid6 "raid5 raid6 raid1"); do
 	new_array "$level" "$level"
 	mkdir -p "$C/ref/a" "$C/ref/b"
 	for i in $(seq 1 12); do head -c $((i * 9000)) /dev/urandom > "$C/ref/a/f$i"; done

@@ -31,7 +31,7 @@ shard_of() {
 	(cd "$1" && find dir0 dir1 -type f -size +"$2"c -printf '%s %p\n' | sort -rn | awk '{print $2}')
 }
 
-for level in raid5 raid6 raid1 raid10; do
+for level in $(tier_pick raid6 "raid5 raid6 raid1 raid10"); do
 	new_array "$level" "$level"
 	write_fileset "$mnt" "$C/ref" "$SEED" 2 12 1 300000
 	sparse "$mnt/sp1" "$mnt/sp2"
