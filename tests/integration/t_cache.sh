@@ -17,6 +17,9 @@
 # at all (nora).
 #
 # Environment: SEED, OPS (workload operations per configuration, 600).
+#
+# Tiers: quick - part 1 with write-back and a tiny cache only; long - every
+# policy and size.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python

@@ -6,6 +6,8 @@
 # reference; status must say degraded and name the failed members.  Last,
 # the primary's .raidfs deleted alone (the start of an rm -rf of the member
 # directory): the next create must not fail.
+#
+# Tiers: quick - raid6 only (in all three ways); long - every level.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 

@@ -3,6 +3,8 @@
 # correct data, the member stays online below the threshold, the bad
 # chunks are rewritten (counted as corrected); past the threshold the
 # member is failed and reads still return correct data.
+#
+# Tiers: quick - raid6 only; long - raid5, raid6, raid1.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 

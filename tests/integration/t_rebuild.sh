@@ -10,6 +10,8 @@
 # rebuilt: the rebuild must go on; and the verify pass must look again at
 # exactly the files changed behind the first pass; and a directory renamed
 # again and again during the rebuild must not keep it from ending.
+#
+# Tiers: quick - raid5 only; long - every level.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 

@@ -16,6 +16,9 @@
 # back comparing every file's version (the missed-write log is the other
 # directory's), and it then holds the right bytes.  A directory too small
 # for the member is turned down before anything is copied onto it.
+#
+# Tiers: quick - the copy under load on raid6 only; long - raid6, raid1,
+# raid10, raid5.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 

@@ -9,6 +9,8 @@
 # and at unmount, and refuses a degraded array; a read-only mount
 # compares only; a kill -9 during a put-back leaves nothing partial; one
 # that cannot be put back is named with the reason.
+#
+# Tiers: quick - the first part on raid6 only; long - raid5, raid6, raid1.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python

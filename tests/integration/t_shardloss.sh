@@ -9,6 +9,9 @@
 # More shards short than the level tolerates (a power cut before written
 # data reached the disks) read as zeros, as on one disk, and the file is
 # resynced.
+#
+# Tiers: quick - the first part on raid6 only; long - raid5, raid6, raid1,
+# raid10.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
