@@ -24,8 +24,11 @@
 # or at a hard cap (then the test fails: the workload never ended).
 #
 # Tiers (RAIDFS_TEST_TIER): quick - raid5 over 4 members (write-through),
-# N stepping by STRIDE (default 2) for writes and reads; long - also raid1,
-# raid6 and raid10, and raid5 and raid6 with the write-back cache, every N.
+# N stepping by STRIDE (default 2) for writes and reads; long - every N,
+# also raid1, raid6 and raid10, and raid5 and raid6 with the write-back
+# cache, and on the first raid5 also ENOSPC on writes (a member that fills
+# up: the member is failed or the caller gets the error), the metadata
+# records, fsyncs and truncates.
 #
 # KNOWN: a read error on a member's chunk that lies past the end of the
 # file (a partial-stripe write reads it for the parity) is "repaired" by
@@ -38,28 +41,32 @@
 # data nor the parity of that stripe (about half the files), check says
 # "shard on member 1 is 100 bytes, longer than the 0 its size allows".
 #
-# Environment: STRIDE, CAP (largest N, default 400), ONLY (regex on the
-# configuration line), KINDS (default "write read"), SEED (unused: the
-# workload is fixed).
+# Environment: STRIDE, FIRST (the first N, default 1), CAP (largest N,
+# default 400), ONLY (regex on the configuration line), KINDS (default
+# "write read"; KIND:ERRNO injects that errno; given, it replaces the long
+# tier's extra kinds too), SEED (unused: the workload is fixed).
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
 
 ONLY=${ONLY:-}
+KINDS_SET=${KINDS:-}
 KINDS=${KINDS:-write read}
 CAP=${CAP:-400}
+FIRST=${FIRST:-1}
 J=1	# the member that takes the error
 
-# level width chunk mount-options
-CONFIGS=("raid5 4 4K write_policy=writethrough")
+# level width chunk mount-options more-kinds (- none; KINDS: the others)
+CONFIGS=("raid5 4 4K write_policy=writethrough -")
 if long_tier; then
 	STRIDE=${STRIDE:-1}
-	CONFIGS+=(
-		"raid1 3 4K write_policy=writethrough"
-		"raid6 5 4K write_policy=writethrough"
-		"raid10 4 4K write_policy=writethrough"
-		"raid5 4 4K write_policy=writeback,bbu=shm"
-		"raid6 5 16K write_policy=writeback,bbu=shm"
+	CONFIGS=(
+		"raid5 4 4K write_policy=writethrough write:ENOSPC,meta,fsync,truncate"
+		"raid1 3 4K write_policy=writethrough -"
+		"raid6 5 4K write_policy=writethrough -"
+		"raid10 4 4K write_policy=writethrough -"
+		"raid5 4 4K write_policy=writeback,bbu=shm -"
+		"raid6 5 16K write_policy=writeback,bbu=shm -"
 	)
 else
 	STRIDE=${STRIDE:-2}
@@ -73,7 +80,8 @@ member_field() {
 
 # one_run N: one iteration; sets HIT (1: the fault was met)
 one_run() {
-	local n=$1 it log0 errors state corrected
+	local n=$1 it log0 errors state corrected errno=
+	case $kind in *:*) errno=${kind#*:} ;; esac
 	it="$what, $kind error at op $n"
 	rm -rf "$C"
 	mkdir -p "$C"
@@ -84,7 +92,7 @@ one_run() {
 	log0=$(stat -c %s "$T/daemon.log" 2>/dev/null || echo 0)
 	expect_rc 0 "$RAIDFS" create --level "$level" --chunk "$chunk" --name io $mem
 	rfs_mount "$members" "$mnt" -o "$opts" || fail "$it: mount"
-	expect_rc 0 "$RAIDFS" inject "$mnt" "$J" "$kind-error" after $((n - 1))
+	expect_rc 0 "$RAIDFS" inject "$mnt" "$J" "${kind%%:*}-error" after $((n - 1)) $errno
 	if ! "$PY" -S "$TOOLS/ioerr.py" run --mnt "$mnt" --ref "$C/ref" --state "$C/state.json" \
 		--chunk "$cb" --stripe "$stripe" >"$C/run.out" 2>&1; then
 		cat "$C/run.out" >&2
@@ -132,14 +140,16 @@ print(m["errors"], m["state"], m["corrected"])' "$C/st.json" "$J")
 ALLKNOWN=0
 for cfg in "${CONFIGS[@]}"; do
 	[ -z "$ONLY" ] || [[ $cfg =~ $ONLY ]] || continue
-	read -r level width chunk opts <<<"$cfg"
+	read -r level width chunk opts more <<<"$cfg"
 	C=$T/c
 	cb=$(size_bytes "$chunk")
 	stripe=$((cb * $(stripe_data_chunks "$level" "$width")))
 	what="$level width $width chunk $chunk $opts"
-	for kind in $KINDS; do
+	kinds=$KINDS
+	[ "$more" = - ] || [ -n "$KINDS_SET" ] || kinds="$kinds ${more//,/ }"
+	for kind in $kinds; do
 		t0=$SECONDS
-		runs=0 hits=0 errs=0 n=1 KNOWN=0
+		runs=0 hits=0 errs=0 n=$FIRST KNOWN=0
 		while :; do
 			[ "$n" -le "$CAP" ] || fail "$what: $kind errors: still met at op $n (cap $CAP): the loop does not end"
 			one_run "$n"
@@ -149,10 +159,10 @@ for cfg in "${CONFIGS[@]}"; do
 			hits=$((hits + 1))
 			n=$((n + STRIDE))
 		done
-		[ "$hits" -gt 0 ] || fail "$what: $kind errors: not even op 1 was met (the workload reads/writes nothing?)"
+		[ "$hits" -gt 0 ] || fail "$what: $kind errors: not even op $FIRST was met (the workload reads/writes nothing?)"
 		known=""
 		[ "$KNOWN" -eq 0 ] || known="; $KNOWN with the KNOWN too-long shards"
-		log "ok: $what: $kind error at ops 1..$((n - STRIDE)) step $STRIDE: $hits runs met it ($errs with an operation failing$known), op $n never came ($((SECONDS - t0))s)"
+		log "ok: $what: $kind error at ops $FIRST..$((n - STRIDE)) step $STRIDE: $hits runs met it ($errs with an operation failing$known), op $n never came ($((SECONDS - t0))s)"
 	done
 done
 if [ "$ALLKNOWN" -gt 0 ] && long_tier; then
