@@ -12,6 +12,9 @@
 #   RAIDFS      path of the raidfs binary (default: the build tree's)
 #   KEEP=1      keep the scratch directory even on success
 #   SEED        random seed for workloads (default: derived from $RANDOM)
+#   RAIDFS_TEST_TIER  quick (the default: `make check`, one configuration
+#               of each scenario) or long (`make check-long`: the whole
+#               matrix); a scenario asks with long_tier
 
 set -u
 TESTNAME=$(basename "$0" .sh)
@@ -23,6 +26,13 @@ PY=${PYTHON:-python3}
 PY=$("$PY" -c 'import sys; print(sys.executable or "")' 2>/dev/null | grep . || echo "$PY")
 TOOLS=$SRCDIR/tests/tools
 SEED=${SEED:-$(( (RANDOM << 15) | RANDOM ))}
+RAIDFS_TEST_TIER=${RAIDFS_TEST_TIER:-quick}
+case $RAIDFS_TEST_TIER in quick|long) ;; *) echo "RAIDFS_TEST_TIER must be quick or long, not '$RAIDFS_TEST_TIER'" >&2; exit 99 ;; esac
+
+# long_tier: true in the long tier (make check-long)
+long_tier() { [ "$RAIDFS_TEST_TIER" = long ]; }
+# tier_pick QUICK LONG: prints QUICK in the quick tier, LONG in the long one
+tier_pick() { if long_tier; then echo "$2"; else echo "$1"; fi; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/raidfs-$TESTNAME.XXXXXX")
 MOUNTS=()
 FAILED=0
@@ -42,7 +52,7 @@ cleanup() {
 	pkill -9 -f -- "$T" 2>/dev/null
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
 		log "FAILED (exit $rc); scratch kept in $T"
-		log "reproduce: SEED=$SEED KEEP=1 $0"
+		log "reproduce: SEED=$SEED KEEP=1 RAIDFS_TEST_TIER=$RAIDFS_TEST_TIER $0"
 		[ -f "$T/daemon.log" ] && { log "last daemon log lines:"; tail -n 20 "$T/daemon.log" >&2; }
 	elif [ "${KEEP:-0}" = 1 ]; then
 		log "scratch kept in $T"

@@ -40,6 +40,9 @@
 # for a resync.  A log that fills its own disk ends write-back too, also
 # when only a guard slot's write meets the full disk.
 #
+# Quick tier: the kill -9 rounds on raid6 with bbu=file only (the power
+# loss: the log alone); long tier: also raid5 with bbu=shm.
+#
 # Environment: SEED, ITERS (crash iterations per configuration, 3).
 . "$(dirname "$0")/lib.sh"
 need_fuse
@@ -83,7 +86,9 @@ crash_round() {
 
 TOTAL_DIRTY=0
 n=0
-for cfg in "raid5 4 bbu=shm 0" "raid6 5 bbu=file:@LOG@ 1"; do
+CONFIGS=("raid5 4 bbu=shm 0" "raid6 5 bbu=file:@LOG@ 1")
+long_tier || CONFIGS=("raid6 5 bbu=file:@LOG@ 1")
+for cfg in "${CONFIGS[@]}"; do
 	n=$((n + 1))
 	read -r level width bbu wipe <<<"$cfg"
 	C=$T/c$n

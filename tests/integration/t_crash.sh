@@ -12,13 +12,14 @@
 # verified: each fsynced byte not modified after its fsync must be intact.
 #
 # Environment: ITERS ("raid5 raid6 raid1" iteration counts, default
-# "9 9 4"), WRITERS (concurrent writers, default 2), ONLY (regex on the
+# "9 9 4"; quick tier "0 4 0"), WRITERS (concurrent writers, default 2), ONLY (regex on the
 # configuration line), SEED.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
 
-read -r I5 I6 I1 <<<"${ITERS:-9 9 4}"
+# quick tier: 4 crashes of raid6 only
+read -r I5 I6 I1 <<<"${ITERS:-$(tier_pick "0 4 0" "9 9 4")}"
 WRITERS=${WRITERS:-2}
 ONLY=${ONLY:-}
 RANDOM=$SEED	# kill delays reproduce with the seed

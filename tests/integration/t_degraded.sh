@@ -19,6 +19,8 @@
 #     may be mounted, and the output must name every missing member;
 #   - `-o nodegraded`: refused with one member missing, accepted healthy.
 #
+# Quick tier: raid6 over 6 members only; long tier: every configuration.
+#
 # Environment: OPS (healthy workload ops, default 150), WOPS (degraded
 # workload ops, default 80), ONLY (regex on the configuration line), SEED.
 . "$(dirname "$0")/lib.sh"
@@ -40,6 +42,7 @@ CONFIGS=(
 	"raid60 8 4K 2 0"
 	"raid6 10 64K 1 12"
 )
+long_tier || CONFIGS=("raid6 6 4K 1 0")	# quick tier: every pattern of raid6
 
 # restore_members: put the healthy snapshot back in place of the members
 restore_members() {

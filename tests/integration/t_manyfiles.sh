@@ -12,6 +12,9 @@
 # read correctly, and the count must drop back once they are closed.
 # Finally unmount, remount, and count and sample again.
 #
+# Tiers: quick - 5,000 files in 5 directories; long - 100,000.
+# Environment: NDIRS, PERDIR (files per directory, 1000).
+#
 # The scratch tree goes to /dev/shm when TMPDIR is not set and it has room:
 # the scenario is about descriptors, not disks, and half a million member
 # files are created and removed several times faster on tmpfs (~1 GB).
@@ -23,7 +26,8 @@ fi
 
 need_fuse
 
-NDIRS=${NDIRS:-100}
+# quick tier: 5,000 files (still five times the descriptors allowed idle)
+NDIRS=${NDIRS:-$(tier_pick 5 100)}
 PERDIR=${PERDIR:-1000}
 members=$(make_members 4)
 mnt=$T/mnt

@@ -17,6 +17,8 @@
 # cannot is failed).
 #
 # Needs root (uid checks, allow_other) and /dev/fuse; otherwise skips.
+#
+# Tiers: quick - posix_check on raid5 only; long - raid5, raid1, raid0.
 . "$(dirname "$0")/lib.sh"
 
 need_fuse
@@ -79,10 +81,12 @@ EOF
 	log "$level x$n: done in $((SECONDS - t0))s"
 }
 
-# level, members, data members per stripe
+# level, members, data members per stripe (quick tier: raid5 only)
 run_level raid5 4 3
-run_level raid1 2 1
-run_level raid0 2 2
+if long_tier; then
+	run_level raid1 2 1
+	run_level raid0 2 2
+fi
 
 # ---------------------------------------------------------------------------
 # long paths: member prefix + path inside the mount > PATH_MAX

@@ -3,10 +3,12 @@
 # correct data, the member stays online below the threshold, the bad
 # chunks are rewritten (counted as corrected); past the threshold the
 # member is failed and reads still return correct data.
+#
+# Tiers: quick - raid6 only; long - raid5, raid6, raid1.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
-for level in raid5 raid6 raid1; do
+for level in $(tier_pick raid6 "raid5 raid6 raid1"); do
 	C=$T/$level
 	mkdir -p "$C"
 	mem=$(make_members 4 "$level/d")

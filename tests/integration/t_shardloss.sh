@@ -9,6 +9,9 @@
 # More shards short than the level tolerates (a power cut before written
 # data reached the disks) read as zeros, as on one disk, and the file is
 # resynced.
+#
+# Tiers: quick - the first part on raid6 only; long - raid5, raid6, raid1,
+# raid10.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
@@ -31,7 +34,7 @@ shard_of() {
 	(cd "$1" && find dir0 dir1 -type f -size +"$2"c -printf '%s %p\n' | sort -rn | awk '{print $2}')
 }
 
-for level in raid5 raid6 raid1 raid10; do
+for level in $(tier_pick raid6 "raid5 raid6 raid1 raid10"); do
 	new_array "$level" "$level"
 	write_fileset "$mnt" "$C/ref" "$SEED" 2 12 1 300000
 	sparse "$mnt/sp1" "$mnt/sp2"

@@ -22,6 +22,8 @@
 #    The full member is failed as on a write error: raid6 completes the
 #    write and reads every byte as written; raid5, out of members, fails
 #    the write and reads no wrong byte.
+#
+# Tiers: quick - part 3 on raid6 only; long - raid5 and raid6.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
@@ -70,7 +72,7 @@ cmp -n $((16 << 20)) "$T/ref" "$mnt/small" || fail "the file written after freei
 rfs_unmount "$mnt" || fail "unmount"
 expect_rc 0 "$RAIDFS" check "$mcolon"
 
-for level in raid5 raid6; do
+for level in $(tier_pick raid6 "raid5 raid6"); do
 	for opts in write_policy=writethrough bbu=shm; do
 		for d in $members; do rm -rf "$d"/* "$d"/.raidfs; done
 		"$RAIDFS" create --level $level --chunk 16K $members >/dev/null || fail "create $level"
