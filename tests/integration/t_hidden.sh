@@ -78,8 +78,10 @@ rfs_kill "$mnt" || fail "kill"
 exec 7<&-
 rfs_mount "$(join_members $mem)" "$mnt" || fail "mount after the kill"
 gone2() { for m in $mem; do [ ! -e "$m/e/$hid" ] || return 1; done; }
+# (the sweep removes the name from each member, then the notes: both
+# within the 10 s)
 for i in $(seq 1 100); do
-	gone2 && break
+	gone2 && [ "$(notes)" = 0 ] && break
 	sleep 0.1
 done
 gone2 || fail "the hidden name $hid of the file open at the kill is still there 10 s after the mount"
