@@ -17,6 +17,9 @@
 #                  the report.  perf costs throughput: do not publish the
 #                  numbers of such a run.
 #   --plain-passthrough  run passthrough_ll without the malloc tunables below
+#   --baseline PATH  also measure every level with this other raidfs binary
+#                  (configurations "LEVEL@base"), side by side in the same
+#                  run: a change's effect as a ratio of ratios
 #
 # What runs, all on one fresh tmpfs (so it measures the software path):
 #   passthrough  passthrough_ll, built here from the libfuse3-dev examples,
@@ -37,6 +40,7 @@
 #   seqwrite  1 MiB sequential write of a new SEQ_SIZE file, libaio iodepth 8
 #   seqread   1 MiB sequential read of that file, libaio iodepth 8
 #   randread  4 KiB random read of that file, 4 jobs (psync), time based
+#   randwrite 4 KiB random write into that file, 4 jobs (psync), time based
 #   files     NFILES files created (open, write 4 KiB, close), then unlinked;
 #             seconds for each phase
 # All configurations stay mounted side by side and each pattern runs on them
@@ -68,6 +72,7 @@ OUT=""
 QUICK=0
 PERF_DIR=""
 LEVELS="raid0 raid5 raid6"
+BASE_RAIDFS=""
 PT_TUNABLES=glibc.malloc.mmap_threshold=8388608:glibc.malloc.trim_threshold=1073741824
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -76,6 +81,8 @@ while [ $# -gt 0 ]; do
 	--out) OUT=${2:?--out needs a file}; shift 2 ;;
 	--out=*) OUT=${1#*=}; shift ;;
 	--quick) QUICK=1; shift ;;
+	--baseline) BASE_RAIDFS=${2:?--baseline needs a path}; shift 2 ;;
+	--baseline=*) BASE_RAIDFS=${1#*=}; shift ;;
 	--levels) LEVELS=$(echo "${2?--levels needs a list}" | tr , ' '); shift 2 ;;
 	--levels=*) LEVELS=$(echo "${1#*=}" | tr , ' '); shift ;;
 	--perf) PERF_DIR=${2:?--perf needs a directory}; shift 2 ;;
@@ -116,7 +123,14 @@ else
 	SEQ_SIZE=1G; RAND_TIME=10; NFILES=10000; ROUNDS=3; TMPFS_SIZE=8g; WARM_MIB=7500
 fi
 TARGET=0.7	# issue 2: sequential write and read >= 0.7x passthrough_ll at 1 MiB
-CONFIGS="passthrough $LEVELS"
+BASE_LEVELS=""
+if [ -n "$BASE_RAIDFS" ]; then
+	[ -x "$BASE_RAIDFS" ] || { echo "quick.sh: --baseline '$BASE_RAIDFS' is not an executable raidfs" >&2; exit 2; }
+	BASE_RAIDFS=$(cd "$(dirname "$BASE_RAIDFS")" && pwd)/$(basename "$BASE_RAIDFS")
+	for l in $LEVELS; do BASE_LEVELS+=" $l@base"; done
+fi
+ALL_LEVELS="$LEVELS$BASE_LEVELS"
+CONFIGS="passthrough $ALL_LEVELS"
 
 # shellcheck source=contrib/bench/lib.sh
 . "$here/lib.sh"
@@ -206,7 +220,10 @@ failed() { [ -e "$STATE/$1.failed" ]; }
 daemon_pid() { cat "$STATE/$1.pid" 2>/dev/null; }
 members() { local i; for i in $(seq 0 $((MEMBERS - 1))); do echo "$TMPFS/$1/m$i"; done; }
 missing_members() {	# CFG: the members taken away for the degraded reads
-	case $1 in raid5) echo m1 ;; raid6) echo m1 m2 ;; esac
+	case ${1%@base} in raid5) echo m1 ;; raid6) echo m1 m2 ;; esac
+}
+bin() {	# CFG: the raidfs binary that serves it
+	case $1 in *@base) echo "$BASE_RAIDFS" ;; *) echo "$RAIDFS" ;; esac
 }
 
 cfg_create() {	# CFG: fresh storage (and a new array)
@@ -216,7 +233,7 @@ cfg_create() {	# CFG: fresh storage (and a new array)
 		local d
 		for d in $(members "$1"); do mkdir -p "$d"; done
 		# shellcheck disable=SC2046
-		"$RAIDFS" create --level "$1" --chunk "$CHUNK" --name "bench-$1" $(members "$1") >&2 || return 1
+		"$(bin "$1")" create --level "${1%@base}" --chunk "$CHUNK" --name "bench-${1%@base}" $(members "$1") >&2 || return 1
 		;;
 	esac
 }
@@ -231,7 +248,7 @@ cfg_mount() {	# CFG: mount it, daemon in the foreground of a background job
 		;;
 	*)
 		# all member paths; a renamed-away one counts as missing
-		"$RAIDFS" mount -f -o log="$WORK/raidfs-$1.log" "$(members "$1" | paste -sd:)" "$m" \
+		"$(bin "$1")" mount -f -o log="$WORK/raidfs-$1.log" "$(members "$1" | paste -sd:)" "$m" \
 			2>>"$WORK/raidfs-$1.log" &
 		;;
 	esac
@@ -251,7 +268,7 @@ cfg_unmount() {	# CFG
 	if mountpoint -q "$m"; then
 		case $1 in
 		passthrough) fusermount3 -u "$m" ;;
-		*) "$RAIDFS" unmount "$m" >&2 || fusermount3 -u "$m" || fusermount3 -uz "$m" ;;
+		*) "$(bin "$1")" unmount "$m" >&2 || fusermount3 -u "$m" || fusermount3 -uz "$m" ;;
 		esac
 	fi
 	if [ -n "$pid" ]; then
@@ -349,6 +366,13 @@ p_randread() {	# CFG
 		--time_based --runtime=$RAND_TIME --randrepeat=0
 	perf_stop "$1" randread
 }
+p_randwrite() {	# CFG
+	perf_start "$1" randwrite
+	run_fio "$1" randwrite write --name=randwrite --filename="$(mnt "$1")/seq.dat" \
+		--rw=randwrite --bs=4k --size=$SEQ_SIZE --ioengine=psync --numjobs=4 \
+		--time_based --runtime=$RAND_TIME --randrepeat=0
+	perf_stop "$1" randwrite
+}
 p_files() {	# CFG: create (open, write 4 KiB, close) then unlink NFILES files
 	local out c u
 	out=$(timeout 900 python3 "$here/bench.py" files "$(mnt "$1")/small" "$NFILES")
@@ -380,13 +404,13 @@ done
 for ROUND in $(seq "$ROUNDS"); do
 	# shellcheck disable=SC2086
 	order=$(rotated $((ROUND - 1)) $CONFIGS)
-	for p in seqwrite seqread randread files; do
+	for p in seqwrite seqread randread randwrite files; do
 		for c in $order; do step "$c" "p_$p" "$c"; done
 	done
 done
 
 DEGRADED=""
-for c in $LEVELS; do
+for c in $ALL_LEVELS; do
 	if [ -n "$(missing_members "$c")" ] && ! failed "$c"; then DEGRADED+=" $c"; fi
 done
 for c in $DEGRADED; do
@@ -396,7 +420,7 @@ for c in $DEGRADED; do
 	for m in $(missing_members "$c"); do mv "$TMPFS/$c/$m" "$TMPFS/$c/$m.away"; done
 	log "$c: members $(missing_members "$c") taken away; mounting degraded"
 	cfg_mount "$c" || { mark_failed "$c" "degraded mount"; continue; }
-	"$RAIDFS" status "$(mnt "$c")" >&2 || true
+	"$(bin "$c")" status "$(mnt "$c")" >&2 || true
 done
 for ROUND in $(seq "$ROUNDS"); do
 	# shellcheck disable=SC2086
@@ -419,7 +443,7 @@ done
 
 # ------------------------------------------------------------------ report
 report() {
-	python3 - "$RES" "$LEVELS" "$TARGET" "$NFILES" "$MEMBERS" <<'EOF'
+	python3 - "$RES" "$ALL_LEVELS" "$TARGET" "$NFILES" "$MEMBERS" <<'EOF'
 import collections, statistics, sys
 res = collections.defaultdict(lambda: collections.defaultdict(list))
 for line in open(sys.argv[1]):
@@ -448,32 +472,33 @@ def cell(c, k, fmt):
         s += " (%.2fx)" % (v / b)
     return s
 
-print("| configuration | seq write 1M, MiB/s | seq read 1M, MiB/s | 4K random read, IOPS | create %s files, s | unlink %s files, s | seq read degraded, MiB/s (vs healthy) |" % (nfiles, nfiles))
-print("|---|---|---|---|---|---|---|")
+print("| configuration | seq write 1M, MiB/s | seq read 1M, MiB/s | 4K random read, IOPS | 4K random write, IOPS | create %s files, s | unlink %s files, s | seq read degraded, MiB/s (vs healthy) |" % (nfiles, nfiles))
+print("|---|---|---|---|---|---|---|---|")
 for c in [pt] + levels:
-    name = "passthrough_ll, 1 dir" if c == pt else "raidfs %s, %s members" % (c, members)
+    name = "passthrough_ll, 1 dir" if c == pt else "raidfs %s, %s members" % (c.replace("@base", " (baseline binary)"), members)
     if res[c].get("failed"):
         name += " (FAILED: %s)" % "; ".join(res[c]["failed"])
     dg = "-"
     d, h = num(c, "seqread_degraded.mibs"), num(c, "seqread.mibs")
     if d is not None:
-        dg = "%.0f (%.2fx, %d missing)" % (d, d / h if h else 0, {"raid5": 1, "raid6": 2}.get(c, 0))
+        dg = "%.0f (%.2fx, %d missing)" % (d, d / h if h else 0, {"raid5": 1, "raid6": 2}.get(c.split("@")[0], 0))
         if res[c].get("degraded_data") != ["same"]:
             dg += " **data differs**"
-    print("| %s | %s | %s | %s | %s | %s | %s |" % (name,
+    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (name,
         cell(c, "seqwrite.mibs", "%.0f"), cell(c, "seqread.mibs", "%.0f"),
-        cell(c, "randread.iops", "%.0f"), cell(c, "create.s", "%.2f"),
+        cell(c, "randread.iops", "%.0f"), cell(c, "randwrite.iops", "%.0f"), cell(c, "create.s", "%.2f"),
         cell(c, "unlink.s", "%.2f"), dg))
 print()
 print("Medians over the rounds; in parentheses raidfs / passthrough_ll from this run "
       "(for the two times, above 1 means slower).")
 print()
-print("Every round (MiB/s, IOPS for random read, seconds for files):")
+print("Every round (MiB/s, IOPS for random reads and writes, seconds for files):")
 print()
 for c in [pt] + levels:
     parts = []
     for k, label, fmt in (("seqwrite.mibs", "write", "%.0f"), ("seqread.mibs", "read", "%.0f"),
-                          ("randread.iops", "4K", "%.0f"), ("create.s", "create", "%.2f"),
+                          ("randread.iops", "4K read", "%.0f"), ("randwrite.iops", "4K write", "%.0f"),
+                          ("create.s", "create", "%.2f"),
                           ("unlink.s", "unlink", "%.2f"),
                           ("seqread_degraded.mibs", "degraded read", "%.0f")):
         v = vals(c, k)
@@ -481,6 +506,20 @@ for c in [pt] + levels:
             parts.append("%s %s" % (label, "/".join(fmt % x for x in v)))
     if parts:
         print("- %s: %s" % (c, "; ".join(parts)))
+base = [c for c in levels if c.endswith("@base")]
+if base:
+    print()
+    print("This binary against the baseline binary, each as a ratio of passthrough_ll in this run (above 1: this one is faster; for the two times, above 1 means slower):")
+    print()
+    print("| level | seq write | seq read | 4K random read | 4K random write | create | unlink |")
+    print("|---|---|---|---|---|---|---|")
+    for b in base:
+        c = b[:-5]
+        row = []
+        for k in ("seqwrite.mibs", "seqread.mibs", "randread.iops", "randwrite.iops", "create.s", "unlink.s"):
+            v, w = num(c, k), num(b, k)
+            row.append("%.2f" % (v / w) if v and w else "n/a")
+        print("| %s | %s |" % (c, " | ".join(row)))
 print()
 print("Issue-2 target, sequential write and read at 1 MiB >= %.1fx passthrough_ll:" % target)
 print()
