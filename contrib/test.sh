@@ -16,9 +16,10 @@ set +e
 find tests -name '*.trs' -exec rm -f {} +
 # two scenarios at a time: they mostly wait (mounts, sleeps, kills), so
 # this halves the time on two cores; each works in its own scratch tree
-{ make -s -j2 "$target" 2>&1; echo $? >test-rc.txt; } | tee test-output.txt
-rc=$(cat test-rc.txt)
-rm -f test-rc.txt
+rcfile=$(mktemp)
+{ make -s -j2 "$target" 2>&1; echo $? >"$rcfile"; } | tee test-output.txt
+rc=$(cat "$rcfile")
+rm -f "$rcfile"
 set -e
 # per-test results from the automake harness (.trs files)
 pass=$(grep -h '^:test-result: PASS' $(find tests -name '*.trs') 2>/dev/null | wc -l)

@@ -155,19 +155,27 @@ class Run:
                                        " " + sync if sync else "")
         old = self.ref_bytes(rel)
         base = b"" if trunc or old is None else old
-        new = bytearray(base)
-        if len(new) < off:
-            new.extend(bytes(off - len(new)))
-        new[off:off + len(data)] = data
-        new = bytes(new)
+
+        def applied(part):
+            out = bytearray(base)
+            if len(out) < off:
+                out.extend(bytes(off - len(out)))
+            out[off:off + len(part)] = part
+            return bytes(out)
+        new = applied(data)
         flags = os.O_WRONLY | (os.O_CREAT if create else 0) | (os.O_TRUNC if trunc else 0)
         err = None
+        done = 0       # bytes the mount took: a short write is retried, as writers do
+        opened = False
         try:
             fd = os.open(self.m(rel), flags, 0o644)
+            opened = True
             try:
-                n = os.pwrite(fd, data, off)
-                if n != len(data):
-                    raise Bad("%s: short write of %d bytes" % (text, n))
+                while done < len(data):
+                    n = os.pwrite(fd, data[done:], off + done)
+                    if n <= 0:
+                        raise Bad("%s: pwrite returned %d after %d bytes" % (text, n, done))
+                    done += n
                 if sync == "fsync":
                     os.fsync(fd)
                 elif sync == "fdatasync":
@@ -176,6 +184,9 @@ class Run:
                 os.close(fd)
         except OSError as e:
             err = e.errno
+        if err is not None and (done or (trunc and opened)):
+            old = applied(data[:done])  # what was acknowledged before the error
+            text += " (%d bytes taken)" % done
         self.settle(rel, text, err, old, new)
 
     def truncate(self, rel, size):
