@@ -500,7 +500,13 @@ static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t
 			continue;	/* (a read-only mount writes nothing) */
 		const uint8_t *src = l->red != RED_MIRROR ? blk[j]
 				     : blk[p->op == RECON_COPY ? p->src : (uint32_t)__builtin_ctzll(p->want)];
-		struct iovec v = { (void *)src, len };
+		/* not past the length the file's size gives that shard: a
+		 * chunk beyond the file's end there was read as zeros and
+		 * stays unwritten (the shard as short as the size allows) */
+		uint64_t end = layout_shard_size(l, mj, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE));
+		if (off >= end)
+			continue;
+		struct iovec v = { (void *)src, off + len > end ? end - off : len };
 		bool some;
 		if (put_member(rf, mj, &v, 1, off, &some) == 0) {
 			array_member_corrected(rf->a, mj);
