@@ -78,7 +78,7 @@ void array_abandon_replace(struct array *a)
 
 void array_redo(struct array *a, const char *path)
 {
-	HOOKS(a, redo, path);
+	HOOKS(a, redo, a, path);
 }
 
 void array_data_rewritten(struct array *a, struct rfile *rf, uint64_t off, uint64_t end)

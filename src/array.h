@@ -151,7 +151,7 @@ struct array_hooks {
 	void (*abandon_replace)(void);
 	/* an operation on path (relative to the mount) did not reach the
 	 * member being rebuilt: the rebuild must bring it in line */
-	void (*redo)(const char *path);
+	void (*redo)(struct array *a, const char *path);
 	/* bytes [off, end) of an open file were rewritten on the members
 	 * from another copy (a mirror's regeneration): what a cache holds of
 	 * them clean may differ now */

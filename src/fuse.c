@@ -124,9 +124,9 @@ static void note_member_error(uint32_t j, const char *op, const char *path, cons
 	if (member_rebuilding(A, j)) {
 		/* the rebuild brings both names up to date (the old name
 		 * first: see the redo queue in rebuild.c) */
-		rebuild_redo(path);
+		rebuild_redo(A, path);
 		if (to)
-			rebuild_redo(to);
+			rebuild_redo(A, to);
 		return;
 	}
 	/* (the daemon's own shortage is not the member's fault) */
@@ -516,7 +516,7 @@ static int rename_everywhere(const char *from, const char *to, unsigned int flag
 			 * under its new name: a directory the walk may be inside,
 			 * or a file a re-add has not resynced yet moving behind
 			 * the walk's position with its stale shard */
-			rebuild_redo(to);
+			rebuild_redo(A, to);
 	}
 	nsintent_end(A, slot);
 	return 0;
@@ -788,7 +788,7 @@ static int fs_link(const char *from, const char *to)
 			/* the new name may be behind the walk's position, linked
 			 * to a shard a re-add has not resynced yet: looked at
 			 * again, as a rename's new name is */
-			rebuild_redo(to);
+			rebuild_redo(A, to);
 	}
 	nsintent_end(A, slot);
 	return 0;

@@ -43,7 +43,6 @@ static bool rb_promote;	/* the member being replaced in place failed */
 /* the running rebuild is past its work (its member in service or given
  * up) and only tidies up: a start waits for it (wait_ending()) */
 static bool rb_ending;
-static struct array *RA;
 /* What the running rebuild is: onto a directory that holds nothing of
  * the member (or a replacement in place), a re-add of the member's own
  * directory that was away (the missed-write log says what changed), or
@@ -121,7 +120,7 @@ static uint64_t t_start_ms, window_start_ms, window_bytes;
 
 /* Account bytes; sleep to keep under the current limit; wait while
  * paused.  Returns false when the rebuild must stop. */
-static bool throttle(uint64_t bytes)
+static bool throttle(struct array *a, uint64_t bytes)
 {
 	pthread_mutex_lock(&rb_lock);
 	info.done += bytes;
@@ -133,7 +132,7 @@ static bool throttle(uint64_t bytes)
 		info.rate = info.done / info.elapsed;
 	while (info.paused && !rb_stop && !__atomic_load_n(&rb_abandon, __ATOMIC_ACQUIRE))
 		pthread_cond_wait(&rb_cond, &rb_lock);
-	bool busy = t - array_last_user_io_ms(RA) < 100;
+	bool busy = t - array_last_user_io_ms(a) < 100;
 	uint32_t limit = busy ? info.min_rate : info.max_rate;
 	if (busy && info.max_rate && info.max_rate < limit)
 		limit = info.max_rate;
@@ -158,7 +157,7 @@ static bool throttle(uint64_t bytes)
 		if (last_pct < mark && pct >= mark && pct < 100) {
 			char ev[16];
 			snprintf(ev, sizeof(ev), "Rebuild%d", mark);
-			event_post(RA, ev, member);
+			event_post(a, ev, member);
 		}
 	}
 	if (sleep_ms > 0)
@@ -875,7 +874,7 @@ static int create_failed(struct walk *w, struct rfile *rf, const char *rel, int 
 	if (r == 0 && target_gone(w))
 		return -EINTR;	/* (the rebuild stops) */
 	if (r == 0)
-		rebuild_redo(rel);
+		rebuild_redo(w->a, rel);
 	return r;
 }
 
@@ -925,10 +924,10 @@ static int copy_windows(struct walk *w, struct fctx *fc, struct rfile *rf)
 			r = bytes;
 		if (r < 0 || s + ws >= nstripes) {
 			if (r == 0 && !w->verify)
-				throttle(bytes);
+				throttle(w->a, bytes);
 			return r;
 		}
-		if (!throttle(w->verify ? 0 : bytes))
+		if (!throttle(w->a, w->verify ? 0 : bytes))
 			return -EINTR;
 	}
 }
@@ -1568,25 +1567,25 @@ static int redo_fd = -1;
  * verify pass walks everything */
 static bool redo_lost;
 
-static void redo_push_locked(const char *path)
+static void redo_push_locked(struct array *a, const char *path)
 {
 	if (nredo && !strcmp(redo[nredo - 1], path))
 		return;
 	if (!util_names_add(&redo, &nredo, &capredo, path) && !redo_lost) {
 		log_err("rebuild: out of memory queueing '%s' to be made like the primary: the rebuild stops at the end "
-			"of its walk; 'raidfs rebuild %s resume' starts it again", path, RA ? RA->mountpoint : "MOUNTPOINT");
+			"of its walk; 'raidfs rebuild %s resume' starts it again", path, a->mountpoint);
 		redo_lost = true;
 	}
 }
 
-void rebuild_redo(const char *path)
+void rebuild_redo(struct array *a, const char *path)
 {
 	while (*path == '/')
 		path++;
 	if (!*path)
 		path = ".";
 	pthread_mutex_lock(&redo_lock);
-	redo_push_locked(path);
+	redo_push_locked(a, path);
 	if (redo_fd >= 0 && write(redo_fd, path, strlen(path) + 1) < 0)
 		log_warn("cannot record '%s' in %s: %s", path, REDO_FILE, strerror(errno));
 	pthread_mutex_unlock(&redo_lock);
@@ -1594,7 +1593,7 @@ void rebuild_redo(const char *path)
 
 /* Open the redo file on the new member: keep it when resuming (and load
  * its paths), start it empty otherwise. */
-static void redo_open(int dst, bool resuming)
+static void redo_open(struct array *a, int dst, bool resuming)
 {
 	pthread_mutex_lock(&redo_lock);
 	/* paths queued since the member became rebuilding are kept */
@@ -1613,7 +1612,7 @@ static void redo_open(int dst, bool resuming)
 					if (buf[i] == '\0') {
 						part[plen] = '\0';
 						if (plen)
-							redo_push_locked(part);
+							redo_push_locked(a, part);
 						plen = 0;
 					} else if (plen < sizeof(part) - 1) {
 						part[plen++] = buf[i];
@@ -1893,9 +1892,8 @@ static bool rebuilt_online(struct walk *w)
  * resume, and for a re-add its missed-write log.  *logged: the log was
  * read in full.
  */
-static void walk_init(struct walk *w, uint32_t j, bool *logged)
+static void walk_init(struct walk *w, struct array *a, uint32_t j, bool *logged)
 {
-	struct array *a = RA;
 	*w = (struct walk){ .a = a, .j = j, .lj = j == SHADOW ? (uint32_t)shadow_of(a) : j, .dst = a->m[j].dirfd,
 			    .promoted = -1 };
 	for (int i = 0; i < 2; i++)
@@ -1903,7 +1901,7 @@ static void walk_init(struct walk *w, uint32_t j, bool *logged)
 	if (resume_set)
 		w->resume_after = resume_path;
 	w->readd = rb_mode != RB_FULL;
-	redo_open(w->dst, resume_set);
+	redo_open(w->a, w->dst, resume_set);
 	*logged = false;
 	if (rb_mode == RB_READD_ALL) {
 		/* the slot's log holds what its last directory missed */
@@ -2160,14 +2158,22 @@ static void walk_free(struct walk *w)
  * commit of a replacement in place), then the end: the member in service
  * or why not, in info.last_result.
  */
+/* What launch() hands its thread. */
+struct rb_start {
+	struct array *a;
+	uint32_t slot;
+};
+
 static void *rebuild_thread(void *arg)
 {
-	struct array *a = RA;
-	uint32_t j = (uint32_t)(uintptr_t)arg;
+	struct rb_start *start = arg;
+	struct array *a = start->a;
+	uint32_t j = start->slot;
+	free(start);
 	bool shadow = j == SHADOW, logged, locked, committed;
 	struct walk w;
 	array_watch_user_io(a, true);	/* (its rate falls to min_rate while users do I/O) */
-	walk_init(&w, j, &logged);
+	walk_init(&w, a, j, &logged);
 	int r = first_pass(&w, logged);
 	r = later_passes(&w, r, &locked, &committed);
 
@@ -2314,7 +2320,6 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 		pthread_join(rb_thread, NULL);
 		pthread_mutex_lock(&rb_lock);
 	}
-	RA = a;
 	resume_set = resume && have_pos;
 	rb_mode = mode;
 	info.readd = mode != RB_FULL;
@@ -2349,7 +2354,11 @@ static int launch(struct array *a, int member, uint32_t slot, enum rb_mode mode,
 	if (mode != RB_FULL && !resume)
 		event_post(a, "MemberReturned", member);
 	event_post(a, "RebuildStarted", member);
-	if (pthread_create(&rb_thread, NULL, rebuild_thread, (void *)(uintptr_t)slot) != 0) {
+	struct rb_start *start = malloc(sizeof(*start));
+	if (start)
+		*start = (struct rb_start){ .a = a, .slot = slot };
+	if (!start || pthread_create(&rb_thread, NULL, rebuild_thread, start) != 0) {
+		free(start);
 		info.active = false;
 		snprintf(err, errlen, "cannot start the rebuild thread");
 		return -EAGAIN;

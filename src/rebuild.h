@@ -131,7 +131,7 @@ void rebuild_stop(void);
 /* A namespace operation failed on the member being rebuilt: bring path
  * (relative to the mount) in line with the primary before the rebuild
  * ends.  Called with the namespace lock held shared. */
-void rebuild_redo(const char *path);
+void rebuild_redo(struct array *a, const char *path);
 /* The replacement of a healthy member cannot go on (a write to it
  * failed): the copy stops and is dropped.  Any thread. */
 void rebuild_abandon_replace(void);

@@ -98,6 +98,7 @@ done
 CMDLINE="contrib/bench/quick.sh${RAIDFS:+ --raidfs $RAIDFS}${OUT:+ --out $OUT}"
 [ $QUICK = 1 ] && CMDLINE+=" --quick"
 [ "$LEVELS" = "raid0 raid5 raid6" ] || CMDLINE+=" --levels '${LEVELS// /,}'"
+[ -z "$BASE_RAIDFS" ] || CMDLINE+=" --baseline $BASE_RAIDFS"
 [ -n "$PERF_DIR" ] && CMDLINE+=" --perf $PERF_DIR"
 [ -n "$PT_TUNABLES" ] || CMDLINE+=" --plain-passthrough"
 
@@ -553,6 +554,7 @@ EOF
 	echo
 	echo "- command: \`$CMDLINE\`"
 	echo "- raidfs: $RAIDFS (this script's tree at $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+	[ -z "$BASE_RAIDFS" ] || echo "- baseline raidfs (configurations LEVEL@base): $BASE_RAIDFS"
 	echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/^Mem:/{print $2}') GiB RAM, kernel $(uname -r), $(fio --version), libfuse $(pkg-config --modversion fuse3)"
 	echo "- load average (1 min) at start: $LOAD0, at end: $(cut -d' ' -f1 /proc/loadavg)"
 	echo "- storage: one tmpfs ($TMPFS_SIZE); each raidfs array on $MEMBERS member dirs of it (chunk $CHUNK), passthrough_ll on one dir of it; all mounted side by side, patterns interleaved, $ROUNDS round(s)"
