@@ -1583,15 +1583,6 @@ void array_clear_dirty(struct array *a, uint64_t id)
 {
 	if (array_left_dirty(a, id))
 		return;	/* (a resync has to clear it) */
-	/* A member that failed while the file was being changed must find
-	 * it in its missed-write log when it comes back.  The failure's own
-	 * look at the marks (missed_from_dirty()) runs after the member is
-	 * out of service, and another thread can finish the file and drop
-	 * its marks in between: so it is recorded here too (once more is
-	 * harmless) before they go.  Not recorded: the marks stay, and the
-	 * next mount resyncs the file. */
-	if (array_state(a) != ARRAY_OPTIMAL && array_missed_file(a, id, NULL) < 0)
-		return;
 	for (uint32_t j = 0; j < a->width; j++)
 		if (member_writable(a, j))
 			array_unmark_member(a, id, j);
