@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "layout.h"
+#include "layout_spec.h"
 
 /* ------------------------------------------------------------------ */
 /* Harness */
@@ -157,35 +158,6 @@ static int spec_valid(enum raid_level lv, uint32_t chunk, uint32_t width,
 static uint32_t spec_period(const struct layout *l)
 {
 	return l->level == LEVEL_RAID10 ? l->width / 2 : l->gw;
-}
-
-/* Member of (stripe s, group g, slot), transcribed from layout.h. */
-static uint32_t spec_member(const struct layout *l, uint64_t s, uint32_t g,
-			    uint32_t slot)
-{
-	uint32_t r = l->rotation, gw = l->gw;
-
-	switch (l->level) {
-	case LEVEL_SINGLE:
-	case LEVEL_RAID0:
-		return (slot + r) % gw;
-	case LEVEL_RAID1:
-		return slot;
-	case LEVEL_RAID10:
-		return ((g + r) % (l->width / 2)) * 2 + slot;
-	default: {
-		uint32_t t = (uint32_t)((s + r) % gw);
-		uint32_t p = gw - 1 - t, pos;
-
-		if (slot == l->k)
-			pos = p;
-		else if (slot == l->k + 1)
-			pos = (p + 1) % gw;
-		else
-			pos = (p + l->m + slot) % gw;
-		return g * gw + pos;
-	}
-	}
 }
 
 /*

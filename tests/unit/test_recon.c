@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "layout.h"
+#include "layout_spec.h"
 #include "parity.h"
 #include "recon.h"
 
@@ -85,33 +86,6 @@ static inline uint64_t bits(uint32_t n)
 static inline int pop(uint64_t x)
 {
 	return __builtin_popcountll(x);
-}
-
-/* Member of (stripe s, group g, slot), transcribed from layout.h (the
- * statement test_layout.c checks layout.c against). */
-static uint32_t spec_member(const struct layout *l, uint64_t s, uint32_t g, uint32_t slot)
-{
-	uint32_t r = l->rotation, gw = l->gw;
-
-	switch (l->level) {
-	case LEVEL_SINGLE:
-	case LEVEL_RAID0:
-		return (slot + r) % gw;
-	case LEVEL_RAID1:
-		return slot;
-	case LEVEL_RAID10:
-		return ((g + r) % (l->width / 2)) * 2 + slot;
-	default: {
-		uint32_t t = (uint32_t)((s + r) % gw), p = gw - 1 - t, pos;
-		if (slot == l->k)
-			pos = p;
-		else if (slot == l->k + 1)
-			pos = (p + 1) % gw;
-		else
-			pos = (p + l->m + slot) % gw;
-		return g * gw + pos;
-	}
-	}
 }
 
 /* A row of original chunks: data random, redundancy from the reference
