@@ -1579,10 +1579,19 @@ void array_unmark_member(struct array *a, uint64_t id, uint32_t j)
 	}
 }
 
-void array_clear_dirty(struct array *a, uint64_t id)
+void array_clear_dirty(struct array *a, uint64_t id, const char *path)
 {
 	if (array_left_dirty(a, id))
 		return;	/* (a resync has to clear it) */
+	/* a member that left service a moment ago and has not read the
+	 * dirty log yet (missed_from_dirty()) would not find this file
+	 * there: it goes into its missed-write log from here */
+	for (uint32_t j = 0; j < a->width; j++)
+		if (__atomic_load_n(&a->m[j].dirty_scan_due, __ATOMIC_SEQ_CST) && !member_writable(a, j)) {
+			char name[24];
+			snprintf(name, sizeof(name), "%016" PRIx64, id);
+			missed_unrecorded(a, j, missed_mark_all(a, j, name, path ? path : ""));
+		}
 	for (uint32_t j = 0; j < a->width; j++)
 		if (member_writable(a, j))
 			array_unmark_member(a, id, j);
@@ -1658,7 +1667,8 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 		pthread_mutex_unlock(&a->lock);
 		return 0;
 	}
-	__atomic_store_n(&a->m[j].state, MS_FAULTY, __ATOMIC_RELEASE);
+	__atomic_store_n(&a->m[j].dirty_scan_due, true, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&a->m[j].state, MS_FAULTY, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&a->sizes_due, true, __ATOMIC_RELEASE);
 	a->sb.members[j].state = MS_FAULTY;
 	/* a member failed during its rebuild holds a partial copy: should
@@ -1686,6 +1696,7 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 	if ((int)j == shadow_of(a))
 		HOOKS(a, replaced_member_failed);	/* its copy becomes its rebuild */
 	missed_from_dirty(a, j);
+	__atomic_store_n(&a->m[j].dirty_scan_due, false, __ATOMIC_SEQ_CST);
 	missed_names_in_flight(a, j);
 	event_post(a, "Fail", j);
 	if (st == ARRAY_FAILED) {

@@ -80,6 +80,8 @@ struct member {
 	uint64_t corrected;		/* read errors repaired from redundancy */
 	bool missed_noted;		/* "changed" marker made for this absence */
 	bool names_noted;		/* "namespace" marker made for it */
+	bool dirty_scan_due;		/* left service, the dirty log not yet
+					 * taken into its missed-write log */
 	bool missed_incomplete;		/* a marker could not be made: its
 					 * re-add walks everything */
 	bool went_away;			/* failed because its disk vanished (or was
@@ -411,8 +413,11 @@ int array_cache_log_check(struct array *a, uint64_t log_id);
 /* The dirty-log mark (cached: the cache log's) of shard fd on member j
  * alone.  0 or -errno. */
 int array_mark_member(struct array *a, uint64_t id, uint32_t j, int fd, bool cached);
-/* (not for a file array_left_dirty() names: its entry stays) */
-void array_clear_dirty(struct array *a, uint64_t id);
+/* (not for a file array_left_dirty() names: its entry stays).  path:
+ * the file's as opened, for the missed-write log of a member that failed
+ * a moment ago and has not taken the dirty log into it yet (NULL: not
+ * known, the re-add walks). */
+void array_clear_dirty(struct array *a, uint64_t id, const char *path);
 /* The file's dirty-log names on member j alone removed (a stale one that
  * held an old shard there, or a mark made for a shard not put in
  * service). */

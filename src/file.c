@@ -1210,7 +1210,7 @@ fail:
 	for (uint32_t j = 0; j < a->width; j++)
 		if (member_writable(a, j))
 			unlinkat(a->m[j].dirfd, relpath, 0);
-	array_clear_dirty(a, id);
+	array_clear_dirty(a, id, relpath);
 	return ret;
 }
 
@@ -1280,7 +1280,7 @@ int rfile_release(struct rfile *rf)
 			/* (with a failure waiting: once it noted the file as
 			 * missed by its member, below) */
 			if (!array_failures_deferred())
-				array_clear_dirty(rf->a, rf->id);
+				array_clear_dirty(rf->a, rf->id, rf->path);
 			else
 				clear_after = true;
 			rf->marked = rf->cmarked = false;
@@ -1302,7 +1302,7 @@ int rfile_release(struct rfile *rf)
 		 * clears them) */
 		pthread_mutex_lock(&table_lock);
 		if (!find_locked(rf->key))
-			array_clear_dirty(rf->a, rf->id);
+			array_clear_dirty(rf->a, rf->id, rf->path);
 		pthread_mutex_unlock(&table_lock);
 	}
 	close_rf_fds(rf);

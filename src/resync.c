@@ -322,7 +322,7 @@ static void resync_each(struct array *a, char **names, size_t nnames, int *count
 			continue;
 		}
 		array_left_dirty_done(a, ids[i]);	/* (a second try) */
-		array_clear_dirty(a, ids[i]);
+		array_clear_dirty(a, ids[i], NULL);
 	}
 	free(ids);
 	o->done = done;

@@ -953,6 +953,8 @@ ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off
 	return r;
 }
 
+static void cut_failed_tail(struct rfile *rf, uint64_t off);
+
 ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint64_t off)
 {
 	const struct layout *l = &rf->lay;
@@ -1021,6 +1023,8 @@ ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint6
 		__atomic_store_n(&rf->size, end, __ATOMIC_RELEASE);
 		rf->meta_stale = true;
 	}
+	if (ret < 0 && end > rf->size)
+		cut_failed_tail(rf, off);
 	if (ret == 0 && member_sync_mode == MSYNC_ALWAYS)
 		ret = stripe_sync_shards(rf);
 	return ret < 0 ? ret : (ssize_t)len;
@@ -1579,6 +1583,43 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 		}
 	}
 	return 0;
+}
+
+/* A write reaching past the end failed: some members may hold part of it
+ * past rf->size, bytes nobody acknowledged that would read back in place
+ * of zeros were the file to grow over them later (a write further on, a
+ * truncate up).  Cut them off as a truncate to the same size would: the
+ * parity of the last stripe made again without them (when the write
+ * touched it), then the shards cut to the size.  Failing that, the file
+ * stays in the dirty log and the next mount's resync finishes it. */
+static void cut_failed_tail(struct rfile *rf, uint64_t off)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t size = rf->size, sbytes = layout_stripe_data_bytes(l);
+	uint64_t s = size ? (size - 1) / sbytes : 0;
+	bool regen = size > 0 && l->red == RED_PARITY && off < (s + 1) * sbytes;
+	int gs = -1;
+	uint8_t *kept = NULL;
+	int ret = regen ? guard_cut(rf, s, size, &gs, &kept) : 0;
+	if (ret == 0 && regen)
+		ret = regen_stripe(rf, s, size);
+	if (ret == 0)
+		ret = trim_shards(rf, size);
+	guard_done(rf, gs);
+	free(kept);
+	/* cut shards lost what reserve() allocated past the end */
+	if (rf->reserved > size)
+		__atomic_store_n(&rf->reserved, size, __ATOMIC_RELEASE);
+	if (ret < 0 && array_writable(rf->a)) {
+		log_err("file %016" PRIx64 ": a write past its end failed and the bytes it left on the members "
+			"could not be cut off (%s): its redundancy is made again at the next mount",
+			rf->id, strerror(-ret));
+		rf->meta_stale = true;
+		pthread_mutex_lock(&mark_lock);
+		mark_dirty(rf);
+		pthread_mutex_unlock(&mark_lock);
+		trim_shards(rf, size);
+	}
 }
 
 int stripe_regen_at(struct rfile *rf, const uint64_t *off, int n)
