@@ -738,6 +738,20 @@ uint32_t parity_crc32(uint32_t crc, const void *buf, size_t len)
 	return crc32_gzip_refl(crc, buf, len);
 }
 
+uint32_t parity_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	/* crc32_iscsi() neither pre- nor post-inverts: the standard
+	 * CRC32C starts from ~0 and inverts at the end */
+	crc = ~crc;
+	while (len > 0) {
+		int n = len > (1u << 30) ? 1 << 30 : (int)len;
+		crc = crc32_iscsi((unsigned char *)buf, n, crc);
+		buf = (const uint8_t *)buf + n;
+		len -= (size_t)n;
+	}
+	return ~crc;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Plain-C reference                                                      */
 /* ---------------------------------------------------------------------- */

@@ -92,4 +92,10 @@ int parity_ref_reconstruct(int k, int m, size_t len, uint8_t *const *blocks,
  * does.  Any alignment and length. */
 uint32_t parity_crc32(uint32_t crc, const void *buf, size_t len);
 
+/* CRC32C (Castagnoli, iSCSI; ISA-L crc32_iscsi, hardware-accelerated)
+ * with the standard value, chaining like parity_crc32():
+ * parity_crc32c(0, "123456789", 9) == 0xe3069283.  Any alignment and
+ * length. */
+uint32_t parity_crc32c(uint32_t crc, const void *buf, size_t len);
+
 #endif

@@ -1,0 +1,134 @@
+/*
+ * csum.c - block checksums and row records (see csum.h).
+ */
+#include "csum.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "parity.h"
+#include "util.h"
+
+static const uint8_t zeros[CSUM_BLOCK];
+
+size_t csum_record_size(const struct layout *l)
+{
+	size_t r = 8 + 4 * (size_t)csum_per_row(l) + 4;
+	return (r + 15) & ~(size_t)15;
+}
+
+uint32_t csum_block(const void *buf, size_t len)
+{
+	uint32_t crc = parity_crc32c(0, buf, len);
+	return len < CSUM_BLOCK ? parity_crc32c(crc, zeros, CSUM_BLOCK - len) : crc;
+}
+
+void csum_blocks(const void *buf, size_t have, uint32_t nb, uint32_t *out)
+{
+	const uint8_t *p = buf;
+	for (uint32_t i = 0; i < nb; i++) {
+		size_t at = (size_t)i * CSUM_BLOCK;
+		size_t n = have > at ? have - at : 0;
+		out[i] = csum_block(p + (n ? at : 0), n > CSUM_BLOCK ? CSUM_BLOCK : n);
+	}
+}
+
+void csum_encode(uint8_t *rec, size_t R, uint64_t gen, const uint32_t *crc, uint32_t n)
+{
+	memset(rec, 0, R);
+	put_le64(rec, gen);
+	for (uint32_t i = 0; i < n; i++)
+		put_le32(rec + 8 + 4 * (size_t)i, crc[i]);
+	put_le32(rec + R - 4, parity_crc32c(0, rec, R - 4));
+}
+
+int csum_decode(const uint8_t *rec, size_t R, uint32_t n, uint64_t *gen, uint32_t *crc)
+{
+	if (get_le64(rec) == 0 && get_le32(rec + R - 4) == 0) {
+		*gen = 0;	/* a hole: nothing written */
+		return 0;
+	}
+	if (get_le32(rec + R - 4) != parity_crc32c(0, rec, R - 4) || get_le64(rec) == 0)
+		return -EBADMSG;
+	*gen = get_le64(rec);
+	for (uint32_t i = 0; i < n; i++)
+		crc[i] = get_le32(rec + 8 + 4 * (size_t)i);
+	return 0;
+}
+
+void csum_path(uint64_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, CSUM_DIR "/%02x/%016" PRIx64, (unsigned)(id >> 56), id);
+}
+
+int csum_open(int dirfd, uint64_t id, int flags)
+{
+	char path[64];
+	csum_path(id, path, sizeof(path));
+	int fd = openat(dirfd, path, flags | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == ENOENT && (flags & O_CREAT)) {
+		/* .raidfs/sums, then its fan-out directory */
+		char dir[64];
+		snprintf(dir, sizeof(dir), "%s", path);
+		*strrchr(dir, '/') = '\0';
+		if (mkdirat(dirfd, CSUM_DIR, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		if (mkdirat(dirfd, dir, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		fd = openat(dirfd, path, flags | O_CLOEXEC, 0600);
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+int csum_unlink(int dirfd, uint64_t id)
+{
+	char path[64];
+	csum_path(id, path, sizeof(path));
+	return unlinkat(dirfd, path, 0) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int csum_read_row(int fd, const struct layout *l, uint64_t s, uint64_t *gen, uint32_t *crc)
+{
+	size_t R = csum_record_size(l);
+	uint8_t stackbuf[512], *rec = R <= sizeof(stackbuf) ? stackbuf : malloc(R);
+	if (!rec)
+		return -ENOMEM;
+	ssize_t n = pread(fd, rec, R, (off_t)(s * R));
+	int ret;
+	if (n < 0)
+		ret = -errno;
+	else if ((size_t)n < R && n > 0)
+		ret = -EBADMSG;	/* cut in the middle of a record */
+	else if (n == 0)
+		ret = (*gen = 0, 0);
+	else
+		ret = csum_decode(rec, R, csum_per_row(l), gen, crc);
+	if (rec != stackbuf)
+		free(rec);
+	return ret;
+}
+
+int csum_write_row(int fd, const struct layout *l, uint64_t s, uint64_t gen, const uint32_t *crc)
+{
+	size_t R = csum_record_size(l);
+	uint8_t stackbuf[512], *rec = R <= sizeof(stackbuf) ? stackbuf : malloc(R);
+	if (!rec)
+		return -ENOMEM;
+	csum_encode(rec, R, gen, crc, csum_per_row(l));
+	ssize_t n = pwrite(fd, rec, R, (off_t)(s * R));
+	int ret = n < 0 ? -errno : (size_t)n < R ? -ENOSPC : 0;
+	if (rec != stackbuf)
+		free(rec);
+	return ret;
+}
+
+int csum_truncate(int fd, const struct layout *l, uint64_t stripes)
+{
+	return ftruncate(fd, (off_t)(stripes * csum_record_size(l))) < 0 ? -errno : 0;
+}
