@@ -176,6 +176,7 @@ struct array {
 	bool sizes_due;			/* a member failed: open files' sizes to
 					 * record (the monitor; rfile_record_acked_all()) */
 	bool readonly;
+	bool csum;			/* new files get checksums (docs/checksums.md) */
 	bool force;		/* mounted with -o force (the offline mount's retries too) */
 	bool marks_wait_sync;	/* the last release of a file syncs the members
 				 * before its dirty-log marks go (set by

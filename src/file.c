@@ -3,6 +3,7 @@
  */
 #include "file.h"
 #include "stripe.h"
+#include "csum.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -309,6 +310,8 @@ static void close_fds(const struct array *a, int *fds)
 static void close_rf_fds(struct rfile *rf)
 {
 	close_fds(rf->a, rf->fd);
+	if (rf->sums)
+		close_fds(rf->a, rf->sfd);
 	if (rf->fd[SHADOW] >= 0)
 		close(rf->fd[SHADOW]);
 	rf->fd[SHADOW] = -1;
@@ -393,6 +396,8 @@ void rfile_new_meta(const struct array *a, uint64_t id, struct file_meta *fm)
 	fm->groups = a->lay.groups;
 	layout_init(&l, fm->level, fm->chunk, fm->width, fm->groups, 0, NULL);
 	fm->rotation = layout_rotation_for_id(&l, id);
+	if (a->csum)
+		fm->flags |= META_F_SUMS;
 }
 
 bool rfile_shards_empty(const struct array *a, const int *fds)
@@ -415,6 +420,14 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 		return -EIO;
 	for (uint32_t j = 0; j < MEMBER_SLOTS; j++)
 		rf->fd[j] = j < a->width ? fds[j] : -1;
+	rf->sums = m->flags & META_F_SUMS;
+	for (uint32_t j = 0; j < MEMBER_SLOTS; j++) {
+		rf->sfd[j] = -1;
+		if (rf->sums && rf->fd[j] >= 0 && j < a->width) {
+			int fd = csum_open(a->m[j].dirfd, m->id, a->readonly ? O_RDONLY : O_RDWR | O_CREAT);
+			rf->sfd[j] = fd < 0 ? -1 : fd;
+		}
+	}
 	rf->size = m->size;
 	rf->acked = m->size;
 	rf->size_recorded = m->size;

@@ -45,6 +45,9 @@ struct rfile {
 					 * moved it since); NULL if unknown */
 	uint64_t id;
 	struct layout lay;
+	bool sums;			/* checksummed (META_F_SUMS) */
+	int sfd[MEMBER_SLOTS];		/* the checksum file of each shard (csum.h;
+					 * -1: none, the other members' serve) */
 	int fd[MEMBER_SLOTS];		/* -1: member absent, or the shard missing
 					 * on it (scrub.c puts it back);
 					 * [SHADOW]: see array.h */

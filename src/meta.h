@@ -38,6 +38,9 @@
 /* a truncate to `size` has begun and not ended (its shards may be cut in
  * part): the next mount takes that size and finishes it */
 #define META_F_TRUNC 0x4
+/* the file has a checksum file on every member holding a shard of it
+ * (csum.h): its reads are verified */
+#define META_F_SUMS 0x8
 
 struct file_meta {
 	uint64_t id;

@@ -218,6 +218,8 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	array_add_hooks(a, &cache_hooks);
 	a->readonly = o->readonly;
 	a->force = o->force;
+	/* new files checksummed: the array's setting (docs/checksums.md) */
+	a->csum = getenv("RAIDFS_CHECKSUM") && !strcmp(getenv("RAIDFS_CHECKSUM"), "crc32c");
 	if (repair(a, mountpoint, o, r, err, sizeof(err), &offline))
 		return 1;
 	rfile_table_init();

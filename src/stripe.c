@@ -38,6 +38,7 @@
 
 #include "file.h"
 #include "stripe.h"
+#include "csum.h"
 #include "guard.h"
 #include "pair.h"
 #include "parity.h"
@@ -115,7 +116,7 @@ struct file_meta stripe_meta_record(struct rfile *rf, uint64_t version, uint32_t
 		.id = rf->id,
 		.size = size,
 		.version = version,
-		.flags = flags,
+		.flags = flags | (rf->sums ? META_F_SUMS : 0),
 		.level = rf->lay.level,
 		.chunk = rf->lay.chunk,
 		.width = rf->lay.width,
@@ -518,6 +519,169 @@ static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t
 	}
 }
 
+/* ------------------------------------------------------------ checksums
+ *
+ * A file with META_F_SUMS keeps a checksum file per shard (csum.h,
+ * docs/checksums.md): a row record per stripe, holding the checksums of
+ * every 4 KiB block of every slot of the row and the row's generation.
+ * Every read of such a file is verified (recon_run_verified()), every
+ * write writes the row's new record to the members it writes (row_put()).
+ */
+
+/* The believed record of group g in stripe s: the valid one with the
+ * highest generation among the members of the row that can be read.
+ * crc[] gets csum_per_row() values.  Returns the generation; 0 when no
+ * member has one (the row was never written: every block is zeros). */
+static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t n = csum_per_row(l);
+	uint32_t *tmp = malloc((size_t)n * 4);
+	uint64_t best = 0;
+	for (uint32_t i = 0; tmp && i < l->k + l->m; i++) {
+		uint32_t mj = layout_slot_member(l, s, g, i);
+		uint64_t gen;
+		if (rf->sfd[mj] < 0 || !rfile_usable_at(rf, mj, s))
+			continue;
+		int r = csum_read_row(rf->sfd[mj], l, s, &gen, tmp);
+		if (r == -EBADMSG)
+			log_err("member %u '%s': the checksum record of stripe %" PRIu64 " of file %016" PRIx64
+				" is damaged; the other members' records are used", mj, rf->a->m[mj].path, s, rf->id);
+		if (r == 0 && gen > best) {
+			best = gen;
+			memcpy(crc, tmp, (size_t)n * 4);
+		}
+	}
+	free(tmp);
+	if (best == 0) {
+		static const uint8_t zero[1];
+		uint32_t z = csum_block(zero, 0);
+		for (uint32_t i = 0; i < n; i++)
+			crc[i] = z;
+	}
+	return best;
+}
+
+/* The record `gen`/crc of stripe s to member mj.  A member that cannot
+ * take it keeps an older record, which the others' newer ones outvote;
+ * said, not fatal. */
+static void row_put(struct rfile *rf, uint32_t mj, uint64_t s, uint64_t gen, const uint32_t *crc)
+{
+	if (rf->sfd[mj] < 0 || !member_writable(rf->a, mj))
+		return;
+	int r = csum_write_row(rf->sfd[mj], &rf->lay, s, gen, crc);
+	if (r < 0)
+		log_err("member %u '%s': cannot write the checksum record of stripe %" PRIu64 " of file %016" PRIx64
+			": %s", mj, rf->a->m[mj].path, s, rf->id, strerror(-r));
+}
+
+/* The record of a row whose every slot is in blk[] (whole chunks, bytes
+ * past the shards' ends zero), to every member of the row. */
+static int row_put_all(struct rfile *rf, uint64_t s, uint32_t g, uint8_t *const *blk)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t B = l->chunk / CSUM_BLOCK;
+	uint32_t *crc = malloc((size_t)csum_per_row(l) * 4);
+	if (!crc)
+		return -ENOMEM;
+	uint64_t gen = row_load(rf, s, g, crc) + 1;
+	for (uint32_t i = 0; i < l->k + l->m; i++)
+		csum_blocks(blk[i], l->chunk, B, crc + (size_t)i * B);
+	for (uint32_t i = 0; i < l->k + l->m; i++)
+		row_put(rf, layout_slot_member(l, s, g, i), s, gen, crc);
+	free(crc);
+	return 0;
+}
+
+/* Do blocks [b0, b0 + nb) of slot i, at buf, match the row? */
+static bool slot_verifies(const struct layout *l, const uint32_t *crc, uint32_t i, uint32_t b0, uint32_t nb,
+			  const uint8_t *buf)
+{
+	const uint32_t *want = crc + (size_t)i * (l->chunk / CSUM_BLOCK) + b0;
+	for (uint32_t b = 0; b < nb; b++)
+		if (csum_block(buf + (size_t)b * CSUM_BLOCK, CSUM_BLOCK) != want[b])
+			return false;
+	return true;
+}
+
+static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t off, uint32_t len,
+			  uint8_t *const *blk, uint64_t bad);
+
+/*
+ * recon_run() of a file with checksums: over whole blocks (the window
+ * [lo, lo+len) widened, in buffers of its own when it is not aligned),
+ * each slot read is verified against the row's record; one that does not
+ * match is excluded like a slot that could not be read, and rewritten
+ * once the right bytes are known (with the row's record, which its
+ * member may lack: a lost write loses both).  A slot the plan computes is
+ * verified too: when it does not match, nothing tells which bytes are
+ * right, and the reader gets EIO rather than them.
+ */
+static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t lo, uint32_t len,
+			      uint8_t **blk, uint64_t bad)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t n = l->k + l->m;
+	uint32_t blo = lo / CSUM_BLOCK * CSUM_BLOCK;
+	uint32_t bhi = (lo + len + CSUM_BLOCK - 1) / CSUM_BLOCK * CSUM_BLOCK;
+	uint32_t alen = bhi - blo, b0 = blo / CSUM_BLOCK, nb = alen / CSUM_BLOCK;
+	bool direct = blo == lo && alen == len;
+	uint8_t *ab[LAYOUT_MAX_WIDTH], *abuf = NULL;
+	uint32_t *crc = malloc((size_t)csum_per_row(l) * 4);
+	if (!direct)
+		abuf = malloc((size_t)n * alen);
+	if (!crc || (!direct && !abuf)) {
+		free(crc);
+		free(abuf);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		ab[i] = direct ? blk[i] : abuf + (size_t)i * alen;
+	uint64_t gen = row_load(rf, p->s, p->g, crc);
+	uint64_t off = p->s * l->chunk + blo, have = 0, mism = 0, todo;
+	int ret = -EIO;
+	while (p->op != RECON_IMPOSSIBLE && (todo = p->read & ~have)) {
+		uint32_t i = (uint32_t)__builtin_ctzll(todo);
+		if (shard_read(rf, p->member[i], ab[i], alen, off) < 0) {
+			bad |= 1ull << i;
+			recon_exclude(p, i);
+		} else if (!slot_verifies(l, crc, i, b0, nb, ab[i])) {
+			uint32_t mj = p->member[i];
+			log_err("checksum error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 ", %u bytes)",
+				mj, rf->a->m[mj].path, rf->id, off, alen);
+			mism |= 1ull << i;
+			bad |= 1ull << i;
+			recon_exclude(p, i);
+		} else {
+			have |= 1ull << i;
+		}
+	}
+	if (p->op != RECON_IMPOSSIBLE && recon_compute(p, alen, ab) == 0) {
+		ret = 0;
+		/* (a mirror's copy was read, so verified) */
+		uint64_t made = l->red == RED_MIRROR ? 0 : p->calc & (p->want | bad);
+		for (uint32_t i = 0; i < n && ret == 0; i++)
+			if ((made >> i & 1) && !slot_verifies(l, crc, i, b0, nb, ab[i])) {
+				log_err("file %016" PRIx64 ", stripe %" PRIu64 ": no combination of the members' chunks "
+					"matches the checksums; the read fails rather than return bytes that may be wrong",
+					rf->id, p->s);
+				ret = -EIO;
+			}
+	}
+	if (ret == 0) {
+		repair_unread(rf, p, off, alen, ab, bad);
+		for (uint32_t i = 0; i < n; i++)
+			if ((mism >> i & 1) && gen)
+				row_put(rf, p->member[i], p->s, gen, crc);
+		if (!direct)
+			for (uint32_t i = 0; i < n; i++)
+				memcpy(blk[i], ab[i] + (lo - blo), len);
+	}
+	free(crc);
+	free(abuf);
+	return ret;
+}
+
 /*
  * Carry out plan p (recon.h) over in-chunk columns [lo, lo+len) of its
  * stripe: read its slots into blk[] (those in `have` hold their bytes
@@ -530,6 +694,8 @@ static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t
 static int recon_run(struct rfile *rf, struct recon_plan *p, uint32_t lo, uint32_t len, uint8_t **blk,
 		     uint64_t have, uint64_t bad)
 {
+	if (rf->sums)
+		return recon_run_verified(rf, p, lo, len, blk, bad);
 	uint64_t off = p->s * rf->lay.chunk + lo, todo;
 	while (p->op != RECON_IMPOSSIBLE && (todo = p->read & ~have)) {
 		uint32_t i = (uint32_t)__builtin_ctzll(todo);
@@ -569,8 +735,89 @@ struct group_write {
 	bool any;
 };
 
+/*
+ * write_group() of a file with checksums, any level: the window [lo, hi)
+ * widened to whole blocks, whose old bytes are loaded (verified) where
+ * the write does not cover them, so that the new checksums are of whole
+ * blocks; the members get the same bytes as without checksums (the data
+ * ranges, the redundancy over the data's extent), then the row's new
+ * record (generation + 1) goes to every member written.
+ */
+static int write_group_summed(struct rfile *rf, uint64_t s, uint32_t g, const struct group_write *w)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t n = l->k + l->m, chunk = l->chunk, B = chunk / CSUM_BLOCK;
+	uint32_t nd = l->red == RED_MIRROR ? 1 : l->k;	/* data slots */
+	uint32_t lo = w->lo / CSUM_BLOCK * CSUM_BLOCK;
+	uint32_t hi = (w->hi + CSUM_BLOCK - 1) / CSUM_BLOCK * CSUM_BLOCK, len = hi - lo;
+	uint64_t base = s * chunk, want = 0, absent = 0, wrote_to = 0;
+	uint8_t *buf = malloc((size_t)n * len);
+	uint32_t *crc = malloc((size_t)csum_per_row(l) * 4);
+	uint8_t *blk[LAYOUT_MAX_WIDTH];
+	int ret = 0, gs = -1;
+	if (!buf || !crc) {
+		free(buf);
+		free(crc);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		blk[i] = buf + (size_t)i * len;
+	for (uint32_t j = 0; j < nd; j++) {
+		if (w->src[j] && w->a[j] == lo && w->b[j] == hi)
+			continue;
+		want |= 1ull << j;
+		if (!rfile_usable_at(rf, layout_slot_member(l, s, g, j), s))
+			absent |= 1ull << j;
+	}
+	if (want)
+		ret = load_group(rf, s, g, lo, len, blk, want);
+	for (uint32_t j = 0; j < nd && ret == 0; j++)
+		if (w->src[j])
+			memcpy(blk[j] + (w->a[j] - lo), w->src[j], w->b[j] - w->a[j]);
+	if (ret == 0 && l->red == RED_PARITY)
+		ret = parity_encode(l->k, l->m, len, blk);
+	if (ret == 0 && l->red == RED_PARITY)
+		ret = guard_absent(rf, s, g, lo, len, blk, absent, &gs);
+	for (uint32_t c = 1; c < n && l->red == RED_MIRROR; c++)
+		memcpy(blk[c], blk[0], len);
+	uint64_t gen = 0;
+	if (ret == 0) {
+		gen = row_load(rf, s, g, crc) + 1;
+		for (uint32_t i = 0; i < n; i++)
+			if (i >= nd || w->src[i] || l->red == RED_MIRROR)
+				csum_blocks(blk[i], len, len / CSUM_BLOCK, crc + (size_t)i * B + lo / CSUM_BLOCK);
+	}
+	bool wrote = false;	/* (shard_write()) */
+	for (uint32_t i = 0; i < n && ret == 0; i++) {
+		uint32_t mj = layout_slot_member(l, s, g, i);
+		bool data = i < nd || l->red == RED_MIRROR;
+		const uint8_t *src = data ? blk[i] + (w->a[i < nd ? i : 0] - lo) : blk[i];
+		uint32_t a = data ? w->a[i < nd ? i : 0] : lo, b = data ? w->b[i < nd ? i : 0] : w->hi;
+		if ((i < nd && !w->src[i]) || !writable(rf, mj))
+			continue;
+		if (l->red == RED_NONE && !rfile_usable_at(rf, mj, s)) {
+			ret = -EIO;	/* raid0: nothing else holds it */
+			break;
+		}
+		ret = shard_write(rf, mj, src, b - a, base + a, l->red == RED_NONE ? NULL : &wrote);
+		if (ret == 0 && rfile_usable_at(rf, mj, s))
+			wrote_to |= 1ull << mj;
+	}
+	for (uint32_t mj = 0; mj < rf->a->width && ret == 0; mj++)
+		if (wrote_to >> mj & 1)
+			row_put(rf, mj, s, gen, crc);
+	guard_done(rf, gs);
+	free(buf);
+	free(crc);
+	if (ret == 0 && l->red == RED_NONE)
+		return 0;
+	return ret ? ret : group_alive(rf, s, g);
+}
+
 static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct group_write *w)
 {
+	if (rf->sums)
+		return write_group_summed(rf, s, g, w);
 	const struct layout *l = &rf->lay;
 	uint64_t base = s * l->chunk;
 	int ret = 0;
@@ -711,6 +958,28 @@ static void write_share(void *arg, int t)
 			}
 		}
 	}
+	/* checksums: each row's record, all of it new */
+	uint32_t per = csum_per_row(l), B = chunk / CSUM_BLOCK;
+	uint64_t *gens = NULL;
+	uint32_t *crcs = NULL;
+	if (rf->sums) {
+		gens = malloc((size_t)ns * l->groups * sizeof(*gens));
+		crcs = malloc((size_t)ns * l->groups * per * 4);
+		if (!gens || !crcs) {
+			free(gens);
+			free(crcs);
+			sh->ret = -ENOMEM;
+			return;
+		}
+		for (uint64_t s = s0; s < s0 + ns; s++)
+			for (uint32_t g = 0; g < l->groups; g++) {
+				size_t r = (size_t)(s - s0) * l->groups + g;
+				uint32_t *crc = crcs + r * per;
+				gens[r] = row_load(rf, s, g, crc) + 1;
+				for (uint32_t i = 0; i < k + m; i++)
+					csum_blocks(i < k ? DATA(s, g, i) : PAR(s, g, i - k), chunk, B, crc + (size_t)i * B);
+			}
+	}
 	uint32_t width = rf->a->width;
 	for (uint32_t x = 0; x < width; x++) {
 		uint32_t j = (sh->first + x) % width;
@@ -724,7 +993,15 @@ static void write_share(void *arg, int t)
 			iov[s - s0].iov_len = chunk;
 		}
 		sh->mret[j] = put_member(rf, j, iov, ns, s0 * chunk, &sh->msome[j]);
+		for (uint64_t s = s0; s < s0 + ns && rf->sums && sh->mret[j] == 0; s++) {
+			uint32_t g, slot;
+			layout_member_slot(l, s, j, &g, &slot);
+			size_t r = (size_t)(s - s0) * l->groups + g;
+			row_put(rf, j, s, gens[r], crcs + r * per);
+		}
 	}
+	free(gens);
+	free(crcs);
 #undef DATA
 #undef PAR
 }
@@ -971,6 +1248,7 @@ ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint6
 		ret = reserve(rf, off, end);
 	if (ret == 0)
 		note_written(rf, (end + sbytes - 1) / sbytes);
+	bool reached = ret == 0;	/* (the members: a failure may leave bytes there) */
 	for (uint64_t pos = off; pos < end && ret == 0;) {
 		uint64_t s = pos / sbytes;
 		if (l->red == RED_PARITY && pos == s * sbytes && end - pos >= 2 * sbytes) {
@@ -1023,7 +1301,7 @@ ssize_t stripe_write_locked(struct rfile *rf, const void *buf, size_t len, uint6
 		__atomic_store_n(&rf->size, end, __ATOMIC_RELEASE);
 		rf->meta_stale = true;
 	}
-	if (ret < 0 && end > rf->size)
+	if (ret < 0 && reached && end > rf->size)
 		cut_failed_tail(rf, off);
 	if (ret == 0 && member_sync_mode == MSYNC_ALWAYS)
 		ret = stripe_sync_shards(rf);
@@ -1412,7 +1690,7 @@ ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off
 		struct recon_plan p;
 		uint64_t bad = 0;
 		recon_plan(&p, l, s, g, readable_at(rf, s), 1ull << want, want);
-		if (p.op == RECON_READ || p.op == RECON_COPY) {
+		if ((p.op == RECON_READ || p.op == RECON_COPY) && !rf->sums) {
 			uint32_t i = p.op == RECON_READ ? want : p.src;
 			if (shard_read(rf, p.member[i], dst + (pos - off), n, s * chunk + o) == 0) {
 				pos = y;
@@ -1455,8 +1733,8 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit,
 	uint64_t base = s * chunk;
 	int ret;
 
-	if (l->red == RED_NONE)
-		return 0;
+	if (l->red == RED_NONE && !rf->sums)
+		return 0;	/* (with checksums: the record of the cut row) */
 	uint8_t *scr = scratch((size_t)n * chunk);
 	uint8_t *blk[LAYOUT_MAX_WIDTH];
 	if (!scr)
@@ -1481,24 +1759,28 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit,
 			if (writable(rf, mj))
 				ret = shard_write(rf, mj, blk[0], chunk, base, part);
 		}
-		return ret ? ret : group_alive(rf, s, g);
+		for (uint32_t c = 1; c < n; c++)
+			blk[c] = blk[0];
+	} else if (l->red == RED_PARITY) {
+		ret = parity_encode(l->k, l->m, chunk, blk);
+		for (uint32_t p = l->k; p < n && !ret; p++) {
+			uint32_t mj = layout_slot_member(l, s, g, p);
+			if (writable(rf, mj))
+				ret = shard_write(rf, mj, blk[p], chunk, base, part);
+		}
 	}
-	ret = parity_encode(l->k, l->m, chunk, blk);
-	for (uint32_t p = l->k; p < n && !ret; p++) {
-		uint32_t mj = layout_slot_member(l, s, g, p);
-		if (writable(rf, mj))
-			ret = shard_write(rf, mj, blk[p], chunk, base, part);
-	}
-	return ret ? ret : group_alive(rf, s, g);
+	if (ret == 0 && rf->sums)
+		ret = row_put_all(rf, s, g, blk);
+	return ret ? ret : l->red == RED_NONE ? 0 : group_alive(rf, s, g);
 }
 
 /* Every group of stripe s, which a truncate to `size` cuts (bytes past
  * it zero). */
-static int regen_stripe(struct rfile *rf, uint64_t s, uint64_t size)
+static int regen_stripe(struct rfile *rf, uint64_t s, uint64_t size, bool changing)
 {
 	int ret = 0;
 	for (uint32_t g = 0; g < rf->lay.groups && ret == 0; g++)
-		ret = regen_group(rf, s, g, size, true);
+		ret = regen_group(rf, s, g, size, changing);
 	return ret;
 }
 
@@ -1597,12 +1879,15 @@ static void cut_failed_tail(struct rfile *rf, uint64_t off)
 	const struct layout *l = &rf->lay;
 	uint64_t size = rf->size, sbytes = layout_stripe_data_bytes(l);
 	uint64_t s = size ? (size - 1) / sbytes : 0;
-	bool regen = size > 0 && l->red == RED_PARITY && off < (s + 1) * sbytes;
+	bool regen = size > 0 && (l->red == RED_PARITY || rf->sums) && off < (s + 1) * sbytes;
 	int gs = -1;
 	uint8_t *kept = NULL;
 	int ret = regen ? guard_cut(rf, s, size, &gs, &kept) : 0;
+	/* (not changing: a member too full to take the parity of the
+	 * cut stripe is not failed for it - the file stays in the dirty
+	 * log, below) */
 	if (ret == 0 && regen)
-		ret = regen_stripe(rf, s, size);
+		ret = regen_stripe(rf, s, size, false);
 	if (ret == 0)
 		ret = trim_shards(rf, size);
 	guard_done(rf, gs);
@@ -1742,7 +2027,7 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size, bool said)
 {
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
-	bool regen = size < rf->size && size > 0 && l->red == RED_PARITY;
+	bool regen = size < rf->size && size > 0 && (l->red == RED_PARITY || rf->sums);
 	uint64_t s = size ? (size - 1) / sbytes : 0;
 	note_written(rf, regen ? s + 1 : 0);	/* (a change, if nothing written) */
 	int ret = stripe_mark_dirty(rf);
@@ -1760,7 +2045,7 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size, bool said)
 	/* bytes past the new end in the last stripe become zero: parity
 	 * must stop covering them */
 	if (ret == 0 && regen)
-		ret = regen_stripe(rf, s, size);
+		ret = regen_stripe(rf, s, size, true);
 	if (ret == 0)
 		ret = trim_shards(rf, size);
 	guard_done(rf, gs);
@@ -1801,9 +2086,9 @@ int stripe_truncate_replayed(struct rfile *rf, uint64_t size)
 	bool same = size == rf->size;
 	int ret = stripe_truncate_locked(rf, size, false);
 	const struct layout *l = &rf->lay;
-	if (ret < 0 || !same || size == 0 || l->red != RED_PARITY)
+	if (ret < 0 || !same || size == 0 || (l->red != RED_PARITY && !rf->sums))
 		return ret;
-	ret = regen_stripe(rf, (size - 1) / layout_stripe_data_bytes(l), size);
+	ret = regen_stripe(rf, (size - 1) / layout_stripe_data_bytes(l), size, true);
 	return ret == 0 ? trim_shards(rf, size) : ret;
 }
 
