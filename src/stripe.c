@@ -510,6 +510,7 @@ static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t
 		bool some;
 		if (put_member(rf, mj, &v, 1, off, &some) == 0) {
 			array_member_corrected(rf->a, mj);
+			array_note_repaired(rf->a, mj, v.iov_len);
 			log_warn("member %u '%s': read error at offset %" PRIu64 " of file %016" PRIx64 " repaired from redundancy",
 				 mj, rf->a->m[mj].path, off, rf->id);
 		} else {
