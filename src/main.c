@@ -286,7 +286,9 @@ static int mount_opt(void *data, const char *arg, int key, struct fuse_args *out
 	case KEY_NODEGRADED: c->o->allow_degraded = false; return 0;
 	case KEY_FORCE: c->o->force = true; return 0;
 	case KEY_RO: c->o->readonly = true; return 0;
-	case KEY_READ_ERRORS: array_read_error_threshold = strtoul(v, NULL, 10); return 0;
+	case KEY_READ_ERRORS:
+		return parse_count("read_error_threshold", v, "read errors after which a member is failed",
+				   &array_read_error_threshold);
 	case KEY_CKSUM_ERRORS:
 		return parse_count("cksum_error_threshold", v,
 				   "checksum errors after which a member is failed (0: never fail a member for them)",

@@ -41,7 +41,10 @@ for bad in abc -1 5x "" 4294967296 " 3"; do
 		fail "cksum_error_threshold=$bad: no clear message: $(cat "$ERR")"
 	! is_mounted "$mnt" || fail "cksum_error_threshold=$bad: mounted anyway"
 done
-log "ok: bad cksum_error_threshold values refused"
+expect_rc 1 "$RAIDFS" mount -o "log=$T/daemon.log,read_error_threshold=ten" "$(join_members $mem)" "$mnt"
+grep -q "bad read_error_threshold 'ten': give a whole number of read errors" "$ERR" ||
+	fail "read_error_threshold=ten: no clear message: $(cat "$ERR")"
+log "ok: bad cksum_error_threshold (and read_error_threshold) values refused"
 
 rfs_mount "$(join_members $mem)" "$mnt" -o "$opts" || fail "mount"
 for j in 0 1 2 3; do
