@@ -22,6 +22,7 @@ build=${1:-${top_builddir:-$here/..}}
 declare -A layer=(
 	[util]=0 [pair]=0 [parity]=0
 	[member]=1 [superblock]=1 [meta]=1 [csum]=1 [nslock]=1 [layout]=1 [recon]=1
+	[counters]=1
 	[array]=2 [event]=2
 	[stripe]=3 [guard]=3 [nsintent]=3 [hidden]=3
 	[file]=4

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "counters.h"
 #include "meta.h"
 #include "nsintent.h"
 #include "parity.h"
@@ -691,6 +692,8 @@ static void adopt_targets(struct array *a, struct given *g)
 	}
 }
 
+static void counters_load(struct array *a, uint32_t j, int fd);
+
 /* Step 5: too many members away for the array to run, but some came
  * back: a stale member for which the others logged no change at all since
  * it left (empty missed-write log) holds exactly the current data, and is
@@ -718,8 +721,15 @@ static void take_back_stale(struct array *a, struct given *g)
 		}
 	}
 	for (uint32_t j = 0; j < a->width; j++) {
-		if (g->stale_fd[j] >= 0)
+		if (g->stale_fd[j] >= 0) {
+			struct stat st;
+			counters_load(a, j, g->stale_fd[j]);
+			if (fstat(g->stale_fd[j], &st) == 0) {
+				a->m[j].stale_dev = st.st_dev;
+				a->m[j].stale_ino = st.st_ino;
+			}
 			close(g->stale_fd[j]);
+		}
 		g->stale_fd[j] = -1;
 		/* missing (not merely stale): re-added when it shows up */
 		if (!member_present(a, j) && !a->m[j].stale)
@@ -808,6 +818,9 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 		array_write_superblocks_locked(a);
 	}
 	take_back_stale(a, &g);
+	for (uint32_t j = 0; j < MEMBER_SLOTS; j++)
+		if (a->m[j].dirfd >= 0)
+			counters_load(a, j, a->m[j].dirfd);
 	r = judge_start(a, allow_degraded, err, errlen);
 	if (r < 0)
 		array_close(a);
@@ -817,6 +830,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 
 void array_close(struct array *a)
 {
+	array_counters_flush(a);	/* (the unmount: the last changes) */
 	for (uint32_t j = 0; j < MEMBER_SLOTS; j++) {
 		if (a->m[j].dirfd >= 0)
 			close(a->m[j].dirfd);
@@ -1600,6 +1614,130 @@ void array_clear_dirty(struct array *a, uint64_t id, const char *path)
 /* ------------------------------------------------------ runtime failures */
 
 uint32_t array_read_error_threshold = 20;	/* as md's max_corrected_read_errors */
+uint32_t array_cksum_error_threshold = ARRAY_CKSUM_ERROR_THRESHOLD;
+
+/* ------------------------------------------------------ error counters */
+
+/* Member j's counters from its directory's (fd) .raidfs/counters (zero
+ * when it has none, or fd is -1).  Called when a directory takes the
+ * slot, and for a stale member at assembly (status shows its history). */
+static void counters_load(struct array *a, uint32_t j, int fd)
+{
+	struct member *m = &a->m[j];
+	struct member_counters c = { 0 };
+	int r = fd >= 0 ? counters_read(fd, &c) : -ENOENT;
+	if (r < 0 && r != -ENOENT)
+		log_warn("member %u '%s': its error counters (%s) cannot be read (%s): they start again from zero",
+			 j, m->path, COUNTERS_FILE, r == -EINVAL ? "damaged" : strerror(-r));
+	__atomic_store_n(&m->read_errors, c.read_errors, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->write_errors, c.write_errors, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->cksum_errors, c.cksum_errors, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->repaired_bytes, c.repaired_bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->cksum_failing, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->counters_due, false, __ATOMIC_RELEASE);
+}
+
+static void counters_changed(struct member *m)
+{
+	__atomic_store_n(&m->counters_due, true, __ATOMIC_RELEASE);
+}
+
+static void count_io_error(struct array *a, uint32_t j, bool write)
+{
+	__atomic_add_fetch(write ? &a->m[j].write_errors : &a->m[j].read_errors, 1, __ATOMIC_RELAXED);
+	counters_changed(&a->m[j]);
+}
+
+void array_note_repaired(struct array *a, uint32_t j, uint64_t bytes)
+{
+	if (j >= MEMBER_SLOTS || !bytes)
+		return;
+	__atomic_add_fetch(&a->m[j].repaired_bytes, bytes, __ATOMIC_RELAXED);
+	counters_changed(&a->m[j]);
+}
+
+void array_note_cksum_error(struct array *a, uint32_t j, uint64_t bytes_repaired_or_0)
+{
+	if (j >= MEMBER_SLOTS)
+		return;
+	struct member *m = &a->m[j];
+	uint64_t n = __atomic_add_fetch(&m->cksum_errors, 1, __ATOMIC_RELAXED);
+	if (bytes_repaired_or_0)
+		__atomic_add_fetch(&m->repaired_bytes, bytes_repaired_or_0, __ATOMIC_RELAXED);
+	counters_changed(m);
+	uint32_t t = __atomic_load_n(&array_cksum_error_threshold, __ATOMIC_RELAXED);
+	if (j >= a->width || !counters_over_threshold(n, t) || (!member_online(a, j) && !member_rebuilding(a, j)))
+		return;
+	if (__atomic_exchange_n(&m->cksum_failing, true, __ATOMIC_ACQ_REL))
+		return;	/* (another thread is failing it) */
+	char why[96];
+	snprintf(why, sizeof(why), "%" PRIu64 " checksum errors (threshold %u)", n,
+		 t);
+	event_post(a, "ChecksumErrors", (int)j);
+	array_fail_member(a, j, why);
+}
+
+void array_counters_clear(struct array *a, uint32_t j)
+{
+	struct member *m = &a->m[j];
+	__atomic_store_n(&m->read_errors, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->write_errors, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->cksum_errors, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->repaired_bytes, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->errors, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->corrected, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->cksum_failing, false, __ATOMIC_RELAXED);
+	counters_changed(m);
+}
+
+/* The directory of stale member m (not in use, not kept open), opened
+ * by its path if that still leads to the directory found at assembly;
+ * else -1.  Caller holds a->lock. */
+static int stale_dir(const struct member *m)
+{
+	struct stat st;
+	if (!m->stale || !m->stale_ino)
+		return -1;
+	int fd = open(m->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != m->stale_dev || st.st_ino != m->stale_ino)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+void array_counters_flush(struct array *a)
+{
+	static struct log_every said;
+	for (uint32_t j = 0; j < MEMBER_SLOTS; j++) {
+		struct member *m = &a->m[j];
+		if (!__atomic_load_n(&m->counters_due, __ATOMIC_ACQUIRE) || a->readonly)
+			continue;
+		/* the directory and the values together: a slot that takes
+		 * another directory meanwhile loads that one's (the write below
+		 * then goes to the directory the values belong to) */
+		pthread_mutex_lock(&a->lock);
+		__atomic_store_n(&m->counters_due, false, __ATOMIC_RELEASE);
+		int fd = m->dirfd >= 0 ? fcntl(m->dirfd, F_DUPFD_CLOEXEC, 0) : stale_dir(m);
+		struct member_counters c = {
+			.read_errors = __atomic_load_n(&m->read_errors, __ATOMIC_RELAXED),
+			.write_errors = __atomic_load_n(&m->write_errors, __ATOMIC_RELAXED),
+			.cksum_errors = __atomic_load_n(&m->cksum_errors, __ATOMIC_RELAXED),
+			.repaired_bytes = __atomic_load_n(&m->repaired_bytes, __ATOMIC_RELAXED),
+		};
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s", m->path);
+		pthread_mutex_unlock(&a->lock);
+		if (fd < 0)
+			continue;
+		int r = counters_write(fd, &c);
+		close(fd);
+		unsigned long held;
+		if (r < 0 && log_every(&said, 60, &held))
+			log_warn("member %u '%s': cannot write its error counters (%s): %s; they are kept in memory%s",
+				 j, path, COUNTERS_FILE, strerror(-r), held ? " (more such warnings held back)" : "");
+	}
+}
 
 bool array_writable(struct array *a)
 {
@@ -1712,6 +1850,8 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 void array_member_refused(struct array *a, uint32_t j, int err, const char *what)
 {
 	char why[160];
+	if (j < MEMBER_SLOTS)
+		count_io_error(a, j, true);
 	snprintf(why, sizeof(why), "refused %s (%s)", what, strerror(-err));
 	if (err == -ENXIO || err == -ENODEV || err == -ENOTCONN)
 		a->m[j].went_away = true;	/* the disk is gone, not broken */
@@ -1738,6 +1878,8 @@ int array_judge_refusals(struct array *a, uint64_t refused, const int *err, bool
 bool array_member_io_error(struct array *a, uint32_t j, int err, bool write)
 {
 	char why[96];
+	if (j < MEMBER_SLOTS)
+		count_io_error(a, j, write);
 	if (!member_online(a, j))
 		return true;
 	if (err == -ENXIO || err == -ENODEV || err == -ENOTCONN)
@@ -1819,6 +1961,7 @@ static int install_member(struct array *a, uint32_t j, int fd, const char *path,
 	a->m[j].fail_reason[0] = '\0';
 	a->m[j].stale = a->m[j].went_away = a->m[j].readd_told = a->m[j].partial = false;
 	a->m[j].errors = a->m[j].corrected = a->m[j].reads = a->m[j].writes = 0;
+	counters_load(a, j, fd);	/* (the directory's own: a re-add keeps them) */
 	memset(&a->m[j].fault, 0, sizeof(a->m[j].fault));
 	__atomic_store_n(&a->m[j].state, state, __ATOMIC_RELEASE);
 	a->sb.members[j].state = state;
@@ -1891,6 +2034,7 @@ int array_shadow_begin(struct array *a, uint32_t j, int fd, const char *path)
 	s->dirfd = fd;
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	s->errors = s->corrected = s->reads = s->writes = 0;
+	counters_load(a, SHADOW, fd);
 	memset(&s->fault, 0, sizeof(s->fault));
 	s->state = MS_REBUILDING;
 	mkdirat(fd, SB_DIR, 0700);
@@ -1953,6 +2097,7 @@ static int shadow_take_slot(struct array *a, int j, bool complete)
 	m->dirfd = a->m[SHADOW].dirfd;
 	memcpy(m->path, a->m[SHADOW].path, sizeof(m->path));
 	m->errors = m->corrected = m->reads = m->writes = 0;
+	counters_load(a, (uint32_t)j, m->dirfd);
 	memset(&m->fault, 0, sizeof(m->fault));
 	if (!done) {
 		m->stale = m->went_away = m->readd_told = false;

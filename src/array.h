@@ -78,6 +78,15 @@ struct member {
 	bool stale;			/* present but its superblock is behind */
 	uint64_t reads, writes, errors;	/* counters (atomic) */
 	uint64_t corrected;		/* read errors repaired from redundancy */
+	/* error counters as `zpool status` shows them (READ, WRITE, CKSUM,
+	 * repaired bytes; counters.h), atomic; kept on the member's own
+	 * directory (.raidfs/counters) until `raidfs clear` */
+	uint64_t read_errors, write_errors, cksum_errors, repaired_bytes;
+	bool counters_due;		/* changed since last written (atomic) */
+	bool cksum_failing;		/* failed for its checksum errors: the
+					 * event is posted once (atomic) */
+	dev_t stale_dev;		/* a stale member's directory (not kept */
+	ino_t stale_ino;		/* open): its counters go there by path */
 	bool missed_noted;		/* "changed" marker made for this absence */
 	bool names_noted;		/* "namespace" marker made for it */
 	bool dirty_scan_due;		/* left service, the dirty log not yet
@@ -322,8 +331,36 @@ int array_judge_refusals(struct array *a, uint64_t refused, const int *err, bool
  * array is failed.  Nothing with member_sync=never. */
 int array_sync_members(struct array *a);
 
-/* Corrected read error (repaired from redundancy): counted. */
+/* Corrected read error (repaired from redundancy): counted.  The bytes
+ * rewritten go to array_note_repaired(). */
 void array_member_corrected(struct array *a, uint32_t j);
+
+/*
+ * Error counters (struct member; counters.h), as `zpool status` shows
+ * them.  READ and WRITE are fed by array_member_io_error() (and WRITE by
+ * array_member_refused()); CKSUM and the repaired bytes by the calls
+ * below.  Any thread, no lock held; none blocks on I/O (the monitor
+ * writes the changed ones to their members once a second:
+ * array_counters_flush()).
+ *
+ * array_note_cksum_error(): one chunk of member j did not match its
+ * checksum (with the bytes rewritten on j from redundancy, or 0).  When
+ * j's count reaches array_cksum_error_threshold (counters_over_threshold())
+ * and j is in service or being rebuilt, the event ChecksumErrors is
+ * posted and j is failed ("N checksum errors (threshold T)"), which
+ * posts Fail and DegradedArray or ArrayFailed after it.
+ * array_note_repaired(): bytes rewritten on member j from redundancy.
+ */
+void array_note_cksum_error(struct array *a, uint32_t j, uint64_t bytes_repaired_or_0);
+void array_note_repaired(struct array *a, uint32_t j, uint64_t bytes);
+/* `raidfs clear`: member j's error counters (the ones above, and errors
+ * and corrected) back to zero, written to it within a second. */
+void array_counters_clear(struct array *a, uint32_t j);
+/* Write the counters that changed to their members' `.raidfs/counters`
+ * (not on a read-only mount).  The monitor, once a second, and
+ * array_close(); one caller at a time.  A member that cannot take them
+ * is not failed for it: a warning is logged. */
+void array_counters_flush(struct array *a);
 
 /* Write the authoritative superblock to every online or rebuilding
  * member.  Caller holds a->lock and has bumped the event counter. */
@@ -365,6 +402,10 @@ int array_member_rebuilt(struct array *a, uint32_t j);
 
 /* Runtime options */
 extern uint32_t array_read_error_threshold;
+/* -o cksum_error_threshold=N (0: count only, never fail); docs/failures.md
+ * says why 50 */
+#define ARRAY_CKSUM_ERROR_THRESHOLD 50
+extern uint32_t array_cksum_error_threshold;
 
 /* The user-I/O clock: the data path notes every user request; the
  * rebuild and the scrub, while they watch, slow down to their busy rates

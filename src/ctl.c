@@ -34,6 +34,7 @@
 #include "array.h"
 #include "cache.h"
 #include "cachelog.h"
+#include "counters.h"
 #include "ctl.h"
 #include "rebuild.h"
 #include "scrub.h"
@@ -174,6 +175,8 @@ struct status_member {
 	const char *word;		/* member_word() */
 	const char *path;
 	uint64_t reads, writes, errors, corrected;
+	/* the error counters (counters.h): READ WRITE CKSUM, repaired */
+	uint64_t read_errors, write_errors, cksum_errors, repaired_bytes;
 	const char *fail_reason;	/* "" if none */
 	char faults[256];		/* injected faults, "" if none */
 	const char *replacement;	/* the directory it is copied onto, or NULL */
@@ -207,6 +210,10 @@ static void collect_member(struct array *a, uint32_t j, int shadow, struct statu
 	m->writes = __atomic_load_n(&a->m[j].writes, __ATOMIC_RELAXED);
 	m->errors = __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED);
 	m->corrected = __atomic_load_n(&a->m[j].corrected, __ATOMIC_RELAXED);
+	m->read_errors = __atomic_load_n(&a->m[j].read_errors, __ATOMIC_RELAXED);
+	m->write_errors = __atomic_load_n(&a->m[j].write_errors, __ATOMIC_RELAXED);
+	m->cksum_errors = __atomic_load_n(&a->m[j].cksum_errors, __ATOMIC_RELAXED);
+	m->repaired_bytes = __atomic_load_n(&a->m[j].repaired_bytes, __ATOMIC_RELAXED);
 	m->fail_reason = a->m[j].fail_reason;
 	member_inject_describe(a, j, m->faults, sizeof(m->faults));
 	m->replacement = NULL;
@@ -277,14 +284,20 @@ static void text_array(const struct status *s, struct out *o)
 	     s->cache_offline ? " (offline: preserved cache)" : "");
 }
 
+/* One member's line: index, state, the error counters in zpool's
+ * columns (READ WRITE CKSUM, and the bytes repaired on it), then its
+ * directory (last, so the columns line up whatever its length). */
 static void text_members(const struct status *s, struct out *o)
 {
-	outf(o, "members:\n");
+	char rep[16];
+	outf(o, "members:%9s%5s %5s %5s %8s  %s\n", "", "READ", "WRITE", "CKSUM", "REPAIRED", "DIRECTORY");
 	for (uint32_t j = 0; j < s->width; j++) {
 		const struct status_member *m = &s->m[j];
-		outf(o, "  %2u  %-10s %s  (reads %" PRIu64 ", writes %" PRIu64 ", errors %" PRIu64
-			", corrected %" PRIu64 ")\n",
-		     j, m->word, m->path, m->reads, m->writes, m->errors, m->corrected);
+		outf(o, "  %2u  %-10s %5" PRIu64 " %5" PRIu64 " %5" PRIu64 " %8s  %s  (reads %" PRIu64 ", writes %" PRIu64
+			", errors %" PRIu64 ", corrected %" PRIu64 ")\n",
+		     j, m->word, m->read_errors, m->write_errors, m->cksum_errors,
+		     counters_nicenum(m->repaired_bytes, rep, sizeof(rep)), m->path, m->reads, m->writes, m->errors,
+		     m->corrected);
 		if (m->fail_reason[0])
 			outf(o, "      failed: %s\n", m->fail_reason);
 		if (m->faults[0])
@@ -296,7 +309,7 @@ static void text_members(const struct status *s, struct out *o)
 		}
 	}
 	for (uint32_t i = 0; i < s->nspares; i++)
-		outf(o, "  S%-2u spare      %s\n", i, s->spares[i]);
+		outf(o, "  S%-2u spare      %5s %5s %5s %8s  %s\n", i, "-", "-", "-", "-", s->spares[i]);
 }
 
 /* the progress line of a running rebuild, replacement or re-add */
@@ -517,10 +530,12 @@ static json_t *json_members(const struct status *s)
 	for (uint32_t j = 0; arr && j < s->width; j++) {
 		const struct status_member *m = &s->m[j];
 		/* replacement: the directory it is being copied onto (replace in place) */
-		json_t *e = json_pack("{s:I, s:o, s:s, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
+		json_t *e = json_pack("{s:I, s:o, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
 				      "index", JU(j), "path", jstr(m->path), "state", m->word,
 				      "reads", JU(m->reads), "writes", JU(m->writes), "errors", JU(m->errors),
-				      "corrected", JU(m->corrected), "fail_reason", jstr(m->fail_reason),
+				      "corrected", JU(m->corrected), "read_errors", JU(m->read_errors),
+				      "write_errors", JU(m->write_errors), "cksum_errors", JU(m->cksum_errors),
+				      "repaired_bytes", JU(m->repaired_bytes), "fail_reason", jstr(m->fail_reason),
 				      "faults", jstr(m->faults), "replacement", jstr(m->replacement),
 				      "replacement_faults", jstr(m->replacement ? m->replacement_faults : NULL));
 		if (json_array_append_new(arr, e) < 0) {
@@ -688,6 +703,32 @@ static void cmd_fail(struct array *a, int argc, char **argv, struct out *o)
 	array_fail_member(a, j, "failed by the administrator ('raidfs fail')");
 	outf(o, "rc 0\nmember %d '%s' marked faulty%s; array '%s' is %s\n", j, a->m[j].path,
 	     rebuilding ? " (its rebuild stops)" : "", a->sb.name, array_state_name(array_state(a)));
+}
+
+/* clear MOUNTPOINT [MEMBER]: the error counters of one member or all,
+ * as zpool clear (a failed member stays failed: 'raidfs add' or
+ * 'replace' puts it back) */
+static void cmd_clear(struct array *a, int argc, char **argv, struct out *o)
+{
+	if (argc > 2) {
+		outf(o, "rc 1\nraidfs: clear: usage: raidfs clear MOUNTPOINT [MEMBER]\n");
+		return;
+	}
+	int j = argc == 2 ? find_member(a, argv[1]) : -1;
+	if (argc == 2 && j < 0) {
+		outf(o, "rc 1\nraidfs: clear: no member '%s' in array '%s' (give its index or path; see 'raidfs status %s')\n",
+		     argv[1], a->sb.name, a->mountpoint);
+		return;
+	}
+	for (uint32_t i = 0; i < a->width; i++)
+		if (argc == 1 || (int)i == j)
+			array_counters_clear(a, i);
+	if (argc == 1)
+		outf(o, "rc 0\nerror counters of the %u members of array '%s' cleared\n", a->width, a->sb.name);
+	else
+		outf(o, "rc 0\nerror counters of member %d '%s' cleared%s\n", j, a->m[j].path,
+		     member_online(a, j) || member_rebuilding(a, j) ? ""
+		     : " (it stays out of service: 'raidfs add' or 'raidfs replace' puts it back)");
 }
 
 /* raidfs inject MNT log ...: the cache log of bbu=file */
@@ -902,6 +943,8 @@ static void dispatch(struct array *a, int argc, char **argv, struct out *o)
 		cmd_fail(a, argc, argv, o);
 	} else if (!strcmp(cmd, "inject")) {
 		cmd_inject(a, argc, argv, o);
+	} else if (!strcmp(cmd, "clear")) {
+		cmd_clear(a, argc, argv, o);
 	} else if (!strcmp(cmd, "remove")) {
 		cmd_remove(a, argc, argv, o);
 	} else if (!strcmp(cmd, "add")) {

@@ -642,6 +642,7 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 		long n = stripe_repair_shard(rf, j, rf->damaged_from[j]);
 		if (n >= 0) {
 			array_member_corrected(a, j);
+			array_note_repaired(a, j, (uint64_t)n);
 			log_warn("file '%s': its shard on member %u '%s' was rebuilt from the other members (%ld bytes written)",
 				 relpath, j, a->m[j].path, n);
 		} else {

@@ -5,6 +5,7 @@
  *   raidfs mount [-f] [-o OPTIONS] DIR[:DIR...] MOUNTPOINT
  *   raidfs DIR[:DIR...] MOUNTPOINT [-o OPTIONS]      (mount(8) / fstab form)
  *   raidfs status [--json] MOUNTPOINT
+ *   raidfs clear MOUNTPOINT [MEMBER]
  *   raidfs unmount MOUNTPOINT
  *   raidfs check DIR[:DIR...]
  *
@@ -41,7 +42,8 @@ static void usage(FILE *f)
 "  mount [-f] [-o OPTIONS] DIR[:DIR...] MOUNTPOINT\n"
 "        assemble the array from its members and mount it (-f: foreground)\n"
 "        options: nodegraded, force, ro, log=FILE, event_program=PATH,\n"
-"        read_error_threshold=N, rebuild_min_rate=MB/s, rebuild_max_rate=MB/s,\n"
+"        read_error_threshold=N (20), cksum_error_threshold=N (50, 0: never fail),\n"
+"        rebuild_min_rate=MB/s, rebuild_max_rate=MB/s,\n"
 "        allow_other and other FUSE options; the cache:\n"
 "        cache_size=SIZE (256M), write_policy=writeback|writethrough|always-writeback,\n"
 "        read_policy=ra|nora|adaptive, bbu=none|shm|file:PATH (the battery that\n"
@@ -49,6 +51,9 @@ static void usage(FILE *f)
 "        survives power loss), bbu_learn_time=SECONDS, member_sync=always|flush|never\n"
 "  status [--json] MOUNTPOINT\n"
 "        show the array's state (exit 0 optimal, 1 degraded, 2 failed or not mounted)\n"
+"        and each member's error counters: READ WRITE CKSUM, bytes REPAIRED\n"
+"  clear MOUNTPOINT [MEMBER]\n"
+"        reset the error counters of every member, or of one (index or path)\n"
 "  unmount MOUNTPOINT\n"
 "        flush and unmount\n"
 "  check DIR[:DIR...]\n"
@@ -183,7 +188,7 @@ static int cmd_create(int argc, char **argv)
  */
 enum {
 	KEY_FOREGROUND, KEY_HELP, KEY_LOG, KEY_NODEGRADED, KEY_FORCE, KEY_RO, KEY_EVENT_PROGRAM,
-	KEY_READ_ERRORS, KEY_REBUILD_MIN, KEY_REBUILD_MAX,
+	KEY_READ_ERRORS, KEY_CKSUM_ERRORS, KEY_REBUILD_MIN, KEY_REBUILD_MAX,
 };
 static const struct fuse_opt mount_opt_table[] = {
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
@@ -196,6 +201,7 @@ static const struct fuse_opt mount_opt_table[] = {
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("event_program=", KEY_EVENT_PROGRAM),
 	FUSE_OPT_KEY("read_error_threshold=", KEY_READ_ERRORS),
+	FUSE_OPT_KEY("cksum_error_threshold=", KEY_CKSUM_ERRORS),
 	FUSE_OPT_KEY("rebuild_min_rate=", KEY_REBUILD_MIN),
 	FUSE_OPT_KEY("rebuild_max_rate=", KEY_REBUILD_MAX),
 	/* mount(8) helper flags: no mtab, sloppy, verbose */
@@ -239,6 +245,21 @@ static void set_rebuild_rate(bool min, uint32_t v)
 		rebuild_set_rates(ri.min_rate, v);
 }
 
+/* A count option's value: a whole number 0 .. UINT32_MAX (no sign, no
+ * suffix); 0 or -1 with the message printed. */
+static int parse_count(const char *opt, const char *v, const char *what, uint32_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (!*v || *v < '0' || *v > '9' || *end || errno || x > UINT32_MAX) {
+		fprintf(stderr, "raidfs: mount: bad %s '%s': give a whole number of %s\n", opt, v, what);
+		return -1;
+	}
+	*out = (uint32_t)x;
+	return 0;
+}
+
 /* fuse_opt_parse() callback for mount_opt_table: 0 taken, 1 kept (for
  * the cache's table, then FUSE), -1 refused (message printed). */
 static int mount_opt(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -265,7 +286,13 @@ static int mount_opt(void *data, const char *arg, int key, struct fuse_args *out
 	case KEY_NODEGRADED: c->o->allow_degraded = false; return 0;
 	case KEY_FORCE: c->o->force = true; return 0;
 	case KEY_RO: c->o->readonly = true; return 0;
-	case KEY_READ_ERRORS: array_read_error_threshold = strtoul(v, NULL, 10); return 0;
+	case KEY_READ_ERRORS:
+		return parse_count("read_error_threshold", v, "read errors after which a member is failed",
+				   &array_read_error_threshold);
+	case KEY_CKSUM_ERRORS:
+		return parse_count("cksum_error_threshold", v,
+				   "checksum errors after which a member is failed (0: never fail a member for them)",
+				   &array_cksum_error_threshold);
 	case KEY_REBUILD_MIN: set_rebuild_rate(true, strtoul(v, NULL, 10)); return 0;
 	case KEY_REBUILD_MAX: set_rebuild_rate(false, strtoul(v, NULL, 10)); return 0;
 	case KEY_LOG:
@@ -461,6 +488,8 @@ int main(int argc, char **argv)
 		return cmd_unmount(argc - 1, argv + 1);
 	if (!strcmp(cmd, "fail"))
 		return cmd_control("fail", argc - 1, argv + 1, 1, 0, 0x1, "fail MOUNTPOINT MEMBER");
+	if (!strcmp(cmd, "clear"))
+		return cmd_control("clear", argc - 1, argv + 1, 0, 0, 0x1, "clear MOUNTPOINT [MEMBER]");
 	if (!strcmp(cmd, "inject"))
 		return cmd_control("inject", argc - 1, argv + 1, 2, 0, 0x1,
 				   "inject MOUNTPOINT MEMBER read-error|write-error|fsync-error|open-error|truncate-error|meta-error [every|after N|count N|prob P] [ERRNO] | latency MS [read|write|fsync|open|truncate|meta]... | corrupt P | vanish | clear\n"

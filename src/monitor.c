@@ -85,6 +85,7 @@ static void *monitor(void *arg)
 			cache_monitor(a, resync_dirty);	/* an offline mount comes up when it can */
 		if (monitor_run && a->tick)
 			a->tick(a);
+		array_counters_flush(a);	/* (error counters that changed: at most once a second) */
 		/* a member whose disk went away and is back at its path (same
 		 * array, same index) is re-added: hot-plug, as md's udev rules */
 		for (uint32_t j = 0; j < a->width && monitor_run; j++) {

@@ -268,6 +268,7 @@ static void put_back(struct array *a, struct rfile *rf, const char *rel, uint64_
 			info.restored++;
 			pthread_mutex_unlock(&sc_lock);
 			array_member_corrected(a, j);
+			array_note_repaired(a, j, layout_shard_size(&rf->lay, j, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE)));
 			log_warn("scrub: file '%s': its shard on member %u '%s' was missing: put back from the other members",
 				 rel, j, a->m[j].path);
 			continue;

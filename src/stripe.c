@@ -511,6 +511,7 @@ static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t
 		bool some;
 		if (put_member(rf, mj, &v, 1, off, &some) == 0) {
 			array_member_corrected(rf->a, mj);
+			array_note_repaired(rf->a, mj, v.iov_len);
 			log_warn("member %u '%s': read error at offset %" PRIu64 " of file %016" PRIx64 " repaired from redundancy",
 				 mj, rf->a->m[mj].path, off, rf->id);
 		} else {
@@ -652,6 +653,7 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
 			mism |= 1ull << i;
 			bad |= 1ull << i;
 			recon_exclude(p, i);
+			array_note_cksum_error(rf->a, mj, 0);
 		} else {
 			have |= 1ull << i;
 		}

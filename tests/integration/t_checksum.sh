@@ -8,8 +8,9 @@
 # its shard on the member's filesystem (same length), and the file is
 # read back through a new mount: it must read exactly as the reference
 # (never the flipped bytes, at worst EIO on a level without redundancy),
-# and when the daemon says it found a checksum error on that member, the
-# shard on the member must hold the right bytes again after the read.
+# and when the daemon says it found a checksum error on that member, its
+# CKSUM counter (status --json) has counted it and the shard on the
+# member holds the right bytes again after the read.
 # Every data chunk of the row is read, so at least k of the rounds (the
 # members holding data there; mirrors: the copy read) find and heal it.
 # `raidfs check` is clean at the end.  raid0 has nothing to heal from:
@@ -81,8 +82,11 @@ PY
 		else
 			cmp "$C/ref" "$C/mnt/f" || fail "$level: the file reads wrong after 32 bytes flipped on member $j"
 		fi
+		"$RAIDFS" status --json "$C/mnt" >"$C/st.json" || true	# (exit 1: degraded)
 		rfs_unmount_wait "$C/mnt" || fail "$level: unmount"
+		cks=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["members"][int(sys.argv[2])]["cksum_errors"])' "$C/st.json" "$j")
 		if tail -c +$((log0 + 1)) "$T/daemon.log" | grep -q "checksum error on member $j "; then
+			[ "$cks" -ge 1 ] || fail "$level: a checksum error on member $j, and its CKSUM counter is $cks"
 			if [ "$k" != 0 ]; then
 				cmp -s "$shard" "$C/before" || fail "$level: member $j's shard was not healed"
 				healed=$((healed + 1))

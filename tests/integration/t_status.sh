@@ -46,12 +46,12 @@ mounted: @T@/mnt
 level:   raid5, 4 members, chunk 16.0 KiB
 size:    @SIZE@ usable
 state:   optimal
-members:
-   0  online     @T@/d1  (reads N, writes N, errors 0, corrected 0)
-   1  online     @T@/d2  (reads N, writes N, errors 0, corrected 0)
-   2  online     @T@/d3  (reads N, writes N, errors 0, corrected 0)
-   3  online     @T@/d4  (reads N, writes N, errors 0, corrected 0)
-  S0  spare      @T@/s1
+members:          READ WRITE CKSUM REPAIRED  DIRECTORY
+   0  online         0     0     0       0B  @T@/d1  (reads N, writes N, errors 0, corrected 0)
+   1  online         0     0     0       0B  @T@/d2  (reads N, writes N, errors 0, corrected 0)
+   2  online         0     0     0       0B  @T@/d3  (reads N, writes N, errors 0, corrected 0)
+   3  online         0     0     0       0B  @T@/d4  (reads N, writes N, errors 0, corrected 0)
+  S0  spare          -     -     -        -  @T@/s1
 cache:   256.0 MiB, write policy writeback (current: writethrough, no battery), read policy adaptive
          dirty @D@, read hits @H@, destage @R@
 battery: missing (bbu=none)
@@ -79,12 +79,12 @@ mounted: @T@/mnt
 level:   raid5, 4 members, chunk 16.0 KiB
 size:    @SIZE@ usable
 state:   degraded
-members:
-   0  online     @T@/d1  (reads N, writes N, errors 0, corrected 0)
-   1  online     @T@/d2  (reads N, writes N, errors 0, corrected 0)
-   2  faulty     @T@/d3  (reads N, writes N, errors 0, corrected 0)
+members:          READ WRITE CKSUM REPAIRED  DIRECTORY
+   0  online         0     0     0       0B  @T@/d1  (reads N, writes N, errors 0, corrected 0)
+   1  online         0     0     0       0B  @T@/d2  (reads N, writes N, errors 0, corrected 0)
+   2  faulty         0     0     0       0B  @T@/d3  (reads N, writes N, errors 0, corrected 0)
       failed: failed by the administrator ('raidfs fail')
-   3  online     @T@/d4  (reads N, writes N, errors 0, corrected 0)
+   3  online         0     0     0       0B  @T@/d4  (reads N, writes N, errors 0, corrected 0)
 cache:   256.0 MiB, write policy writeback (current: writethrough, no battery), read policy adaptive
          dirty @D@, read hits @H@, destage @R@
 battery: missing (bbu=none)
@@ -106,7 +106,7 @@ expect_rc 0 "$RAIDFS" rebuild "$mnt" pause
 [ $? = 1 ] || fail "rebuilding: status exit is not 1"
 norm < "$T/got.raw.rebuilding" > "$T/got.rebuilding"
 grep -qx "state:   rebuilding" "$T/got.rebuilding" || fail "rebuilding: no state line: $(cat "$T/got.rebuilding")"
-grep -qx "   2  rebuilding @T@/n3  (reads N, writes N, errors 0, corrected 0)" "$T/got.rebuilding" ||
+grep -qx "   2  rebuilding     0     0     0       0B  @T@/n3  (reads N, writes N, errors 0, corrected 0)" "$T/got.rebuilding" ||
 	fail "rebuilding: member line: $(cat "$T/got.rebuilding")"
 grep -qE '^rebuild: member 2 \[=*>? *\] +[0-9]+\.[0-9]%  [0-9.]+ [KMG]?i?B / [0-9.]+ [KMG]i?B  [0-9.]+ [KMG]?i?B/s  ETA [0-9]+m[0-9]{2}s  PAUSED$' "$T/got.rebuilding" ||
 	fail "rebuilding: progress line: $(grep '^rebuild' "$T/got.rebuilding")"
@@ -153,13 +153,13 @@ mounted: @T@/mnt
 level:   raid5, 4 members, chunk 16.0 KiB
 size:    @SIZE@ usable
 state:   failed
-members:
-   0  faulty     @T@/d1  (reads N, writes N, errors 0, corrected 0)
+members:          READ WRITE CKSUM REPAIRED  DIRECTORY
+   0  faulty         0     0     0       0B  @T@/d1  (reads N, writes N, errors 0, corrected 0)
       failed: failed by the administrator ('raidfs fail')
-   1  faulty     @T@/d2  (reads N, writes N, errors 0, corrected 0)
+   1  faulty         0     0     0       0B  @T@/d2  (reads N, writes N, errors 0, corrected 0)
       failed: failed by the administrator ('raidfs fail')
-   2  online     @T@/n3  (reads N, writes N, errors 0, corrected 0)
-   3  online     @T@/d4  (reads N, writes N, errors 0, corrected 0)
+   2  online         0     0     0       0B  @T@/n3  (reads N, writes N, errors 0, corrected 0)
+   3  online         0     0     0       0B  @T@/d4  (reads N, writes N, errors 0, corrected 0)
 rebuild: member 2 rebuilt onto '@T@/n3' and verified (1 files, @S@ s)
 cache:   256.0 MiB, write policy writeback (current: writethrough, no battery), read policy adaptive
          dirty @D@, read hits @H@, destage @R@
