@@ -737,6 +737,68 @@ struct group_write {
 	bool any;
 };
 
+/* The whole-block window of a checksummed write to one row: [lo, hi)
+ * widened to blocks, a buffer per slot, the row's checksums and the
+ * members written (for their records). */
+struct sum_window {
+	uint32_t lo, hi, len;
+	uint8_t *buf, *blk[LAYOUT_MAX_WIDTH];
+	uint32_t *crc;
+	uint64_t gen, wrote_to;
+};
+
+static int sw_open(struct sum_window *sw, const struct layout *l, uint32_t lo, uint32_t hi)
+{
+	uint32_t n = l->k + l->m;
+	sw->lo = lo / CSUM_BLOCK * CSUM_BLOCK;
+	sw->hi = (hi + CSUM_BLOCK - 1) / CSUM_BLOCK * CSUM_BLOCK;
+	sw->len = sw->hi - sw->lo;
+	sw->buf = malloc((size_t)n * sw->len);
+	sw->crc = malloc((size_t)csum_per_row(l) * 4);
+	sw->gen = sw->wrote_to = 0;
+	if (!sw->buf || !sw->crc) {
+		free(sw->buf);
+		free(sw->crc);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		sw->blk[i] = sw->buf + (size_t)i * sw->len;
+	return 0;
+}
+
+/* The row's record as it is, then the new checksums of the slots in
+ * `changed` over the window. */
+static void sw_sum(struct rfile *rf, struct sum_window *sw, uint64_t s, uint32_t g, uint64_t changed)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t B = l->chunk / CSUM_BLOCK;
+	sw->gen = row_load(rf, s, g, sw->crc) + 1;
+	for (uint32_t i = 0; i < l->k + l->m; i++)
+		if (changed >> i & 1)
+			csum_blocks(sw->blk[i], sw->len, sw->len / CSUM_BLOCK, sw->crc + (size_t)i * B + sw->lo / CSUM_BLOCK);
+}
+
+/* Bytes [a, b) of the chunk of slot i, from its window buffer, to member
+ * mj (counted for the record when it is in use there). */
+static int sw_write(struct rfile *rf, struct sum_window *sw, uint64_t s, uint32_t i, uint32_t mj,
+		    uint32_t a, uint32_t b, bool *wrote)
+{
+	int ret = shard_write(rf, mj, sw->blk[i] + (a - sw->lo), b - a, s * rf->lay.chunk + a, wrote);
+	if (ret == 0 && rfile_usable_at(rf, mj, s))
+		sw->wrote_to |= 1ull << mj;
+	return ret;
+}
+
+/* The new record to every member written; the buffers freed. */
+static void sw_close(struct rfile *rf, struct sum_window *sw, uint64_t s, bool put)
+{
+	for (uint32_t mj = 0; mj < rf->a->width && put; mj++)
+		if (sw->wrote_to >> mj & 1)
+			row_put(rf, mj, s, sw->gen, sw->crc);
+	free(sw->buf);
+	free(sw->crc);
+}
+
 /*
  * write_group() of a file with checksums, any level: the window [lo, hi)
  * widened to whole blocks, whose old bytes are loaded (verified) where
@@ -748,73 +810,56 @@ struct group_write {
 static int write_group_summed(struct rfile *rf, uint64_t s, uint32_t g, const struct group_write *w)
 {
 	const struct layout *l = &rf->lay;
-	uint32_t n = l->k + l->m, chunk = l->chunk, B = chunk / CSUM_BLOCK;
+	uint32_t n = l->k + l->m;
 	uint32_t nd = l->red == RED_MIRROR ? 1 : l->k;	/* data slots */
-	uint32_t lo = w->lo / CSUM_BLOCK * CSUM_BLOCK;
-	uint32_t hi = (w->hi + CSUM_BLOCK - 1) / CSUM_BLOCK * CSUM_BLOCK, len = hi - lo;
-	uint64_t base = s * chunk, want = 0, absent = 0, wrote_to = 0;
-	uint8_t *buf = malloc((size_t)n * len);
-	uint32_t *crc = malloc((size_t)csum_per_row(l) * 4);
-	uint8_t *blk[LAYOUT_MAX_WIDTH];
-	int ret = 0, gs = -1;
-	if (!buf || !crc) {
-		free(buf);
-		free(crc);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < n; i++)
-		blk[i] = buf + (size_t)i * len;
+	uint64_t want = 0, absent = 0, changed = 0;
+	struct sum_window sw;
+	int ret = sw_open(&sw, l, w->lo, w->hi), gs = -1;
+	if (ret < 0)
+		return ret;
 	for (uint32_t j = 0; j < nd; j++) {
-		if (w->src[j] && w->a[j] == lo && w->b[j] == hi)
+		if (w->src[j] && w->a[j] == sw.lo && w->b[j] == sw.hi)
 			continue;
 		want |= 1ull << j;
 		if (!rfile_usable_at(rf, layout_slot_member(l, s, g, j), s))
 			absent |= 1ull << j;
 	}
 	if (want)
-		ret = load_group(rf, s, g, lo, len, blk, want);
+		ret = load_group(rf, s, g, sw.lo, sw.len, sw.blk, want);
 	for (uint32_t j = 0; j < nd && ret == 0; j++)
 		if (w->src[j])
-			memcpy(blk[j] + (w->a[j] - lo), w->src[j], w->b[j] - w->a[j]);
+			memcpy(sw.blk[j] + (w->a[j] - sw.lo), w->src[j], w->b[j] - w->a[j]);
 	if (ret == 0 && l->red == RED_PARITY)
-		ret = parity_encode(l->k, l->m, len, blk);
+		ret = parity_encode(l->k, l->m, sw.len, sw.blk);
 	if (ret == 0 && l->red == RED_PARITY)
-		ret = guard_absent(rf, s, g, lo, len, blk, absent, &gs);
+		ret = guard_absent(rf, s, g, sw.lo, sw.len, sw.blk, absent, &gs);
 	for (uint32_t c = 1; c < n && l->red == RED_MIRROR; c++)
-		memcpy(blk[c], blk[0], len);
-	uint64_t gen = 0;
-	if (ret == 0) {
-		gen = row_load(rf, s, g, crc) + 1;
-		for (uint32_t i = 0; i < n; i++)
-			if (i >= nd || w->src[i] || l->red == RED_MIRROR)
-				csum_blocks(blk[i], len, len / CSUM_BLOCK, crc + (size_t)i * B + lo / CSUM_BLOCK);
-	}
+		memcpy(sw.blk[c], sw.blk[0], sw.len);
+	for (uint32_t i = 0; i < n; i++)
+		if (i >= nd || w->src[i] || l->red == RED_MIRROR)
+			changed |= 1ull << i;
+	if (ret == 0)
+		sw_sum(rf, &sw, s, g, changed);
 	bool wrote = false;	/* (shard_write()) */
 	for (uint32_t i = 0; i < n && ret == 0; i++) {
-		uint32_t mj = layout_slot_member(l, s, g, i);
+		uint32_t mj = layout_slot_member(l, s, g, i), d = i < nd ? i : 0;
 		bool data = i < nd || l->red == RED_MIRROR;
-		const uint8_t *src = data ? blk[i] + (w->a[i < nd ? i : 0] - lo) : blk[i];
-		uint32_t a = data ? w->a[i < nd ? i : 0] : lo, b = data ? w->b[i < nd ? i : 0] : w->hi;
-		if ((i < nd && !w->src[i]) || !writable(rf, mj))
+		if (!(changed >> i & 1) || !writable(rf, mj))
 			continue;
 		if (l->red == RED_NONE && !rfile_usable_at(rf, mj, s)) {
 			ret = -EIO;	/* raid0: nothing else holds it */
 			break;
 		}
-		ret = shard_write(rf, mj, src, b - a, base + a, l->red == RED_NONE ? NULL : &wrote);
-		if (ret == 0 && rfile_usable_at(rf, mj, s))
-			wrote_to |= 1ull << mj;
+		ret = sw_write(rf, &sw, s, i, mj, data ? w->a[d] : sw.lo, data ? w->b[d] : w->hi,
+			       l->red == RED_NONE ? NULL : &wrote);
 	}
-	for (uint32_t mj = 0; mj < rf->a->width && ret == 0; mj++)
-		if (wrote_to >> mj & 1)
-			row_put(rf, mj, s, gen, crc);
+	sw_close(rf, &sw, s, ret == 0);
 	guard_done(rf, gs);
-	free(buf);
-	free(crc);
 	if (ret == 0 && l->red == RED_NONE)
 		return 0;
 	return ret ? ret : group_alive(rf, s, g);
 }
+
 
 static int write_group(struct rfile *rf, uint64_t s, uint32_t g, const struct group_write *w)
 {
@@ -1533,6 +1578,44 @@ static int write_spans(struct dstage *d)
 	return ret ? ret : group_alive(d->rf, d->s, d->g);
 }
 
+/*
+ * The destage of a range of a file with checksums: over whole blocks,
+ * every data slot of the window loaded (verified) with the line's bytes
+ * over it, so that the new checksums are of whole blocks; the members get
+ * what write_spans() writes (the dirty spans, the parity over their
+ * extent), then the row's new record.  (Always the reconstruct-write: a
+ * read-modify-write would not know the bytes around the dirty spans.)
+ */
+static int destage_summed(struct dstage *d)
+{
+	struct rfile *rf = d->rf;
+	const struct layout *l = &rf->lay;
+	uint32_t n = l->k + l->m;
+	struct sum_window sw;
+	int ret = sw_open(&sw, l, d->lo, d->hi), gs = -1;
+	if (ret < 0)
+		return ret;
+	ret = load_group(rf, d->s, d->g, sw.lo, sw.len, sw.blk, recon_all(l) & ((1ull << l->k) - 1));
+	for (uint32_t j = 0; j < l->k && ret == 0; j++)
+		cl_copy(d->c, d->cj[j] + sw.lo, d->cj[j] + sw.hi, sw.blk[j]);	/* the line's bytes win */
+	if (ret == 0)
+		ret = parity_encode(l->k, l->m, sw.len, sw.blk);
+	if (ret == 0)
+		ret = guard_absent(rf, d->s, d->g, sw.lo, sw.len, sw.blk, d->absent, &gs);
+	uint64_t changed = d->dirty_slots | (recon_all(l) & ~((1ull << l->k) - 1));
+	if (ret == 0)
+		sw_sum(rf, &sw, d->s, d->g, changed);
+	bool wrote = false;	/* (shard_write()) */
+	for (uint32_t i = 0; i < n && ret == 0; i++) {
+		uint32_t mj = layout_slot_member(l, d->s, d->g, i);
+		if ((changed >> i & 1) && writable(rf, mj))
+			ret = sw_write(rf, &sw, d->s, i, mj, i < l->k ? d->a[i] : sw.lo, i < l->k ? d->b[i] : d->hi, &wrote);
+	}
+	sw_close(rf, &sw, d->s, ret == 0);
+	guard_done(rf, gs);
+	return ret ? ret : group_alive(rf, d->s, d->g);
+}
+
 /* Columns [rlo, rhi) of the chunk (in-chunk byte offsets) of group g:
  * the line's dirty bytes there written with their parity, by the way
  * that reads less. */
@@ -1552,7 +1635,10 @@ static int destage_range(struct rfile *rf, uint64_t s, uint32_t g, const struct 
 		d.blk[j] = scr + (size_t)j * d.len;
 		d.old[j] = scr + (size_t)(n + j) * d.len;
 	}
-	int ret = choose_rmw(&d) ? read_modify_write(&d) : 1;
+	bool rmw = choose_rmw(&d);	/* (also: the dirty, unknown, absent slots) */
+	if (rf->sums)
+		return destage_summed(&d);
+	int ret = rmw ? read_modify_write(&d) : 1;
 	if (ret == 1)
 		ret = reconstruct_write(&d);
 	return ret < 0 ? ret : write_spans(&d);
