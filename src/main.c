@@ -79,7 +79,9 @@ static void usage(FILE *f)
 "  inject MOUNTPOINT MEMBER FAULT...\n"
 "        fault injection: read-error|write-error|fsync-error|open-error|truncate-error|meta-error\n"
 "        [every|after N|count N|prob P] [ERRNO], latency MS [read|write|fsync|open|truncate|meta]...,\n"
-"        corrupt P, vanish, clear; MEMBER 'log': the cache log of bbu=file (write-error|fsync-error, latency MS, clear)\n"
+"        drop-write|misdirect-write [every|after N|count N|prob P] (shard data writes succeed silently:\n"
+"        nothing written / written one chunk away), corrupt P, vanish, clear;\n"
+"        MEMBER 'log': the cache log of bbu=file (write-error|fsync-error, latency MS, clear)\n"
 "\n"
 "fstab:  /srv/disk1:/srv/disk2:/srv/disk3  /srv/pool  fuse.raidfs  defaults,allow_other,nofail  0 0\n");
 }
@@ -492,7 +494,7 @@ int main(int argc, char **argv)
 		return cmd_control("clear", argc - 1, argv + 1, 0, 0, 0x1, "clear MOUNTPOINT [MEMBER]");
 	if (!strcmp(cmd, "inject"))
 		return cmd_control("inject", argc - 1, argv + 1, 2, 0, 0x1,
-				   "inject MOUNTPOINT MEMBER read-error|write-error|fsync-error|open-error|truncate-error|meta-error [every|after N|count N|prob P] [ERRNO] | latency MS [read|write|fsync|open|truncate|meta]... | corrupt P | vanish | clear\n"
+				   "inject MOUNTPOINT MEMBER read-error|write-error|fsync-error|open-error|truncate-error|meta-error [every|after N|count N|prob P] [ERRNO] | drop-write|misdirect-write [every|after N|count N|prob P] | latency MS [read|write|fsync|open|truncate|meta]... | corrupt P | vanish | clear\n"
 				   "       raidfs inject MOUNTPOINT log write-error|fsync-error [every|after N|count N|prob P] [ERRNO] | latency MS | clear");
 	if (!strcmp(cmd, "remove"))
 		return cmd_control("remove", argc - 1, argv + 1, 1, 0, 0x1, "remove MOUNTPOINT MEMBER|SPARE");

@@ -74,6 +74,31 @@ static int inject(struct array *a, uint32_t j, enum fault_op op)
 	return ret;
 }
 
+/*
+ * The silent write faults (drop-write, misdirect-write) for a shard data
+ * write at `off`: 0, the write goes where it was meant to; 1, it is
+ * dropped; 2, it goes to *to instead (one chunk before `off`, or after
+ * it in stripe 0).  Each rule counts the writes it sees, as the error
+ * rules do.
+ */
+static int silent_write_fault(struct array *a, uint32_t j, uint64_t off, uint64_t *to)
+{
+	struct member *m = &a->m[j];
+	if (!__atomic_load_n(&m->fault.any, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&m->fault_lock);
+	int drop = m->fault.drop.mode != FM_OFF && fault_rule_hit(&m->fault.drop) < 0;
+	int mis = !drop && m->fault.misdirect.mode != FM_OFF && fault_rule_hit(&m->fault.misdirect) < 0;
+	pthread_mutex_unlock(&m->fault_lock);
+	if (drop)
+		return 1;
+	if (!mis)
+		return 0;
+	uint32_t chunk = a->lay.chunk;
+	*to = off >= chunk ? off - chunk : off + chunk;
+	return 2;
+}
+
 static void count_error(struct array *a, uint32_t j)
 {
 	__atomic_add_fetch(&a->m[j].errors, 1, __ATOMIC_RELAXED);
@@ -108,8 +133,13 @@ int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov,
 	int e = inject(a, j, FOP_WRITE);
 	if (some)
 		*some = false;
-	if (e == 0)
-		e = io_pwritev_some(fd, iov, n, off, some);
+	uint64_t to = off;
+	if (e == 0 && silent_write_fault(a, j, off, &to) == 1) {
+		if (some)
+			*some = true;	/* as a write that went out */
+	} else if (e == 0) {
+		e = io_pwritev_some(fd, iov, n, to, some);
+	}
 	if (e < 0) {
 		count_error(a, j);
 		return e;
@@ -335,12 +365,32 @@ int fault_rule_parse(int argc, char **argv, struct fault_rule *rule, char *err, 
 	return 0;
 }
 
+/* A rule of drop-write / misdirect-write: fault_rule_parse() without an
+ * errno (the write succeeds). */
+static int silent_rule_parse(const char *what, int argc, char **argv, struct fault_rule *r,
+			     char *err, size_t errlen)
+{
+	int words = 0;
+	if (argc > 0)
+		words = !strcmp(argv[0], "every") || !strcmp(argv[0], "off") ? 1
+			: !strcmp(argv[0], "after") || !strcmp(argv[0], "count") || !strcmp(argv[0], "prob") ? 2 : 0;
+	if (argc > words) {
+		snprintf(err, errlen, "inject: unexpected '%s' (%s [every|after N|count N|prob P|off] takes no errno: the write succeeds)",
+			 argv[words], what);
+		return -EINVAL;
+	}
+	return fault_rule_parse(argc, argv, r, err, errlen);
+}
+
+#define FAULT_NAMES "read-error, write-error, fsync-error, open-error, truncate-error, meta-error, " \
+	"drop-write, misdirect-write, latency, corrupt, vanish, clear"
+
 int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 		  char *err, size_t errlen)
 {
 	struct member *m = &a->m[j];
 	if (argc < 1) {
-		snprintf(err, errlen, "inject: say what to inject (read-error, write-error, fsync-error, open-error, truncate-error, meta-error, latency, corrupt, vanish, clear)");
+		snprintf(err, errlen, "inject: say what to inject (" FAULT_NAMES ")");
 		return -EINVAL;
 	}
 	const char *what = argv[0];
@@ -382,6 +432,11 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 			return -EINVAL;
 		}
 		f.corrupt_p = p;
+	} else if (!strcmp(what, "drop-write") || !strcmp(what, "misdirect-write")) {
+		struct fault_rule r;
+		if (silent_rule_parse(what, argc - 1, argv + 1, &r, err, errlen) < 0)
+			return -EINVAL;
+		*(what[0] == 'd' ? &f.drop : &f.misdirect) = r;
 	} else {
 		enum fault_op op = FOP_COUNT;
 		for (int i = 0; i < FOP_COUNT; i++) {
@@ -391,7 +446,7 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 				op = i;
 		}
 		if (op == FOP_COUNT) {
-			snprintf(err, errlen, "inject: unknown fault '%s' (read-error, write-error, fsync-error, open-error, truncate-error, meta-error, latency, corrupt, vanish, clear)", what);
+			snprintf(err, errlen, "inject: unknown fault '%s' (" FAULT_NAMES ")", what);
 			return -EINVAL;
 		}
 		struct fault_rule r;
@@ -399,7 +454,8 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 			return -EINVAL;
 		f.rule[op] = r;
 	}
-	bool any = f.vanished || f.latency_ms || f.corrupt_p > 0;
+	bool any = f.vanished || f.latency_ms || f.corrupt_p > 0 ||
+		   f.drop.mode != FM_OFF || f.misdirect.mode != FM_OFF;
 	for (int i = 0; i < FOP_COUNT; i++)
 		any |= f.rule[i].mode != FM_OFF;
 	f.any = any;
@@ -415,17 +471,29 @@ int member_inject(struct array *a, uint32_t j, int argc, char **argv,
 	return 0;
 }
 
-size_t fault_rule_describe(const struct fault_rule *r, const char *op, const char *sep, char *buf, size_t len)
+/* "SEP NAME MODE" into buf; `every` names the errno unless silent. */
+static size_t rule_describe(const struct fault_rule *r, const char *name, bool silent,
+			    const char *sep, char *buf, size_t len)
 {
 	int n = 0;
 	switch (r->mode) {
 	case FM_OFF: break;
-	case FM_EVERY: n = snprintf(buf, len, "%s%s-error every (%s)", sep, op, strerror(r->err)); break;
-	case FM_AFTER: n = snprintf(buf, len, "%s%s-error after %llu", sep, op, (unsigned long long)r->n); break;
-	case FM_PROB: n = snprintf(buf, len, "%s%s-error prob %g", sep, op, r->p); break;
-	case FM_COUNT: n = snprintf(buf, len, "%s%s-error count %llu", sep, op, (unsigned long long)r->n); break;
+	case FM_EVERY:
+		n = silent ? snprintf(buf, len, "%s%s every", sep, name)
+			   : snprintf(buf, len, "%s%s every (%s)", sep, name, strerror(r->err));
+		break;
+	case FM_AFTER: n = snprintf(buf, len, "%s%s after %llu", sep, name, (unsigned long long)r->n); break;
+	case FM_PROB: n = snprintf(buf, len, "%s%s prob %g", sep, name, r->p); break;
+	case FM_COUNT: n = snprintf(buf, len, "%s%s count %llu", sep, name, (unsigned long long)r->n); break;
 	}
 	return n > 0 ? (size_t)n : 0;
+}
+
+size_t fault_rule_describe(const struct fault_rule *r, const char *op, const char *sep, char *buf, size_t len)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "%s-error", op);
+	return rule_describe(r, name, false, sep, buf, len);
 }
 
 void member_inject_describe(struct array *a, uint32_t j, char *buf, size_t len)
@@ -443,6 +511,8 @@ void member_inject_describe(struct array *a, uint32_t j, char *buf, size_t len)
 	for (int i = 0; i < FOP_COUNT; i++) {
 		off += fault_rule_describe(&f.rule[i], op_name[i], off ? ", " : "", buf + off, off < len ? len - off : 0);
 	}
+	off += rule_describe(&f.drop, "drop-write", true, off ? ", " : "", buf + off, off < len ? len - off : 0);
+	off += rule_describe(&f.misdirect, "misdirect-write", true, off ? ", " : "", buf + off, off < len ? len - off : 0);
 	if (f.latency_ms) {
 		ADD("%slatency %u ms", off ? ", " : "", f.latency_ms);
 		for (int i = 0, n = 0; i < FOP_COUNT; i++)

@@ -19,6 +19,21 @@
  * vanish (every operation fails with ENXIO and the monitor fails the
  * member: the disk was unplugged), clear.
  *
+ * Silent write faults, with the same modes (every, after N, count N,
+ * prob P; no errno: the write succeeds), on shard data writes only -
+ * member_pwritev() and member_pwrite(); the superblock, the metadata
+ * record, the dirty log, the checksum files and every other record of
+ * raidfs's own are written elsewhere and never dropped:
+ *   drop-write       the write reports success for its full length and
+ *                    writes nothing (a lost write: the place keeps its
+ *                    old bytes)
+ *   misdirect-write  the bytes go to another place of the same shard,
+ *                    one chunk before the intended one (one chunk after
+ *                    it for a write that starts in stripe 0), and the
+ *                    intended place keeps its old bytes
+ * A write that is not hit by the rule is made as usual; drop-write is
+ * asked first, so a write hit by both is dropped.
+ *
  * Functions return 0 (bytes for member_pread: those that came from the
  * file; the rest of the buffer is zeroed) or a negative errno.  They never
  * change member states themselves: callers decide (stripe.c repairs read
@@ -54,6 +69,8 @@ struct member_faults {
 	uint32_t latency_ms;
 	uint32_t latency_ops;	/* bit op: the operations it delays (0: all) */
 	double corrupt_p;
+	struct fault_rule drop;		/* drop-write (err unused) */
+	struct fault_rule misdirect;	/* misdirect-write (err unused) */
 	bool vanished;
 	bool any;		/* fast path: no rule at all */
 };
