@@ -210,6 +210,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 		return 1;
 	a->keep_failed = true;
 	ctl_canonical(mountpoint, a->mountpoint, sizeof(a->mountpoint));	/* (messages) */
+	a->readonly = o->readonly;	/* (kept by assembly: no format upgrade) */
 	int r = array_assemble(a, paths, n, o->allow_degraded, err, sizeof(err));
 	if (r < 0)
 		return refuse(o, err);
