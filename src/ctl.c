@@ -188,6 +188,7 @@ struct status {
 	char uuid[37];
 	enum raid_level level;
 	uint32_t width, groups, chunk, parity;	/* parity: redundancy slots per group */
+	unsigned csum;			/* the checksum algorithm (enum sb_csum) */
 	uint64_t size, events;
 	bool readonly, cache_offline;
 	struct status_member m[LAYOUT_MAX_WIDTH];
@@ -232,6 +233,7 @@ static void status_collect(struct array *a, struct status *s)
 	s->width = a->width;
 	s->groups = a->lay.groups;
 	s->chunk = a->lay.chunk;
+	s->csum = a->sb.csum;
 	s->parity = a->lay.m;
 	s->size = usable_bytes(a);
 	s->events = a->sb.events;
@@ -271,7 +273,7 @@ static void text_array(const struct status *s, struct out *o)
 	outf(o, "level:   %s, %u members", layout_level_name(s->level), s->width);
 	if (s->level == LEVEL_RAID50 || s->level == LEVEL_RAID60)
 		outf(o, " in %u groups", s->groups);
-	outf(o, ", chunk %s\n", fmt_size(s->chunk, ch, sizeof(ch)));
+	outf(o, ", chunk %s, checksums %s\n", fmt_size(s->chunk, ch, sizeof(ch)), sb_csum_name(s->csum));
 	outf(o, "size:    %s usable\n", fmt_size(s->size, sz, sizeof(sz)));
 	outf(o, "state:   %s%s%s\n", s->state, s->readonly ? " (read-only)" : "",
 	     s->cache_offline ? " (offline: preserved cache)" : "");
@@ -588,10 +590,10 @@ static json_t *json_cache(const struct status *s)
  * tests/integration); reals with one decimal as "%.1f" wrote them. */
 static void status_json(const struct status *s, struct out *o)
 {
-	json_t *doc = json_pack("{s:o, s:s, s:o, s:s, s:I, s:I, s:I, s:I, s:s, s:b, s:I, s:o, s:o, s:o, s:o, s:o}",
+	json_t *doc = json_pack("{s:o, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:I, s:s, s:b, s:I, s:o, s:o, s:o, s:o, s:o}",
 				"name", jstr(s->name), "uuid", s->uuid, "mountpoint", jstr(s->mountpoint),
 				"level", layout_level_name(s->level), "width", JU(s->width), "groups", JU(s->groups),
-				"chunk", JU(s->chunk), "size", JU(s->size), "state", s->state, "readonly", s->readonly,
+				"chunk", JU(s->chunk), "checksum", sb_csum_name(s->csum), "size", JU(s->size), "state", s->state, "readonly", s->readonly,
 				"events", JU(s->events), "members", json_members(s), "spares", json_spares(s),
 				"rebuild", json_rebuild(&s->ri), "scrub", json_scrub(&s->si), "cache", json_cache(s));
 	char *text = doc ? json_dumps(doc, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
