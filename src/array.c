@@ -330,6 +330,9 @@ static int attach_shadow(struct array *a, int fd, const struct superblock *sb, c
 		why = "it is not this array's replacement";
 	else if (sb->repl_of != a->sb.repl_of)
 		why = "it replaces another member";
+	else if (!sb_uuid_nil(sb->member_uuid) && !sb_uuid_nil(a->sb.repl_uuid) &&
+		 memcmp(sb->member_uuid, a->sb.repl_uuid, 16) != 0)
+		why = "its member uuid is not the replacement's the array records (an older replacement's directory?)";
 	else if (sb->events != a->sb.events)
 		why = "its superblock is behind the members' (it missed a state change)";
 	else if (a->m[SHADOW].dirfd >= 0)
@@ -586,10 +589,11 @@ static bool same_identity(const struct superblock *cur, const struct superblock 
 /*
  * Step 2b: two given directories that claim one slot (a copy of a member
  * made with cp -a or rsync, a restored backup, a cloned disk) - the same
- * array uuid and index.  Only one can be the member: the one whose member
- * uuid is the slot's when the other's is not, else the one with the
- * higher event counter (the other missed changes).  The other is not
- * used, and the log names both and why.  When nothing tells them apart
+ * array uuid and index.  Only one can be the member.  When one's member
+ * uuid is the slot's and the other's is not, place_given() refuses the
+ * other (its message names the slot's directory).  Else the one with the
+ * higher event counter is the member (the other missed changes): the
+ * other is not used, and the log names both and why.  When nothing tells them apart
  * (same uuid, same counter) the mount is refused: either may hold the
  * member's current data.  0, or -EINVAL with err set.
  */
@@ -606,11 +610,9 @@ static int drop_twins(struct array *a, struct given *g, char *err, size_t errlen
 			int keep, drop;
 			const char *why;
 			char whybuf[160];
-			if (id_i != id_k) {
-				keep = id_i ? i : k;
-				drop = id_i ? k : i;
-				why = "its member uuid is not the one the array records for that slot (the slot went to another directory since)";
-			} else if (g->sbs[i].events != g->sbs[k].events) {
+			if (id_i != id_k)
+				continue;	/* place_given() refuses the one that is not the slot's, naming the other */
+			if (g->sbs[i].events != g->sbs[k].events) {
 				keep = g->sbs[i].events > g->sbs[k].events ? i : k;
 				drop = keep == i ? k : i;
 				snprintf(whybuf, sizeof(whybuf),
@@ -676,23 +678,23 @@ static int place_given(struct array *a, struct given *g, int i, char *err, size_
 		g->fds[i] = -1;
 		return 0;
 	}
-	if (taken < 0 && !same_identity(&a->sb, &g->sbs[i], idx)) {
-		char want[37], has[37];
-		sb_uuid_str(a->sb.members[idx].uuid, want);
-		sb_uuid_str(g->sbs[i].member_uuid, has);
-		log_warn("'%s' claims to be member %u, but its member uuid %s is not the one the array records for member %u (%s): it is a directory that slot had before (it was rebuilt or replaced since, onto '%s') and is not used; give member %u's own directory, or resync this one with 'raidfs add %s %s' once mounted",
-			 g->paths[i], idx, has, idx, want, a->sb.members[idx].path, idx,
-			 a->mountpoint[0] ? a->mountpoint : "MOUNTPOINT", g->paths[i]);
-		close(g->fds[i]);
-		g->fds[i] = -1;
-		return 0;
-	}
 	if (taken < 0 && g->sbs[i].events < a->sb.events && g->sbs[i].members[idx].gen != a->sb.members[idx].gen) {
 		/* the slot went to another directory since this one's
 		 * last superblock (a rebuild or replacement onto it):
 		 * the table's state is that directory's, not this one's */
 		log_warn("'%s' was member %u, which has been rebuilt onto '%s' since: it missed the writes since and is not used; give '%s' in its place, or resync this directory with 'raidfs add %s %s' once mounted (every file's version is compared)",
 			 g->paths[i], idx, a->sb.members[idx].path, a->sb.members[idx].path,
+			 a->mountpoint[0] ? a->mountpoint : "MOUNTPOINT", g->paths[i]);
+		close(g->fds[i]);
+		g->fds[i] = -1;
+		return 0;
+	}
+	if (taken < 0 && !same_identity(&a->sb, &g->sbs[i], idx)) {
+		char want[37], has[37];
+		sb_uuid_str(a->sb.members[idx].uuid, want);
+		sb_uuid_str(g->sbs[i].member_uuid, has);
+		log_warn("'%s' claims to be member %u, but its member uuid %s is not the one the array records for member %u (%s): it is a directory that slot had before (it was rebuilt or replaced since, onto '%s') and is not used; give member %u's own directory, or resync this one with 'raidfs add %s %s' once mounted",
+			 g->paths[i], idx, has, idx, want, a->sb.members[idx].path, idx,
 			 a->mountpoint[0] ? a->mountpoint : "MOUNTPOINT", g->paths[i]);
 		close(g->fds[i]);
 		g->fds[i] = -1;

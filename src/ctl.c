@@ -179,6 +179,8 @@ struct status_member {
 	const char *replacement;	/* the directory it is copied onto, or NULL */
 	char replacement_faults[256];
 	bool online, rebuilding, partial;
+	bool given;			/* its path came to this mount (struct
+					 * member); else only recorded */
 };
 
 struct status {
@@ -219,6 +221,7 @@ static void collect_member(struct array *a, uint32_t j, int shadow, struct statu
 	m->online = member_online(a, j);
 	m->rebuilding = member_rebuilding(a, j);
 	m->partial = a->m[j].partial;
+	m->given = a->m[j].given;
 }
 
 /* a->lock held */
@@ -287,6 +290,8 @@ static void text_members(const struct status *s, struct out *o)
 		outf(o, "  %2u  %-10s %s  (reads %" PRIu64 ", writes %" PRIu64 ", errors %" PRIu64
 			", corrected %" PRIu64 ")\n",
 		     j, m->word, m->path, m->reads, m->writes, m->errors, m->corrected);
+		if (!m->given)
+			outf(o, "      not given to this mount: the path is where the superblocks last saw it (never opened)\n");
 		if (m->fail_reason[0])
 			outf(o, "      failed: %s\n", m->fail_reason);
 		if (m->faults[0])
@@ -391,7 +396,7 @@ static void text_cache_actions(const struct status *s, struct out *o)
 {
 	const struct cache_stats *cs = &s->cs;
 	if (cs->offline && s->st == ARRAY_FAILED)
-		outf(o, "action:  OFFLINE: the cache of the last run is preserved and the array cannot take it; return the missing members (they are taken back when they reappear at their paths) and the mount comes online by itself; 'raidfs cache %s discard --force' drops the preserved data for good\n",
+		outf(o, "action:  OFFLINE: the cache of the last run is preserved and the array cannot take it; return the missing members (they are taken back when they reappear at the paths this mount was given, or with 'raidfs add') and the mount comes online by itself; 'raidfs cache %s discard --force' drops the preserved data for good\n",
 		     s->mountpoint);
 	else if (cs->offline)
 		outf(o, "action:  OFFLINE: %s; the mount comes online by itself once it is written; 'raidfs cache %s discard --force' drops the preserved data for good\n",
@@ -455,6 +460,9 @@ static void text_member_actions(const struct status *s, struct out *o)
 		else if (m->rebuilding)
 			outf(o, "action:  member %u is being rebuilt onto '%s'; the array has less redundancy until it finishes\n",
 			     j, m->path);
+		else if (!m->given)
+			outf(o, "action:  member %u is missing: its directory is not among those this mount was given (the superblocks last saw it at '%s', which is not opened: it may belong to a copy of this array); give its own directory with 'raidfs add %s DIR', or replace it with 'raidfs replace %s %u NEWDIR' (an empty directory)\n",
+			     j, m->path, s->mountpoint, s->mountpoint, j);
 		else if (m->partial)
 			outf(o, "action:  member %u ('%s') failed during its rebuild: replace it with 'raidfs replace %s %u NEWDIR' (an empty directory on another disk)\n",
 			     j, m->path, s->mountpoint, j);
@@ -519,12 +527,13 @@ static json_t *json_members(const struct status *s)
 	for (uint32_t j = 0; arr && j < s->width; j++) {
 		const struct status_member *m = &s->m[j];
 		/* replacement: the directory it is being copied onto (replace in place) */
-		json_t *e = json_pack("{s:I, s:o, s:s, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
+		json_t *e = json_pack("{s:I, s:o, s:s, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:b}",
 				      "index", JU(j), "path", jstr(m->path), "state", m->word,
 				      "reads", JU(m->reads), "writes", JU(m->writes), "errors", JU(m->errors),
 				      "corrected", JU(m->corrected), "fail_reason", jstr(m->fail_reason),
 				      "faults", jstr(m->faults), "replacement", jstr(m->replacement),
-				      "replacement_faults", jstr(m->replacement ? m->replacement_faults : NULL));
+				      "replacement_faults", jstr(m->replacement ? m->replacement_faults : NULL),
+				      "given", m->given);
 		if (json_array_append_new(arr, e) < 0) {
 			json_decref(arr);
 			return NULL;

@@ -101,6 +101,12 @@ grep -q "member 1 is not among the directories given.*('$T/A/d1') is not opened;
 "$RAIDFS" status "$mnt" >"$T/st.txt"
 grep -q "state:   degraded" "$T/st.txt" || fail "B is not degraded without member 1: $(cat "$T/st.txt")"
 grep -q "^   1  .*$T/A/d1" "$T/st.txt" && grep -q "^   1  online" "$T/st.txt" && fail "B serves A's member: $(cat "$T/st.txt")"
+grep -q "not given to this mount" "$T/st.txt" && grep -q "^action:  member 1 is missing: its directory is not among those this mount was given" "$T/st.txt" ||
+	fail "status does not say member 1 was not given: $(cat "$T/st.txt")"
+"$RAIDFS" status --json "$mnt" | "$PY" -c '
+import json, sys
+m = json.load(sys.stdin)["members"]
+assert [x["given"] for x in m] == [True, False, True, True], m' || fail "status JSON: given"
 workload compare "$mnt" "$T/ref" >"$T/cmp.out" 2>&1 || fail "B reads differ: $(cat "$T/cmp.out")"
 # writes through B
 head -c 300000 /dev/urandom >"$T/new.bin"
@@ -212,7 +218,11 @@ log "ok: a format 1 array mounts and gets member uuids"
 # ---- 5. recorded paths of a replacement; a given member shows up late
 mkdir -p "$T/r1"
 rfs_mount "$(join_members $A)" "$mnt" -o rebuild_min_rate=1,rebuild_max_rate=1 || fail "mount for a replacement"
+head -c 4000000 /dev/urandom >"$T/ref/big"	# (the copy takes seconds at 1 MB/s)
+cp "$T/ref/big" "$mnt/big"
 expect_rc 0 "$RAIDFS" replace "$mnt" 1 "$T/r1"
+"$RAIDFS" rebuild "$mnt" pause >/dev/null
+grep -q "being replaced by $T/r1" <("$RAIDFS" status "$mnt") || fail "the replacement did not start or ended at once"
 rfs_unmount_wait "$mnt" || fail "unmount during the replacement"
 tree_state "$T/r1" >"$T/r1.before"
 : >"$T/daemon.log"
