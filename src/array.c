@@ -869,7 +869,7 @@ static void give_identities(struct array *a)
 	a->sb.version = SB_VERSION;
 	a->sb.events++;
 	if (old != SB_VERSION)
-		log_warn("array '%s': its superblocks are of format %u, without member uuids: each member now gets a uuid of its own and the superblocks are written in format %u (a raidfs older than format %u can no longer mount the array)",
+		log_warn("array '%s': its superblocks are of format %u, without member uuids: each member now gets a uuid of its own and the superblocks are written in format %u (a raidfs that does not know format %u can no longer mount the array)",
 			 a->sb.name, old, SB_VERSION, SB_VERSION);
 	else
 		log_warn("array '%s': %d member%s without a member uuid (of an older format) got one", a->sb.name, made,
