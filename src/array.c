@@ -282,15 +282,18 @@ int array_create(const struct create_opts *o, char **members, int n)
 	sb.nspares = o->nspares;
 	sb.groups = l.groups;
 	sb.events = 1;
+	sb.csum = o->csum;
 	sb.ctime = sb.utime = time(NULL);
 	for (i = 0; i < total; i++) {
 		sb.members[i].state = i < n ? MS_ONLINE : MS_SPARE;
+		random_bytes(sb.members[i].uuid, 16);
 		char *rp = realpath(paths[i], NULL);
 		snprintf(sb.members[i].path, SB_PATH_MAX, "%s", rp ? rp : paths[i]);
 		free(rp);
 	}
 	for (i = 0; i < total; i++) {
 		sb.index = i;
+		memcpy(sb.member_uuid, sb.members[i].uuid, 16);
 		ret = sb_write(fds[i], &sb);
 		if (ret == 0 && mkdirat(fds[i], SB_DIRTY_DIR, 0700) < 0 && errno != EEXIST)
 			ret = -errno;
@@ -328,6 +331,9 @@ static int attach_shadow(struct array *a, int fd, const struct superblock *sb, c
 		why = "it is not this array's replacement";
 	else if (sb->repl_of != a->sb.repl_of)
 		why = "it replaces another member";
+	else if (!sb_uuid_nil(sb->member_uuid) && !sb_uuid_nil(a->sb.repl_uuid) &&
+		 memcmp(sb->member_uuid, a->sb.repl_uuid, 16) != 0)
+		why = "its member uuid is not the replacement's the array records (an older replacement's directory?)";
 	else if (sb->events != a->sb.events)
 		why = "its superblock is behind the members' (it missed a state change)";
 	else if (a->m[SHADOW].dirfd >= 0)
@@ -340,6 +346,7 @@ static int attach_shadow(struct array *a, int fd, const struct superblock *sb, c
 	struct member *s = &a->m[SHADOW];
 	s->dirfd = fd;
 	abs_path(path, s->path, sizeof(s->path));
+	s->given = true;
 	s->state = MS_REBUILDING;
 	a->shadow_of = (int)a->sb.repl_of;
 	return 0;
@@ -411,27 +418,17 @@ static int taken_as(const struct superblock *cur, const struct superblock *sb, u
 	return st;
 }
 
-/* The recorded replacement was not on the command line: look for it at
- * its recorded path; if it is not there, the record is dropped (member
- * repl_of simply stays in service). */
-static void find_shadow(struct array *a)
+/* The recorded replacement was not among the directories given: it is
+ * not looked for at its recorded path (that may be another array's
+ * directory, a copy of this one's), so the record is dropped and member
+ * repl_of simply stays in service. */
+static void drop_shadow_record(struct array *a)
 {
-	struct superblock sb;
-	const char *why = "no such directory";
-	int fd = open(a->sb.repl_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0 && sb_read(fd, &sb, &why) == 0) {
-		if (attach_shadow(a, fd, &sb, a->sb.repl_path) == 0)
-			return;
-		why = "its superblock does not match";
-	}
-	if (fd >= 0)
-		close(fd);
-	if (a->m[SHADOW].dirfd >= 0)
-		return;
-	log_warn("array '%s': the replacement of member %u by '%s' cannot be resumed (%s): the member stays in service",
-		 a->sb.name, a->sb.repl_of, a->sb.repl_path, why);
+	log_warn("array '%s': the replacement of member %u by '%s' is not resumed: that directory is not in the member list (a mount uses only the directories it is given); member %u stays in service. To resume a replacement, give its directory among the members; to start it again, empty '%s' and run 'raidfs replace'",
+		 a->sb.name, a->sb.repl_of, a->sb.repl_path, a->sb.repl_of, a->sb.repl_path);
 	a->sb.replacing = false;
 	memset(a->sb.repl_path, 0, sizeof(a->sb.repl_path));
+	memset(a->sb.repl_uuid, 0, sizeof(a->sb.repl_uuid));
 	a->sb.events++;
 	array_write_superblocks_locked(a);
 }
@@ -489,11 +486,14 @@ static int read_given(struct array *a, struct given *g, char *err, size_t errlen
 			     g->paths[i]);
 			return -EINVAL;
 		}
+		bool retry = false;
 		if (g->fds[i] < 0) {
 			why = errno == ENOENT ? "no such directory" : "cannot open the directory";
 			log_warn("member '%s' is missing: %s", g->paths[i], strerror(errno));
+			retry = true;	/* (a disk that shows up there later) */
 		} else if ((r = sb_read(g->fds[i], &g->sbs[i], &why)) < 0) {
 			log_warn("member '%s' is not usable: %s", g->paths[i], why);
+			retry = r == -ENOENT;	/* (a disk not mounted there yet) */
 			if (r != -ENOENT || !array_dir_is_empty(g->fds[i])) {
 				close(g->fds[i]);
 				g->fds[i] = -1;
@@ -502,6 +502,8 @@ static int read_given(struct array *a, struct given *g, char *err, size_t errlen
 			g->ok[i] = true;
 			continue;
 		}
+		if (retry && a->nunusable < 64)
+			a->unusable_retry |= 1ull << a->nunusable;
 		a->unusable_path[a->nunusable] = g->paths[i];
 		a->unusable_why[a->nunusable++] = why;
 	}
@@ -572,6 +574,67 @@ static int pick_array(struct array *a, struct given *g, char *err, size_t errlen
 	return 0;
 }
 
+/*
+ * Does a directory whose superblock is sb carry the identity the newest
+ * table (cur) records for slot idx?  Its member uuid must be the slot's;
+ * when one of them is not known (an array, or a directory, of format 1
+ * or 2) nothing contradicts it here, and the event counter and the slot's
+ * generation decide (place_given()).
+ */
+static bool same_identity(const struct superblock *cur, const struct superblock *sb, uint32_t idx)
+{
+	const uint8_t *want = cur->members[idx].uuid, *has = sb->member_uuid;
+	return sb_uuid_nil(want) || sb_uuid_nil(has) || memcmp(want, has, 16) == 0;
+}
+
+/*
+ * Step 2b: two given directories that claim one slot (a copy of a member
+ * made with cp -a or rsync, a restored backup, a cloned disk) - the same
+ * array uuid and index.  Only one can be the member.  When one's member
+ * uuid is the slot's and the other's is not, place_given() refuses the
+ * other (its message names the slot's directory).  Else the one with the
+ * higher event counter is the member (the other missed changes): the
+ * other is not used, and the log names both and why.  When nothing tells them apart
+ * (same uuid, same counter) the mount is refused: either may hold the
+ * member's current data.  0, or -EINVAL with err set.
+ */
+static int drop_twins(struct array *a, struct given *g, char *err, size_t errlen)
+{
+	for (int i = 0; i < g->n; i++) {
+		if (!g->ok[i] || sb_is_replacement(&g->sbs[i]))
+			continue;
+		for (int k = 0; k < i && g->ok[i]; k++) {
+			if (!g->ok[k] || sb_is_replacement(&g->sbs[k]) || g->sbs[k].index != g->sbs[i].index)
+				continue;
+			uint32_t idx = g->sbs[i].index;
+			bool id_i = same_identity(&a->sb, &g->sbs[i], idx), id_k = same_identity(&a->sb, &g->sbs[k], idx);
+			int keep, drop;
+			const char *why;
+			char whybuf[160];
+			if (id_i != id_k)
+				continue;	/* place_given() refuses the one that is not the slot's, naming the other */
+			if (g->sbs[i].events != g->sbs[k].events) {
+				keep = g->sbs[i].events > g->sbs[k].events ? i : k;
+				drop = keep == i ? k : i;
+				snprintf(whybuf, sizeof(whybuf),
+					 "its event counter is behind (%" PRIu64 " < %" PRIu64 "): an older copy, which missed changes",
+					 g->sbs[drop].events, g->sbs[keep].events);
+				why = whybuf;
+			} else {
+				errf(err, errlen, "'%s' and '%s' both claim to be member %u of array '%s', with the same member uuid and event counter: one is a copy of the other (cp -a, a restored backup, a cloned disk) and nothing tells which one holds the member's current data; give only the member's own directory",
+				     g->paths[k], g->paths[i], idx, a->sb.name);
+				return -EINVAL;
+			}
+			log_warn("'%s' and '%s' both claim to be member %u: '%s' is used; '%s' is not: %s",
+				 g->paths[k], g->paths[i], idx, g->paths[keep], g->paths[drop], why);
+			close(g->fds[drop]);
+			g->fds[drop] = -1;
+			g->ok[drop] = false;
+		}
+	}
+	return 0;
+}
+
 /* Step 3: given directory i, with a superblock of this array, goes into
  * its slot: online, being rebuilt, a spare, the replacement in place, or
  * stale (kept aside in g->stale_fd) - or it is not used, with the reason
@@ -598,6 +661,7 @@ static int place_given(struct array *a, struct given *g, int i, char *err, size_
 	    a->sb.members[idx].state == MS_SPARE) {
 		/* a hot spare */
 		abs_path(g->paths[i], a->m[idx].path, sizeof(a->m[idx].path));
+		a->m[idx].given = true;
 		a->m[idx].state = MS_SPARE;
 		a->m[idx].dirfd = g->fds[i];
 		g->fds[i] = -1;
@@ -626,12 +690,24 @@ static int place_given(struct array *a, struct given *g, int i, char *err, size_
 		g->fds[i] = -1;
 		return 0;
 	}
+	if (taken < 0 && !same_identity(&a->sb, &g->sbs[i], idx)) {
+		char want[37], has[37];
+		sb_uuid_str(a->sb.members[idx].uuid, want);
+		sb_uuid_str(g->sbs[i].member_uuid, has);
+		log_warn("'%s' claims to be member %u, but its member uuid %s is not the one the array records for member %u (%s): it is a directory that slot had before (it was rebuilt or replaced since, onto '%s') and is not used; give member %u's own directory, or resync this one with 'raidfs add %s %s' once mounted",
+			 g->paths[i], idx, has, idx, want, a->sb.members[idx].path, idx,
+			 a->mountpoint[0] ? a->mountpoint : "MOUNTPOINT", g->paths[i]);
+		close(g->fds[i]);
+		g->fds[i] = -1;
+		return 0;
+	}
 	if (a->m[idx].dirfd >= 0) {
 		errf(err, errlen, "members '%s' and '%s' both claim to be member %u: give each member once",
 		     a->m[idx].path, g->paths[i], idx);
 		return -EINVAL;
 	}
 	abs_path(g->paths[i], a->m[idx].path, sizeof(a->m[idx].path));
+	a->m[idx].given = true;
 	/* Stale: it missed state changes (md's event counter), or the
 	 * survivors recorded it as failed while it was away. */
 	if (g->sbs[i].events < a->sb.events && a->sb.members[idx].state != MS_ONLINE && taken < 0) {
@@ -682,6 +758,7 @@ static void adopt_targets(struct array *a, struct given *g)
 			log_warn("'%s' has no superblock yet, but the newest table has it as member %u being rebuilt (the daemon stopped while it recorded that): taken as member %u, to be rebuilt",
 				 g->paths[i], j, j);
 			a->m[j].dirfd = g->fds[i];
+			a->m[j].given = true;
 			a->m[j].state = MS_REBUILDING;
 			g->fds[i] = -1;
 			g->settle = true;
@@ -751,7 +828,10 @@ static int judge_start(struct array *a, bool allow_degraded, char *err, size_t e
 				continue;
 			off += snprintf(list + off, off < sizeof(list) ? sizeof(list) - off : 0,
 					"%s%u ('%s'%s)", off ? ", " : "", j, a->m[j].path,
-					a->m[j].stale ? ", stale" : "");
+					a->m[j].stale ? ", stale" : !a->m[j].given ? ", not given" : "");
+			if (!a->m[j].given)
+				log_warn("array '%s': member %u is not among the directories given: a mount uses only the directories it is given, and the path the superblocks recorded for it ('%s') is not opened; give member %u's directory in the member list, or 'raidfs add %s DIR' once mounted",
+					 a->sb.name, j, a->m[j].path, j, a->mountpoint[0] ? a->mountpoint : "MOUNTPOINT");
 		}
 		if (st == ARRAY_FAILED) {
 			errf(err, errlen, "array '%s' cannot start: too many members are missing for %s: %s; give the missing member directories on the command line",
@@ -772,6 +852,42 @@ static int judge_start(struct array *a, bool allow_degraded, char *err, size_t e
 }
 
 /*
+ * Step 7: every member in place carries a member uuid.  An array of
+ * format 1 or 2 has none: each present member (and spare, and the
+ * replacement in place) gets a random one, and the superblocks are
+ * written in format 3 (events bumped, so the new table is the newest:
+ * a member absent now gets its uuid when it comes back).  Not on a
+ * read-only mount.
+ */
+static void give_identities(struct array *a)
+{
+	if (a->readonly)
+		return;
+	uint32_t old = a->sb.version;
+	int made = 0;
+	for (uint32_t j = 0; j < a->width + a->sb.nspares; j++)
+		if (a->m[j].dirfd >= 0 && sb_uuid_nil(a->sb.members[j].uuid)) {
+			random_bytes(a->sb.members[j].uuid, 16);
+			made++;
+		}
+	if (a->sb.replacing && a->m[SHADOW].dirfd >= 0 && sb_uuid_nil(a->sb.repl_uuid)) {
+		random_bytes(a->sb.repl_uuid, 16);
+		made++;
+	}
+	if (!made && old == SB_VERSION)
+		return;
+	a->sb.version = SB_VERSION;
+	a->sb.events++;
+	if (old != SB_VERSION)
+		log_warn("array '%s': its superblocks are of format %u, without member uuids: each member now gets a uuid of its own and the superblocks are written in format %u (a raidfs that does not know format %u can no longer mount the array)",
+			 a->sb.name, old, SB_VERSION, SB_VERSION);
+	else
+		log_warn("array '%s': %d member%s without a member uuid (of an older format) got one", a->sb.name, made,
+			 made == 1 ? "" : "s");
+	array_write_superblocks_locked(a);
+}
+
+/*
  * Assemble the array from the given member directories: read their
  * superblocks, pick the array and its newest table, put each directory
  * in its slot, settle state changes a crash cut short, and judge whether
@@ -785,11 +901,12 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	struct given g = { .paths = paths, .n = n };
 	for (int i = 0; i < LAYOUT_MAX_WIDTH; i++)
 		g.fds[i] = g.stale_fd[i] = -1;
-	bool keep_failed = a->keep_failed;
+	bool keep_failed = a->keep_failed, readonly = a->readonly;
 	char mountpoint[sizeof(a->mountpoint)];	/* the caller's, for messages */
 	memcpy(mountpoint, a->mountpoint, sizeof(mountpoint));
 	memset(a, 0, sizeof(*a));
 	a->keep_failed = keep_failed;
+	a->readonly = readonly;
 	memcpy(a->mountpoint, mountpoint, sizeof(mountpoint));
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_mutex_init(&a->left_lock, NULL);
@@ -798,6 +915,8 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	int r = read_given(a, &g, err, errlen);
 	if (r == 0)
 		r = pick_array(a, &g, err, errlen);
+	if (r == 0)
+		r = drop_twins(a, &g, err, errlen);
 	for (int i = 0; i < n && r == 0; i++)
 		if (g.ok[i])
 			r = place_given(a, &g, i, err, errlen);
@@ -811,7 +930,7 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 			a->primary = j;	/* never a member still being rebuilt */
 	adopt_targets(a, &g);
 	if (a->sb.replacing && a->m[SHADOW].dirfd < 0)
-		find_shadow(a);
+		drop_shadow_record(a);
 	if (g.settle) {
 		/* every member present gets the newest table */
 		a->sb.events++;
@@ -824,6 +943,8 @@ int array_assemble(struct array *a, char **paths, int n, bool allow_degraded,
 	r = judge_start(a, allow_degraded, err, errlen);
 	if (r < 0)
 		array_close(a);
+	else
+		give_identities(a);
 	given_close(&g);
 	return r;
 }
@@ -923,6 +1044,7 @@ int array_write_superblocks_locked(struct array *a)
 			continue;
 		struct superblock sb = a->sb;
 		sb.index = j;
+		memcpy(sb.member_uuid, sb.members[j].uuid, 16);
 		snprintf(sb.members[j].path, SB_PATH_MAX, "%s", a->m[j].path);
 		int r = sb_write(a->m[j].dirfd, &sb);
 		if (r < 0) {
@@ -937,6 +1059,7 @@ int array_write_superblocks_locked(struct array *a)
 		 * members' record only once they all name it */
 		struct superblock sb = a->sb;
 		sb.index = a->width + a->sb.nspares;
+		memcpy(sb.member_uuid, sb.repl_uuid, 16);
 		int r = sb_write(a->m[SHADOW].dirfd, &sb);
 		if (r < 0)
 			log_err("cannot update the superblock of the replacement '%s' of member %u: %s",
@@ -1966,8 +2089,13 @@ static int install_member(struct array *a, uint32_t j, int fd, const char *path,
 	__atomic_store_n(&a->m[j].state, state, __ATOMIC_RELEASE);
 	a->sb.members[j].state = state;
 	snprintf(a->sb.members[j].path, SB_PATH_MAX, "%s", path);
-	if (another)
+	a->m[j].given = true;
+	if (another) {
 		a->sb.members[j].gen++;	/* the old directory is no longer j */
+		random_bytes(a->sb.members[j].uuid, 16);	/* and it has another identity */
+	} else if (sb_uuid_nil(a->sb.members[j].uuid)) {
+		random_bytes(a->sb.members[j].uuid, 16);	/* (an array of an older format) */
+	}
 	a->sb.events++;
 	mkdirat(fd, SB_DIR, 0700);
 	mkdirat(fd, SB_DIRTY_DIR, 0700);
@@ -2014,6 +2142,8 @@ static void record_replacement_locked(struct array *a, int j)
 	a->sb.replacing = j >= 0;
 	a->sb.repl_of = j >= 0 ? (uint32_t)j : 0;
 	sb_path_set(a->sb.repl_path, j >= 0 ? a->m[SHADOW].path : "");
+	if (j < 0)
+		memset(a->sb.repl_uuid, 0, 16);
 	a->sb.events++;
 	array_write_superblocks_locked(a);
 }
@@ -2033,6 +2163,8 @@ int array_shadow_begin(struct array *a, uint32_t j, int fd, const char *path)
 	struct member *s = &a->m[SHADOW];
 	s->dirfd = fd;
 	snprintf(s->path, sizeof(s->path), "%s", path);
+	s->given = true;
+	random_bytes(a->sb.repl_uuid, 16);	/* the directory's identity, member j's once done */
 	s->errors = s->corrected = s->reads = s->writes = 0;
 	counters_load(a, SHADOW, fd);
 	memset(&s->fault, 0, sizeof(s->fault));
@@ -2106,7 +2238,10 @@ static int shadow_take_slot(struct array *a, int j, bool complete)
 		a->sb.members[j].state = MS_REBUILDING;
 	}
 	sb_path_set(a->sb.members[j].path, m->path);
+	m->given = true;
 	a->sb.members[j].gen++;
+	memcpy(a->sb.members[j].uuid, a->sb.repl_uuid, 16);
+	memset(a->sb.repl_uuid, 0, 16);
 	a->m[SHADOW].dirfd = -1;
 	a->m[SHADOW].state = MS_REMOVED;
 	__atomic_store_n(&a->shadow_of, -1, __ATOMIC_RELEASE);
@@ -2211,6 +2346,7 @@ static void drop_spare_locked(struct array *a, uint32_t idx)
 {
 	for (uint32_t s = idx; s + 1 < a->width + a->sb.nspares; s++) {
 		a->m[s].dirfd = a->m[s + 1].dirfd;
+		a->m[s].given = a->m[s + 1].given;
 		memcpy(a->m[s].path, a->m[s + 1].path, sizeof(a->m[s].path));
 		a->sb.members[s] = a->sb.members[s + 1];
 	}
@@ -2271,8 +2407,10 @@ int array_add_spare(struct array *a, int fd, const char *path, char *err, size_t
 	uint32_t idx = a->width + a->sb.nspares++;
 	a->m[idx].dirfd = fd;
 	snprintf(a->m[idx].path, sizeof(a->m[idx].path), "%s", path);
+	a->m[idx].given = true;
 	a->m[idx].state = MS_SPARE;
 	a->sb.members[idx].state = MS_SPARE;
+	random_bytes(a->sb.members[idx].uuid, 16);
 	snprintf(a->sb.members[idx].path, SB_PATH_MAX, "%s", path);
 	a->sb.events++;
 	mkdirat(fd, SB_DIR, 0700);

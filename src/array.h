@@ -73,7 +73,15 @@
 
 struct member {
 	int dirfd;			/* -1 when absent */
-	char path[PATH_MAX];		/* as given on the command line */
+	char path[PATH_MAX];		/* as given (absolute); for a member not
+					 * given, where the table last saw it
+					 * (messages only: see `given`) */
+	bool given;			/* path came to this mount: its member
+					 * list, raidfs add or replace, a spare.
+					 * Only such a path is ever opened again
+					 * (the monitor's re-add): a recorded one
+					 * may be another array's directory (a
+					 * copy of this one's) */
 	enum member_state state;	/* atomic reads; changed under a->lock */
 	bool stale;			/* present but its superblock is behind */
 	uint64_t reads, writes, errors;	/* counters (atomic) */
@@ -218,6 +226,9 @@ struct array {
 	int nunusable;
 	const char *unusable_path[LAYOUT_MAX_WIDTH + 1];
 	const char *unusable_why[LAYOUT_MAX_WIDTH + 1];
+	/* of those, the ones the monitor looks at again (missing, or without
+	 * a superblock: a disk not mounted yet), bit u */
+	uint64_t unusable_retry;
 	/* files whose resync at mount failed (array_left_dirty()), sorted;
 	 * under left_lock */
 	uint64_t *left_dirty;
@@ -227,6 +238,7 @@ struct array {
 
 struct create_opts {
 	enum raid_level level;
+	enum sb_csum csum;		/* the array's checksum algorithm */
 	uint32_t chunk;
 	uint32_t groups;
 	const char *name;
@@ -240,8 +252,16 @@ struct create_opts {
 int array_create(const struct create_opts *o, char **paths, int n);
 
 /*
- * Assemble from member paths (any order).  Absent or stale members are
- * left with dirfd -1.  On refusal (foreign members, too many absent,
+ * Assemble from member paths (any order).  Only these directories are
+ * opened: a member that is not among them is absent, whatever path the
+ * superblocks record for it (those are for messages).  A directory is
+ * the member its superblock names when the array uuid, the index, the
+ * member uuid the newest table records for that slot and the event
+ * counter agree; of two directories that claim one slot, the older copy
+ * is not used, and two that nothing tells apart refuse the mount.
+ * Superblocks of formats 1 and 2 are rewritten in format 3, each member
+ * given a uuid (unless a->readonly, which assembly keeps).  Absent or
+ * stale members are left with dirfd -1.  On refusal (foreign members, too many absent,
  * degraded with nodegraded) writes a message to err and returns <0; a
  * failed array with a->keep_failed set is kept assembled: message in err,
  * returns 1.

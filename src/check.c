@@ -197,7 +197,9 @@ int check_main(char *members)
 	char *paths[LAYOUT_MAX_WIDTH + 1];
 	int n = 0;
 	char err[2048];
-	struct array a = { 0 };	/* (array_assemble() keeps keep_failed and mountpoint) */
+	/* (array_assemble() keeps keep_failed, readonly and mountpoint; a
+	 * check writes nothing, not even a format upgrade) */
+	struct array a = { .readonly = true };
 
 	for (char *save = NULL, *p = strtok_r(members, ":", &save); p && n <= LAYOUT_MAX_WIDTH;
 	     p = strtok_r(NULL, ":", &save))

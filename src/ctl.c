@@ -182,6 +182,8 @@ struct status_member {
 	const char *replacement;	/* the directory it is copied onto, or NULL */
 	char replacement_faults[256];
 	bool online, rebuilding, partial;
+	bool given;			/* its path came to this mount (struct
+					 * member); else only recorded */
 };
 
 struct status {
@@ -191,6 +193,7 @@ struct status {
 	char uuid[37];
 	enum raid_level level;
 	uint32_t width, groups, chunk, parity;	/* parity: redundancy slots per group */
+	unsigned csum;			/* the checksum algorithm (enum sb_csum) */
 	uint64_t size, events;
 	bool readonly, cache_offline;
 	struct status_member m[LAYOUT_MAX_WIDTH];
@@ -225,6 +228,7 @@ static void collect_member(struct array *a, uint32_t j, int shadow, struct statu
 	m->online = member_online(a, j);
 	m->rebuilding = member_rebuilding(a, j);
 	m->partial = a->m[j].partial;
+	m->given = a->m[j].given;
 }
 
 /* a->lock held */
@@ -239,6 +243,7 @@ static void status_collect(struct array *a, struct status *s)
 	s->width = a->width;
 	s->groups = a->lay.groups;
 	s->chunk = a->lay.chunk;
+	s->csum = a->sb.csum;
 	s->parity = a->lay.m;
 	s->size = usable_bytes(a);
 	s->events = a->sb.events;
@@ -278,7 +283,7 @@ static void text_array(const struct status *s, struct out *o)
 	outf(o, "level:   %s, %u members", layout_level_name(s->level), s->width);
 	if (s->level == LEVEL_RAID50 || s->level == LEVEL_RAID60)
 		outf(o, " in %u groups", s->groups);
-	outf(o, ", chunk %s\n", fmt_size(s->chunk, ch, sizeof(ch)));
+	outf(o, ", chunk %s, checksums %s\n", fmt_size(s->chunk, ch, sizeof(ch)), sb_csum_name(s->csum));
 	outf(o, "size:    %s usable\n", fmt_size(s->size, sz, sizeof(sz)));
 	outf(o, "state:   %s%s%s\n", s->state, s->readonly ? " (read-only)" : "",
 	     s->cache_offline ? " (offline: preserved cache)" : "");
@@ -298,6 +303,8 @@ static void text_members(const struct status *s, struct out *o)
 		     j, m->word, m->read_errors, m->write_errors, m->cksum_errors,
 		     counters_nicenum(m->repaired_bytes, rep, sizeof(rep)), m->path, m->reads, m->writes, m->errors,
 		     m->corrected);
+		if (!m->given)
+			outf(o, "      not given to this mount: the path is where the superblocks last saw it (never opened)\n");
 		if (m->fail_reason[0])
 			outf(o, "      failed: %s\n", m->fail_reason);
 		if (m->faults[0])
@@ -402,7 +409,7 @@ static void text_cache_actions(const struct status *s, struct out *o)
 {
 	const struct cache_stats *cs = &s->cs;
 	if (cs->offline && s->st == ARRAY_FAILED)
-		outf(o, "action:  OFFLINE: the cache of the last run is preserved and the array cannot take it; return the missing members (they are taken back when they reappear at their paths) and the mount comes online by itself; 'raidfs cache %s discard --force' drops the preserved data for good\n",
+		outf(o, "action:  OFFLINE: the cache of the last run is preserved and the array cannot take it; return the missing members (they are taken back when they reappear at the paths this mount was given, or with 'raidfs add') and the mount comes online by itself; 'raidfs cache %s discard --force' drops the preserved data for good\n",
 		     s->mountpoint);
 	else if (cs->offline)
 		outf(o, "action:  OFFLINE: %s; the mount comes online by itself once it is written; 'raidfs cache %s discard --force' drops the preserved data for good\n",
@@ -466,6 +473,9 @@ static void text_member_actions(const struct status *s, struct out *o)
 		else if (m->rebuilding)
 			outf(o, "action:  member %u is being rebuilt onto '%s'; the array has less redundancy until it finishes\n",
 			     j, m->path);
+		else if (!m->given)
+			outf(o, "action:  member %u is missing: its directory is not among those this mount was given (the superblocks last saw it at '%s', which is not opened: it may belong to a copy of this array); give its own directory with 'raidfs add %s DIR', or replace it with 'raidfs replace %s %u NEWDIR' (an empty directory)\n",
+			     j, m->path, s->mountpoint, s->mountpoint, j);
 		else if (m->partial)
 			outf(o, "action:  member %u ('%s') failed during its rebuild: replace it with 'raidfs replace %s %u NEWDIR' (an empty directory on another disk)\n",
 			     j, m->path, s->mountpoint, j);
@@ -530,14 +540,15 @@ static json_t *json_members(const struct status *s)
 	for (uint32_t j = 0; arr && j < s->width; j++) {
 		const struct status_member *m = &s->m[j];
 		/* replacement: the directory it is being copied onto (replace in place) */
-		json_t *e = json_pack("{s:I, s:o, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
+		json_t *e = json_pack("{s:I, s:o, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:b}",
 				      "index", JU(j), "path", jstr(m->path), "state", m->word,
 				      "reads", JU(m->reads), "writes", JU(m->writes), "errors", JU(m->errors),
 				      "corrected", JU(m->corrected), "read_errors", JU(m->read_errors),
 				      "write_errors", JU(m->write_errors), "cksum_errors", JU(m->cksum_errors),
 				      "repaired_bytes", JU(m->repaired_bytes), "fail_reason", jstr(m->fail_reason),
 				      "faults", jstr(m->faults), "replacement", jstr(m->replacement),
-				      "replacement_faults", jstr(m->replacement ? m->replacement_faults : NULL));
+				      "replacement_faults", jstr(m->replacement ? m->replacement_faults : NULL),
+				      "given", m->given);
 		if (json_array_append_new(arr, e) < 0) {
 			json_decref(arr);
 			return NULL;
@@ -603,10 +614,10 @@ static json_t *json_cache(const struct status *s)
  * tests/integration); reals with one decimal as "%.1f" wrote them. */
 static void status_json(const struct status *s, struct out *o)
 {
-	json_t *doc = json_pack("{s:o, s:s, s:o, s:s, s:I, s:I, s:I, s:I, s:s, s:b, s:I, s:o, s:o, s:o, s:o, s:o}",
+	json_t *doc = json_pack("{s:o, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:I, s:s, s:b, s:I, s:o, s:o, s:o, s:o, s:o}",
 				"name", jstr(s->name), "uuid", s->uuid, "mountpoint", jstr(s->mountpoint),
 				"level", layout_level_name(s->level), "width", JU(s->width), "groups", JU(s->groups),
-				"chunk", JU(s->chunk), "size", JU(s->size), "state", s->state, "readonly", s->readonly,
+				"chunk", JU(s->chunk), "checksum", sb_csum_name(s->csum), "size", JU(s->size), "state", s->state, "readonly", s->readonly,
 				"events", JU(s->events), "members", json_members(s), "spares", json_spares(s),
 				"rebuild", json_rebuild(&s->ri), "scrub", json_scrub(&s->si), "cache", json_cache(s));
 	char *text = doc ? json_dumps(doc, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;

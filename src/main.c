@@ -1,7 +1,7 @@
 /*
  * main.c - the raidfs command line: one binary, git-style subcommands.
  *
- *   raidfs create --level LEVEL [--chunk SIZE] [--groups G] [--name NAME] [--force] DIR...
+ *   raidfs create --level LEVEL [--chunk SIZE] [--groups G] [--name NAME] [--checksum ALG] [--force] DIR...
  *   raidfs mount [-f] [-o OPTIONS] DIR[:DIR...] MOUNTPOINT
  *   raidfs DIR[:DIR...] MOUNTPOINT [-o OPTIONS]      (mount(8) / fstab form)
  *   raidfs status [--json] MOUNTPOINT
@@ -36,9 +36,11 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: raidfs <command> [options]\n"
 "\n"
-"  create --level LEVEL [--chunk SIZE] [--groups G] [--name NAME] [--force] [--spare DIR]... DIR...\n"
+"  create --level LEVEL [--chunk SIZE] [--groups G] [--name NAME] [--checksum ALG]\n"
+"         [--force] [--spare DIR]... DIR...\n"
 "        make a new array of the member directories (LEVEL: single raid0 raid1\n"
-"        raid5 raid6 raid10 raid50 raid60; chunk 4K..1M, default 64K)\n"
+"        raid5 raid6 raid10 raid50 raid60; chunk 4K..1M, default 64K;\n"
+"        ALG, the checksum algorithm of the array's chunks: crc32c or none, default none)\n"
 "  mount [-f] [-o OPTIONS] DIR[:DIR...] MOUNTPOINT\n"
 "        assemble the array from its members and mount it (-f: foreground)\n"
 "        options: nodegraded, force, ro, log=FILE, event_program=PATH,\n"
@@ -97,14 +99,15 @@ static int cmd_create(int argc, char **argv)
 		{ "name", required_argument, NULL, 'n' },
 		{ "force", no_argument, NULL, 'F' },
 		{ "spare", required_argument, NULL, 's' },
+		{ "checksum", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct create_opts o = { .level = LEVEL_COUNT, .chunk = LAYOUT_DEFAULT_CHUNK };
+	struct create_opts o = { .level = LEVEL_COUNT, .chunk = LAYOUT_DEFAULT_CHUNK, .csum = SB_CSUM_NONE };
 	int c;
 	optind = 1;
 	opterr = 0;	/* our own messages, with what to do */
-	while ((c = getopt_long(argc, argv, ":l:c:g:n:Fs:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":l:c:g:n:Fs:k:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'l': {
 			int l = layout_level_parse(optarg);
@@ -143,6 +146,15 @@ static int cmd_create(int argc, char **argv)
 			o.name = optarg;
 			break;
 		case 'F': o.force = true; break;
+		case 'k': {
+			int k = sb_csum_parse(optarg);
+			if (k < 0) {
+				fprintf(stderr, "raidfs: unknown checksum algorithm '%s': use crc32c or none\n", optarg);
+				return 1;
+			}
+			o.csum = k;
+			break;
+		}
 		case 's':
 			if (o.nspares == SB_MAX_SPARES) {
 				fprintf(stderr, "raidfs: create: at most %d spares\n", SB_MAX_SPARES);
@@ -173,6 +185,8 @@ static int cmd_create(int argc, char **argv)
 	printf("created %s array '%s' with %d member%s, chunk %u KiB",
 	       layout_level_name(o.level), o.name ? o.name : "raidfs", n, n == 1 ? "" : "s",
 	       o.chunk / 1024);
+	if (o.csum != SB_CSUM_NONE)
+		printf(", checksums %s", sb_csum_name(o.csum));
 	if (o.nspares)
 		printf(", %d hot spare%s (give them to 'raidfs mount' with the members)", o.nspares,
 		       o.nspares == 1 ? "" : "s");

@@ -5,6 +5,7 @@
 #include "monitor.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "member.h"
 #include "rebuild.h"
 #include "resync.h"
+#include "superblock.h"
 #include "util.h"
 
 static pthread_t monitor_thread;
@@ -47,6 +49,46 @@ static void record_sizes(struct array *a)
 		__atomic_store_n(&a->sizes_due, false, __ATOMIC_RELEASE);
 		if (!rfile_record_acked_all())
 			__atomic_store_n(&a->sizes_due, true, __ATOMIC_RELEASE);
+	}
+}
+
+/* A directory in the member list that was missing at mount, or had no
+ * superblock (a disk not mounted there yet), and now holds the superblock
+ * of a member of this array that is away: re-added as if it had gone
+ * away while mounted.  (Its slot was not known at mount.) */
+static void readd_given(struct array *a)
+{
+	struct rebuild_info ri;
+	for (int u = 0; u < a->nunusable && u < 64 && monitor_run; u++) {
+		if (!(a->unusable_retry & (1ull << u)))
+			continue;
+		struct superblock sb;
+		int fd = open(a->unusable_path[u], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		int r = sb_read(fd, &sb, NULL);
+		close(fd);
+		if (r < 0)
+			continue;
+		if (memcmp(sb.uuid, a->sb.uuid, 16) != 0 || sb.index >= a->width) {
+			a->unusable_retry &= ~(1ull << u);	/* not a member of this array */
+			continue;
+		}
+		uint32_t j = sb.index;
+		if (!a->m[j].went_away || member_online(a, j) || member_rebuilding(a, j) || a->m[j].fault.vanished)
+			continue;
+		rebuild_get(&ri);
+		if (ri.active)
+			return;
+		char err[512];
+		if (rebuild_readd(a, a->unusable_path[u], err, sizeof(err)) >= 0) {
+			log_warn("array '%s': member %u came back at '%s'", a->sb.name, j, a->unusable_path[u]);
+			a->unusable_retry &= ~(1ull << u);
+		} else if (!a->m[j].readd_told) {
+			log_warn("array '%s': member %u is back at '%s' but cannot be re-added yet: %s", a->sb.name, j,
+				 a->unusable_path[u], err);
+			a->m[j].readd_told = true;
+		}
 	}
 }
 
@@ -87,10 +129,14 @@ static void *monitor(void *arg)
 			a->tick(a);
 		array_counters_flush(a);	/* (error counters that changed: at most once a second) */
 		/* a member whose disk went away and is back at its path (same
-		 * array, same index) is re-added: hot-plug, as md's udev rules */
+		 * array, same index) is re-added: hot-plug, as md's udev rules.
+		 * Only a path this mount was given: the one the superblocks
+		 * recorded may be another array's directory (a copy of this
+		 * one's member) */
+		readd_given(a);
 		for (uint32_t j = 0; j < a->width && monitor_run; j++) {
 			if (!a->m[j].went_away || member_online(a, j) || member_rebuilding(a, j) ||
-			    a->m[j].fault.vanished || !a->m[j].path[0])
+			    a->m[j].fault.vanished || !a->m[j].path[0] || !a->m[j].given)
 				continue;
 			rebuild_get(&ri);
 			if (ri.active)

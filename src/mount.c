@@ -210,6 +210,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 		return 1;
 	a->keep_failed = true;
 	ctl_canonical(mountpoint, a->mountpoint, sizeof(a->mountpoint));	/* (messages) */
+	a->readonly = o->readonly;	/* (kept by assembly: no format upgrade) */
 	int r = array_assemble(a, paths, n, o->allow_degraded, err, sizeof(err));
 	if (r < 0)
 		return refuse(o, err);
@@ -219,7 +220,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	a->readonly = o->readonly;
 	a->force = o->force;
 	/* new files checksummed: the array's setting (docs/checksums.md) */
-	a->csum = getenv("RAIDFS_CHECKSUM") && !strcmp(getenv("RAIDFS_CHECKSUM"), "crc32c");
+	a->csum = a->sb.csum == SB_CSUM_CRC32C;
 	if (repair(a, mountpoint, o, r, err, sizeof(err), &offline))
 		return 1;
 	rfile_table_init();

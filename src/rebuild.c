@@ -2454,7 +2454,9 @@ int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
 	}
 	/* the slot went to another directory since (which failed too): the
 	 * missed-write log is that one's, not this directory's */
-	bool before = sb.members[j].gen != a->sb.members[j].gen;
+	bool before = sb.members[j].gen != a->sb.members[j].gen ||
+		      (!sb_uuid_nil(sb.member_uuid) && !sb_uuid_nil(a->sb.members[j].uuid) &&
+		       memcmp(sb.member_uuid, a->sb.members[j].uuid, 16) != 0);
 	if (sb.events > a->sb.events) {
 		snprintf(err, errlen, "'%s' (member %d) is newer than the running array (events %llu > %llu): unmount and mount with it instead",
 			 dir, j, (unsigned long long)sb.events, (unsigned long long)a->sb.events);

@@ -3,18 +3,23 @@
  *
  * Layout (all little-endian; see docs/format.md):
  *   0   magic "RAIDFSSB"         8
- *   8   format version u32       (1)
+ *   8   format version u32       (3; 1 and 2 read)
  *   12  record length u32        (bytes including the crc)
  *   16  uuid                     16
  *   32  name                     64, NUL padded
  *   96  level, chunk, width, groups, index   5 x u32
  *   116 spares u32 (hot spares; their entries follow the members)
  *   120 events u64, ctime u64, utime u64
- *   144 member entries, (width + spares) x 264: state u8, 3 reserved,
- *       generation u32, path[256]
- *   ... version 2 only: the replacement entry, 264: state u8 (5), the index
- *       of the member it replaces u8, 6 reserved, path[256]
+ *   144 this member's uuid       16
+ *   160 checksum algorithm u8, flags u8 (bit 0: replacement entry), 30 reserved
+ *   192 member entries, (width + spares) x 280: state u8, 3 reserved,
+ *       generation u32, member uuid[16], path[256]
+ *   ... with flag bit 0: the replacement entry, 280: state u8 (5), the
+ *       index of the member it replaces u8, 6 reserved, uuid[16], path[256]
  *   ... crc32 u32 of all previous bytes
+ * Formats 1 and 2: bytes 0..143 as above, entries of 264 bytes from 144
+ * (state, 3 reserved, generation, path), version 2 with the replacement
+ * entry; no member uuids, no checksum algorithm.
  */
 #include "superblock.h"
 
@@ -29,8 +34,13 @@
 #include "parity.h"
 #include "util.h"
 
-#define HDR 144
-#define ENT 264
+/* Formats 1 and 2 */
+#define HDR1 144
+#define ENT1 264
+/* Format 3 */
+#define HDR3 192
+#define ENT3 280
+#define F3_REPL 0x01	/* header flags: a replacement entry follows */
 
 const char *member_state_name(enum member_state s)
 {
@@ -45,18 +55,36 @@ const char *member_state_name(enum member_state s)
 	return "unknown";
 }
 
-size_t sb_encoded_size(uint32_t entries)
+const char *sb_csum_name(unsigned csum)
 {
-	return HDR + (size_t)entries * ENT + 4;
+	switch (csum) {
+	case SB_CSUM_NONE: return "none";
+	case SB_CSUM_CRC32C: return "crc32c";
+	}
+	return "unknown";
 }
 
-size_t sb_encode(const struct superblock *sb, uint8_t *buf)
+int sb_csum_parse(const char *name)
 {
-	uint32_t entries = sb->width + sb->nspares;
-	size_t len = sb_encoded_size(entries + sb->replacing);
+	for (unsigned c = 0; c < SB_CSUM_COUNT; c++)
+		if (!strcmp(name, sb_csum_name(c)))
+			return (int)c;
+	return -1;
+}
+
+size_t sb_encoded_size_v(uint32_t version, uint32_t entries)
+{
+	if (version >= SB_VERSION)
+		return HDR3 + (size_t)entries * ENT3 + 4;
+	return HDR1 + (size_t)entries * ENT1 + 4;
+}
+
+/* The fields formats 1, 2 and 3 share: bytes 0..143. */
+static void encode_common(const struct superblock *sb, uint8_t *buf, uint32_t version, size_t len)
+{
 	memset(buf, 0, len);
 	memcpy(buf, SB_MAGIC, 8);
-	put_le32(buf + 8, sb->replacing ? SB_VERSION_REPL : SB_VERSION);
+	put_le32(buf + 8, version);
 	put_le32(buf + 12, len);
 	memcpy(buf + 16, sb->uuid, 16);
 	memcpy(buf + 32, sb->name, strnlen(sb->name, SB_NAME_MAX - 1));
@@ -69,14 +97,48 @@ size_t sb_encode(const struct superblock *sb, uint8_t *buf)
 	put_le64(buf + 120, sb->events);
 	put_le64(buf + 128, sb->ctime);
 	put_le64(buf + 136, sb->utime);
+}
+
+size_t sb_encode(const struct superblock *sb, uint8_t *buf)
+{
+	uint32_t entries = sb->width + sb->nspares;
+	size_t len = sb_encoded_size_v(SB_VERSION, entries + sb->replacing);
+	encode_common(sb, buf, SB_VERSION, len);
+	memcpy(buf + 144, sb->member_uuid, 16);
+	buf[160] = sb->csum;
+	buf[161] = sb->replacing ? F3_REPL : 0;
 	for (uint32_t i = 0; i < entries; i++) {
-		uint8_t *e = buf + HDR + i * ENT;
+		uint8_t *e = buf + HDR3 + i * ENT3;
+		e[0] = sb->members[i].state;
+		put_le32(e + 4, sb->members[i].gen);
+		memcpy(e + 8, sb->members[i].uuid, 16);
+		memcpy(e + 24, sb->members[i].path, strnlen(sb->members[i].path, SB_PATH_MAX - 1));
+	}
+	if (sb->replacing) {
+		uint8_t *e = buf + HDR3 + entries * ENT3;
+		e[0] = MS_REPLACEMENT;
+		e[1] = sb->repl_of;
+		memcpy(e + 8, sb->repl_uuid, 16);
+		memcpy(e + 24, sb->repl_path, strnlen(sb->repl_path, SB_PATH_MAX - 1));
+	}
+	put_le32(buf + len - 4, parity_crc32(0, buf, len - 4));
+	return len;
+}
+
+size_t sb_encode_old(const struct superblock *sb, uint8_t *buf)
+{
+	uint32_t entries = sb->width + sb->nspares;
+	uint32_t version = sb->replacing ? SB_VERSION_REPL : SB_VERSION_1;
+	size_t len = sb_encoded_size_v(version, entries + sb->replacing);
+	encode_common(sb, buf, version, len);
+	for (uint32_t i = 0; i < entries; i++) {
+		uint8_t *e = buf + HDR1 + i * ENT1;
 		e[0] = sb->members[i].state;
 		put_le32(e + 4, sb->members[i].gen);
 		memcpy(e + 8, sb->members[i].path, strnlen(sb->members[i].path, SB_PATH_MAX - 1));
 	}
 	if (sb->replacing) {
-		uint8_t *e = buf + HDR + entries * ENT;
+		uint8_t *e = buf + HDR1 + entries * ENT1;
 		e[0] = MS_REPLACEMENT;
 		e[1] = sb->repl_of;
 		memcpy(e + 8, sb->repl_path, strnlen(sb->repl_path, SB_PATH_MAX - 1));
@@ -91,13 +153,13 @@ int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
 	const char *dummy;
 	if (!why)
 		why = &dummy;
-	if (len < HDR + 4 || memcmp(buf, SB_MAGIC, 8) != 0) {
+	if (len < HDR1 + 4 || memcmp(buf, SB_MAGIC, 8) != 0) {
 		*why = "not a raidfs superblock (bad magic)";
 		return -EBADMSG;
 	}
 	uint32_t ver = get_le32(buf + 8);
 	uint32_t rlen = get_le32(buf + 12);
-	if (rlen > len || rlen < HDR + 4) {
+	if (rlen > len || rlen < HDR1 + 4) {
 		*why = "superblock is truncated";
 		return -EBADMSG;
 	}
@@ -105,11 +167,24 @@ int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
 		*why = "superblock checksum mismatch (corrupt)";
 		return -EBADMSG;
 	}
-	if (ver != SB_VERSION && ver != SB_VERSION_REPL) {
-		*why = "superblock format version not supported by this raidfs";
+	if (ver != SB_VERSION_1 && ver != SB_VERSION_REPL && ver != SB_VERSION) {
+		*why = "superblock format version not supported by this raidfs (written by a newer raidfs?)";
 		return -EPROTO;
 	}
+	bool v3 = ver == SB_VERSION;
+	if (v3 && rlen < HDR3 + 4) {
+		*why = "superblock is truncated";
+		return -EBADMSG;
+	}
+	if (v3 && ((buf[161] & ~F3_REPL) || buf[160] >= SB_CSUM_COUNT)) {
+		*why = buf[160] >= SB_CSUM_COUNT
+			       ? "the array's checksum algorithm is not supported by this raidfs (written by a newer raidfs?)"
+			       : "superblock flags not supported by this raidfs (written by a newer raidfs?)";
+		return -EPROTO;
+	}
+	size_t hdr = v3 ? HDR3 : HDR1, ent = v3 ? ENT3 : ENT1, poff = v3 ? 24 : 8;
 	memset(sb, 0, sizeof(*sb));
+	sb->version = ver;
 	memcpy(sb->uuid, buf + 16, 16);
 	memcpy(sb->name, buf + 32, SB_NAME_MAX - 1);
 	sb->level = get_le32(buf + 96);
@@ -121,28 +196,36 @@ int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
 	sb->events = get_le64(buf + 120);
 	sb->ctime = get_le64(buf + 128);
 	sb->utime = get_le64(buf + 136);
-	bool repl = ver == SB_VERSION_REPL;
+	if (v3) {
+		memcpy(sb->member_uuid, buf + 144, 16);
+		sb->csum = buf[160];
+	}
+	bool repl = v3 ? (buf[161] & F3_REPL) != 0 : ver == SB_VERSION_REPL;
 	if (sb->width == 0 || sb->width > LAYOUT_MAX_WIDTH || sb->nspares > SB_MAX_SPARES ||
-	    rlen != sb_encoded_size(sb->width + sb->nspares + repl) ||
+	    rlen != sb_encoded_size_v(ver, sb->width + sb->nspares + repl) ||
 	    sb->index >= sb->width + sb->nspares + repl || sb->level >= LEVEL_COUNT) {
 		*why = "superblock fields out of range (corrupt)";
 		return -EBADMSG;
 	}
 	if (repl) {
-		const uint8_t *e = buf + HDR + (sb->width + sb->nspares) * ENT;
+		const uint8_t *e = buf + hdr + (sb->width + sb->nspares) * ent;
 		if (e[0] != MS_REPLACEMENT || e[1] >= sb->width) {
 			*why = "superblock replacement entry out of range (corrupt)";
 			return -EBADMSG;
 		}
 		sb->replacing = true;
 		sb->repl_of = e[1];
-		memcpy(sb->repl_path, e + 8, SB_PATH_MAX - 1);
+		if (v3)
+			memcpy(sb->repl_uuid, e + 8, 16);
+		memcpy(sb->repl_path, e + poff, SB_PATH_MAX - 1);
 	}
 	for (uint32_t i = 0; i < sb->width + sb->nspares; i++) {
-		const uint8_t *e = buf + HDR + i * ENT;
+		const uint8_t *e = buf + hdr + i * ent;
 		sb->members[i].state = e[0];
 		sb->members[i].gen = get_le32(e + 4);
-		memcpy(sb->members[i].path, e + 8, SB_PATH_MAX - 1);
+		if (v3)
+			memcpy(sb->members[i].uuid, e + 8, 16);
+		memcpy(sb->members[i].path, e + poff, SB_PATH_MAX - 1);
 	}
 	return 0;
 }

@@ -13,6 +13,12 @@
  * member) and ends with a zlib crc32 of everything before it.  It is
  * replaced atomically (write tmp, fsync, rename, fsync dir).
  *
+ * Format 3 gives every member an identity of its own: a random member
+ * uuid, in the directory's own superblock and in every table entry, so a
+ * directory proves which member it is (with the array uuid and the event
+ * counter); the recorded paths are only for messages.  Formats 1 and 2
+ * (no member uuids) are read, and written again as 3.
+ *
  * sb_encode/sb_decode are pure.  sb_read/sb_write do I/O on a member root
  * directory descriptor.  All return 0 or a negative errno; sb_decode
  * returns -EBADMSG for a bad checksum or magic and -EPROTO for an unknown
@@ -32,8 +38,9 @@
 #define SB_DIRTY_DIR ".raidfs/dirty"
 #define SB_MISSED_DIR ".raidfs/missed"
 #define SB_MAGIC "RAIDFSSB"
-#define SB_VERSION 1		/* no replacement recorded */
-#define SB_VERSION_REPL 2	/* version 1 + a replacement entry (below) */
+#define SB_VERSION_1 1		/* older: no replacement recorded */
+#define SB_VERSION_REPL 2	/* older: version 1 + a replacement entry */
+#define SB_VERSION 3		/* member uuids, checksum algorithm (written) */
 #define SB_NAME_MAX 64
 #define SB_PATH_MAX 256
 #define SB_MAX_SPARES 8
@@ -48,15 +55,28 @@ enum member_state {
 	MS_REPLACEMENT = 5,	/* the entry of a replacement in place (below) */
 };
 
+/* The array's checksum algorithm (sb.csum). */
+enum sb_csum {
+	SB_CSUM_NONE = 0,
+	SB_CSUM_CRC32C = 1,
+};
+#define SB_CSUM_COUNT 2
+
 struct sb_member {
 	uint8_t state;			/* enum member_state */
 	uint32_t gen;			/* bumped each time the slot gets another
 					 * directory (a rebuild or replacement
 					 * onto it); 0 in older superblocks */
-	char path[SB_PATH_MAX];		/* where it was last seen (messages only) */
+	uint8_t uuid[16];		/* the member uuid the slot's directory
+					 * must carry (sb_uuid_nil(): not known
+					 * yet, an array of format 1 or 2);
+					 * changes with gen */
+	char path[SB_PATH_MAX];		/* where it was last seen: for messages
+					 * only, never opened */
 };
 
 struct superblock {
+	uint32_t version;		/* as read (sb_decode()); written: SB_VERSION */
 	uint8_t uuid[16];
 	char name[SB_NAME_MAX];
 	uint32_t level;			/* enum raid_level */
@@ -68,6 +88,10 @@ struct superblock {
 	uint64_t ctime;			/* creation, seconds since the epoch */
 	uint64_t utime;			/* last update */
 	uint32_t nspares;		/* hot spares, entries width .. width+nspares-1 */
+	uint8_t member_uuid[16];	/* this directory's own identity: equal to
+					 * its table entry's uuid while it is that
+					 * member (nil in older formats) */
+	uint8_t csum;			/* enum sb_csum; none in older formats */
 	struct sb_member members[LAYOUT_MAX_WIDTH + SB_MAX_SPARES];
 	/*
 	 * A healthy member being replaced in place (`raidfs replace` of an
@@ -80,8 +104,23 @@ struct superblock {
 	 */
 	bool replacing;
 	uint32_t repl_of;
+	uint8_t repl_uuid[16];		/* the replacement's member uuid */
 	char repl_path[SB_PATH_MAX];
 };
+
+/* All zero: a member uuid not known (formats 1 and 2). */
+static inline bool sb_uuid_nil(const uint8_t u[16])
+{
+	for (int i = 0; i < 16; i++)
+		if (u[i])
+			return false;
+	return true;
+}
+
+/* "none", "crc32c" */
+const char *sb_csum_name(unsigned csum);
+/* The algorithm of a name (as sb_csum_name() gives), or -1. */
+int sb_csum_parse(const char *name);
 
 /* This superblock is the one of a replacement in place (not a member). */
 static inline bool sb_is_replacement(const struct superblock *sb)
@@ -91,12 +130,20 @@ static inline bool sb_is_replacement(const struct superblock *sb)
 
 const char *member_state_name(enum member_state s);
 
-/* Encoded size for a number of entries (width + spares, + 1 for a
- * replacement). */
-size_t sb_encoded_size(uint32_t entries);
-#define SB_MAX_BYTES (144 + (LAYOUT_MAX_WIDTH + SB_MAX_SPARES + 1) * 264 + 4)
-/* Encode into buf (at least SB_MAX_BYTES bytes). */
+/* Encoded size in format `version` for a number of entries (width +
+ * spares, + 1 for a replacement). */
+size_t sb_encoded_size_v(uint32_t version, uint32_t entries);
+static inline size_t sb_encoded_size(uint32_t entries)
+{
+	return sb_encoded_size_v(SB_VERSION, entries);
+}
+#define SB_MAX_BYTES (192 + (LAYOUT_MAX_WIDTH + SB_MAX_SPARES + 1) * 280 + 4)
+/* Encode into buf (at least SB_MAX_BYTES bytes), in the current format. */
 size_t sb_encode(const struct superblock *sb, uint8_t *buf);
+/* Encode in an older format (SB_VERSION_1: 2 when a replacement is
+ * recorded), as an older raidfs wrote it: no member uuids, no checksum
+ * algorithm.  For tests of the upgrade. */
+size_t sb_encode_old(const struct superblock *sb, uint8_t *buf);
 int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
 	      const char **why);
 

@@ -24,12 +24,10 @@
 # raid0 over 3; long - also raid10 over 4, raid50 over 6, raid60 over 8,
 # and each level both ways.
 #
-# While the array's checksum setting is being built, new files get
-# checksums with RAIDFS_CHECKSUM=crc32c in the daemon's environment.
+# The arrays are created with `--checksum crc32c`.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_python
-export RAIDFS_CHECKSUM=crc32c
 
 # level width data-slots-per-row (0: raid0, no redundancy) mount-options
 WT=write_policy=writethrough WB=write_policy=writeback,bbu=shm
@@ -45,7 +43,7 @@ for cfg in "${CONFIGS[@]}"; do
 	mem=$(make_members "$width" "c$n/d")
 	members=$(join_members $mem)
 	read -r -a M <<<"$mem"
-	expect_rc 0 "$RAIDFS" create --level "$level" --chunk 4K --name cs $mem
+	expect_rc 0 "$RAIDFS" create --level "$level" --chunk 4K --checksum crc32c --name cs $mem
 	rfs_mount "$members" "$C/mnt" -o "$opts" || fail "$level: mount"
 	"$PY" - "$C/mnt/f" "$C/ref" <<'PY' || fail "$level: writing the file"
 import random, sys

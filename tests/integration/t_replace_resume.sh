@@ -1,8 +1,9 @@
 #!/bin/bash
 # t_replace_resume - a replacement of a healthy member in place ('raidfs
 # replace' of an online member) survives an unmount and kill -9: the
-# replacement is recorded in the superblocks, the next mount puts the new
-# directory back beside the member (status shows the replacement in
+# replacement is recorded in the superblocks, the next mount (given the
+# new directory among the members: a mount opens only the directories it
+# is given) puts the new directory back beside the member (status shows the replacement in
 # progress, the array stays optimal) and the copy goes on from its saved
 # position (files copied before are not copied again).  Between the stops
 # a workload with a reference copy changes the tree.  At the end the new
@@ -21,6 +22,7 @@ mem=$(make_members 4)
 mkdir -p "$T/new" "$T/ref"
 mnt=$T/mnt
 members=$(join_members $mem)
+members_r=$members:$T/new	# with the replacement in progress
 # slow from the start: a resumed copy must still be running when it is checked
 opts="-o write_policy=writethrough,rebuild_min_rate=1,rebuild_max_rate=1"
 expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name rpr $mem
@@ -64,7 +66,7 @@ PYEOF
 # 1. a clean unmount in the middle of the copy
 rfs_unmount_wait "$mnt" || fail "unmount during the replacement"
 [ -e "$T/d2/.raidfs/superblock" ] || fail "the member lost its superblock at the unmount"
-rfs_mount "$members" "$mnt" $opts || fail "mount after the unmount"
+rfs_mount "$members_r" "$mnt" $opts || fail "mount after the unmount"
 check_resumed "unmount"
 log "ok: resumed after an unmount"
 
@@ -76,7 +78,7 @@ for k in $(seq 1 "$KILLS"); do
 	sleep "$((RANDOM % 3)).$((RANDOM % 10))"
 	: >"$T/daemon.log"
 	rfs_kill "$mnt" || fail "kill -9 number $k"
-	rfs_mount "$members" "$mnt" $opts || fail "mount after kill -9 number $k"
+	rfs_mount "$members_r" "$mnt" $opts || fail "mount after kill -9 number $k"
 	check_resumed "kill -9 number $k"
 	log "ok: resumed after kill -9 number $k"
 done

@@ -41,8 +41,8 @@ static void test_spares(void)
 	CHECK(sb_decode(buf, len, &out, NULL) == -EBADMSG, "too many spares accepted");
 }
 
-/* A replacement in place: version 2 with one more entry; without it the
- * record stays version 1 (older readers); the replacement's own index. */
+/* A replacement in place: one more entry (flag bit 0 in format 3; format
+ * 2 in the older encoding); the replacement's own index. */
 static void test_replacement(void)
 {
 	struct superblock sb, out;
@@ -55,27 +55,86 @@ static void test_replacement(void)
 	for (uint32_t i = 0; i < 6; i++)
 		sb.members[i].state = i < 5 ? MS_ONLINE : MS_SPARE;
 	size_t len = sb_encode(&sb, buf);
-	CHECK(get_le32(buf + 8) == SB_VERSION && len == sb_encoded_size(6), "no replacement: not version 1");
+	CHECK(get_le32(buf + 8) == SB_VERSION && buf[161] == 0 && len == sb_encoded_size(6),
+	      "no replacement: version, flags or size");
 	sb.replacing = true;
 	sb.repl_of = 3;
+	memset(sb.repl_uuid, 0xa5, 16);
 	snprintf(sb.repl_path, SB_PATH_MAX, "/srv/new3");
 	sb.index = 6;	/* the replacement's own superblock */
 	len = sb_encode(&sb, buf);
-	CHECK(get_le32(buf + 8) == SB_VERSION_REPL && len == sb_encoded_size(7), "replacement: version or size");
+	CHECK(get_le32(buf + 8) == SB_VERSION && buf[161] == 1 && len == sb_encoded_size(7),
+	      "replacement: version, flags or size");
 	CHECK(sb_decode(buf, len, &out, NULL) == 0 && out.replacing && out.repl_of == 3 &&
 	      !strcmp(out.repl_path, "/srv/new3") && sb_is_replacement(&out) && out.nspares == 1 &&
-	      out.members[5].state == MS_SPARE, "replacement round trip");
+	      out.members[5].state == MS_SPARE && out.repl_uuid[15] == 0xa5, "replacement round trip");
+	/* the same in the older encoding: format 2 */
+	uint8_t old[SB_MAX_BYTES];
+	size_t olen = sb_encode_old(&sb, old);
+	CHECK(get_le32(old + 8) == SB_VERSION_REPL && olen == sb_encoded_size_v(SB_VERSION_REPL, 7),
+	      "older replacement: version or size");
+	CHECK(sb_decode(old, olen, &out, NULL) == 0 && out.version == SB_VERSION_REPL && out.replacing &&
+	      out.repl_of == 3 && !strcmp(out.repl_path, "/srv/new3") && sb_uuid_nil(out.repl_uuid),
+	      "format 2 replacement read");
 	sb.index = 2;
 	len = sb_encode(&sb, buf);
 	CHECK(sb_decode(buf, len, &out, NULL) == 0 && out.replacing && !sb_is_replacement(&out),
 	      "a member's superblock with a replacement recorded");
-	buf[144 + 6 * 264 + 1] = 5;	/* replaces member 5 of 5: corrupt (crc fixed) */
+	buf[192 + 6 * 280 + 1] = 5;	/* replaces member 5 of 5: corrupt (crc fixed) */
 	put_le32(buf + len - 4, parity_crc32(0, buf, len - 4));
 	CHECK(sb_decode(buf, len, &out, NULL) == -EBADMSG, "replacement of a member out of range accepted");
 	sb.replacing = false;
 	sb.index = 6;
 	len = sb_encode(&sb, buf);
 	CHECK(sb_decode(buf, len, &out, NULL) == -EBADMSG, "index past the table accepted without a replacement");
+}
+
+/* Member uuids and the checksum algorithm round trip; formats 1 and 2
+ * are read (no uuids, no checksums); unknown algorithms and flags are
+ * refused as a format this raidfs does not know, never misread. */
+static void test_identity(void)
+{
+	struct superblock sb, out;
+	uint8_t buf[SB_MAX_BYTES];
+	memset(&sb, 0, sizeof(sb));
+	random_bytes(sb.uuid, 16);
+	sb.level = LEVEL_RAID5;
+	sb.chunk = 65536;
+	sb.width = 4;
+	sb.groups = 1;
+	sb.index = 2;
+	sb.csum = SB_CSUM_CRC32C;
+	for (uint32_t i = 0; i < 4; i++) {
+		random_bytes(sb.members[i].uuid, 16);
+		snprintf(sb.members[i].path, SB_PATH_MAX, "/srv/d%u", i);
+	}
+	memcpy(sb.member_uuid, sb.members[2].uuid, 16);
+	size_t len = sb_encode(&sb, buf);
+	CHECK(sb_decode(buf, len, &out, NULL) == 0 && out.version == SB_VERSION && out.csum == SB_CSUM_CRC32C &&
+	      !memcmp(out.member_uuid, sb.members[2].uuid, 16) && !memcmp(out.members[3].uuid, sb.members[3].uuid, 16) &&
+	      !strcmp(out.members[3].path, "/srv/d3"), "uuids and checksum round trip");
+	buf[160] = SB_CSUM_COUNT;	/* an algorithm of a newer raidfs */
+	put_le32(buf + len - 4, parity_crc32(0, buf, len - 4));
+	const char *why = NULL;
+	CHECK(sb_decode(buf, len, &out, &why) == -EPROTO && why && strstr(why, "checksum"),
+	      "unknown checksum algorithm not refused");
+	buf[160] = SB_CSUM_NONE;
+	buf[161] = 0x80;	/* a flag of a newer raidfs */
+	put_le32(buf + len - 4, parity_crc32(0, buf, len - 4));
+	CHECK(sb_decode(buf, len, &out, NULL) == -EPROTO, "unknown flag not refused");
+	put_le32(buf + 8, SB_VERSION + 1);
+	buf[161] = 0;
+	put_le32(buf + len - 4, parity_crc32(0, buf, len - 4));
+	CHECK(sb_decode(buf, len, &out, NULL) == -EPROTO, "newer format version not refused");
+	/* format 1, as an older raidfs wrote it */
+	len = sb_encode_old(&sb, buf);
+	CHECK(get_le32(buf + 8) == SB_VERSION_1 && len == 144 + 4 * 264 + 4, "format 1: version or size");
+	CHECK(!strcmp((const char *)buf + 144 + 3 * 264 + 8, "/srv/d3"), "format 1: path not at its place");
+	CHECK(sb_decode(buf, len, &out, NULL) == 0 && out.version == SB_VERSION_1 && out.csum == SB_CSUM_NONE &&
+	      sb_uuid_nil(out.member_uuid) && sb_uuid_nil(out.members[1].uuid) && out.index == 2 &&
+	      !strcmp(out.members[3].path, "/srv/d3"), "format 1 read");
+	CHECK(sb_csum_parse("crc32c") == SB_CSUM_CRC32C && sb_csum_parse("none") == SB_CSUM_NONE &&
+	      sb_csum_parse("crc32") < 0 && !strcmp(sb_csum_name(SB_CSUM_CRC32C), "crc32c"), "checksum names");
 }
 
 static void test_superblock(uint32_t width)
@@ -158,6 +217,7 @@ int main(void)
 	test_meta();
 	test_spares();
 	test_replacement();
+	test_identity();
 	if (failures) {
 		fprintf(stderr, "test_format: %d failure(s)\n", failures);
 		return 1;
