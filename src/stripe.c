@@ -1814,6 +1814,59 @@ ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off
  * also after part of the stripe went out: the data did not change, and
  * its file stays in the dirty log for the next resync.
  */
+/*
+ * The resync of a checksummed row after a crash: the row may have been
+ * written whole while its record lagged, or in part.  Every slot is read
+ * as the members hold it (not verified) into raw[]; 1 when every slot
+ * could be read and the redundancy agrees with the data (mirrors: the
+ * copies agree; raid0: nothing to compare): the bytes were written whole
+ * and are taken, with a new record.  Otherwise the verified load decides
+ * (an unacknowledged write is rolled back to what the record says), and
+ * when nothing verifies either, the bytes are taken as found, said loudly:
+ * nothing tells which side is right.  0 or -errno.
+ */
+static int resync_row_load(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **blk)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t n = l->k + l->m, chunk = l->chunk;
+	uint64_t base = s * chunk, data = recon_all(l) & ((l->k == 64) ? ~0ull : ((1ull << l->k) - 1));
+	uint8_t *buf = malloc((size_t)(n + l->m) * chunk), *raw[LAYOUT_MAX_WIDTH];
+	if (!buf)
+		return -ENOMEM;
+	bool whole = true;
+	for (uint32_t i = 0; i < n; i++) {
+		raw[i] = buf + (size_t)i * chunk;
+		uint32_t mj = layout_slot_member(l, s, g, i);
+		whole = whole && rfile_usable_at(rf, mj, s) && shard_read(rf, mj, raw[i], chunk, base) == 0;
+	}
+	bool agrees = whole;
+	if (agrees && l->red == RED_MIRROR) {
+		for (uint32_t c = 1; c < n && agrees; c++)
+			agrees = !memcmp(raw[c], raw[0], chunk);
+	} else if (agrees && l->red == RED_PARITY) {
+		uint8_t *p[LAYOUT_MAX_WIDTH];
+		for (uint32_t i = 0; i < n; i++)
+			p[i] = i < l->k ? raw[i] : buf + (size_t)(n + i - l->k) * chunk;
+		agrees = parity_encode(l->k, l->m, chunk, p) == 0;
+		for (uint32_t i = l->k; i < n && agrees; i++)
+			agrees = !memcmp(p[i], raw[i], chunk);
+	}
+	int ret = 0;
+	if (!agrees) {
+		ret = load_group(rf, s, g, 0, chunk, blk, data);
+		if (ret == -EIO && whole) {
+			log_err("file %016" PRIx64 ", stripe %" PRIu64 ": after the crash, no record of the row matches "
+				"its chunks and its redundancy does not agree with its data: taken as found", rf->id, s);
+			agrees = true;
+			ret = 0;
+		}
+	}
+	for (uint32_t j = 0; j < l->k && agrees && ret == 0; j++)
+		memcpy(blk[j], raw[j], chunk);
+	free(buf);
+	return ret;
+}
+
 static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit, bool changing)
 {
 	const struct layout *l = &rf->lay;
@@ -1830,7 +1883,7 @@ static int regen_group(struct rfile *rf, uint64_t s, uint32_t g, uint64_t limit,
 	for (uint32_t i = 0; i < n; i++)
 		blk[i] = scr + (size_t)i * chunk;
 	uint64_t all = (l->k == 64) ? ~0ull : ((1ull << l->k) - 1);
-	ret = load_group(rf, s, g, 0, chunk, blk, all);
+	ret = rf->sums && !changing ? resync_row_load(rf, s, g, blk) : load_group(rf, s, g, 0, chunk, blk, all);
 	if (ret < 0)
 		return ret;
 	for (uint32_t j = 0; j < l->k; j++) {
@@ -1951,6 +2004,15 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 			if (!array_writable(rf->a))
 				return -EIO;
 		}
+	}
+	/* the records of rows past the end go too: a row the file grows
+	 * over again is a hole, with no record */
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), rows = (size + sbytes - 1) / sbytes;
+	for (uint32_t j = 0; j < rf->a->width && rf->sums; j++) {
+		int e = rf->sfd[j] >= 0 && writable(rf, j) ? csum_truncate(rf->sfd[j], &rf->lay, rows) : 0;
+		if (e < 0)
+			log_err("member %u '%s': cannot cut the checksum file of file %016" PRIx64 ": %s", j,
+				rf->a->m[j].path, rf->id, strerror(-e));
 	}
 	return 0;
 }
