@@ -563,17 +563,57 @@ static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc
 	return best;
 }
 
-/* The record `gen`/crc of stripe s to member mj.  A member that cannot
- * take it keeps an older record, which the others' newer ones outvote;
- * said, not fatal. */
-static void row_put(struct rfile *rf, uint32_t mj, uint64_t s, uint64_t gen, const uint32_t *crc)
+/* The checksum file of shard j, opened when first needed (a shard the
+ * rebuild or a replacement in place made after the file was opened).
+ * -1 when there is none. */
+static int sums_fd(struct rfile *rf, uint32_t j)
 {
-	if (rf->sfd[mj] < 0 || !member_writable(rf->a, mj))
-		return;
-	int r = csum_write_row(rf->sfd[mj], &rf->lay, s, gen, crc);
+	int fd = __atomic_load_n(&rf->sfd[j], __ATOMIC_ACQUIRE);
+	if (fd >= 0 || rf->fd[j] < 0 || rf->a->readonly)
+		return fd;
+	fd = csum_open(rf->a->m[j].dirfd, rf->id, O_RDWR | O_CREAT);
+	if (fd < 0)
+		return -1;
+	int none = -1;
+	if (!__atomic_compare_exchange_n(&rf->sfd[j], &none, fd, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		close(fd);	/* (another thread's is in place) */
+		return none;
+	}
+	return fd;
+}
+
+static void put_row_on(struct rfile *rf, uint32_t j, uint64_t s, uint64_t gen, const uint32_t *crc)
+{
+	int fd = sums_fd(rf, j);
+	int r = fd < 0 ? 0 : csum_write_row(fd, &rf->lay, s, gen, crc);
 	if (r < 0)
 		log_err("member %u '%s': cannot write the checksum record of stripe %" PRIu64 " of file %016" PRIx64
-			": %s", mj, rf->a->m[mj].path, s, rf->id, strerror(-r));
+			": %s", j, rf->a->m[j].path, s, rf->id, strerror(-r));
+}
+
+/* The generation of a row's new record: past the one believed, and at
+ * least the time now (ns since the epoch).  A record left behind on a
+ * member that was away, or on a replacement, from before a truncate cut
+ * the row and the file grew over it again, is older than any written
+ * since: it never outvotes them (unless the clock went back meanwhile). */
+static uint64_t next_gen(uint64_t best)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	uint64_t now = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	return best + 1 > now ? best + 1 : now;
+}
+
+/* The record `gen`/crc of stripe s to member mj (and to its replacement
+ * while it is replaced in place).  A member that cannot take it keeps an
+ * older record, which the others' newer ones outvote; said, not fatal. */
+static void row_put(struct rfile *rf, uint32_t mj, uint64_t s, uint64_t gen, const uint32_t *crc)
+{
+	if (!member_writable(rf->a, mj))
+		return;
+	put_row_on(rf, mj, s, gen, crc);
+	if ((int)mj == shadow_of(rf->a) && rf->fd[SHADOW] >= 0)
+		put_row_on(rf, SHADOW, s, gen, crc);
 }
 
 /* The record of a row whose every slot is in blk[] (whole chunks, bytes
@@ -585,7 +625,7 @@ static int row_put_all(struct rfile *rf, uint64_t s, uint32_t g, uint8_t *const 
 	uint32_t *crc = malloc((size_t)csum_per_row(l) * 4);
 	if (!crc)
 		return -ENOMEM;
-	uint64_t gen = row_load(rf, s, g, crc) + 1;
+	uint64_t gen = next_gen(row_load(rf, s, g, crc));
 	for (uint32_t i = 0; i < l->k + l->m; i++)
 		csum_blocks(blk[i], l->chunk, B, crc + (size_t)i * B);
 	for (uint32_t i = 0; i < l->k + l->m; i++)
@@ -772,7 +812,7 @@ static void sw_sum(struct rfile *rf, struct sum_window *sw, uint64_t s, uint32_t
 {
 	const struct layout *l = &rf->lay;
 	uint32_t B = l->chunk / CSUM_BLOCK;
-	sw->gen = row_load(rf, s, g, sw->crc) + 1;
+	sw->gen = next_gen(row_load(rf, s, g, sw->crc));
 	for (uint32_t i = 0; i < l->k + l->m; i++)
 		if (changed >> i & 1)
 			csum_blocks(sw->blk[i], sw->len, sw->len / CSUM_BLOCK, sw->crc + (size_t)i * B + sw->lo / CSUM_BLOCK);
@@ -784,8 +824,8 @@ static int sw_write(struct rfile *rf, struct sum_window *sw, uint64_t s, uint32_
 		    uint32_t a, uint32_t b, bool *wrote)
 {
 	int ret = shard_write(rf, mj, sw->blk[i] + (a - sw->lo), b - a, s * rf->lay.chunk + a, wrote);
-	if (ret == 0 && rfile_usable_at(rf, mj, s))
-		sw->wrote_to |= 1ull << mj;
+	if (ret == 0)
+		sw->wrote_to |= 1ull << mj;	/* (a member being rebuilt too) */
 	return ret;
 }
 
@@ -1022,7 +1062,7 @@ static void write_share(void *arg, int t)
 			for (uint32_t g = 0; g < l->groups; g++) {
 				size_t r = (size_t)(s - s0) * l->groups + g;
 				uint32_t *crc = crcs + r * per;
-				gens[r] = row_load(rf, s, g, crc) + 1;
+				gens[r] = next_gen(row_load(rf, s, g, crc));
 				for (uint32_t i = 0; i < k + m; i++)
 					csum_blocks(i < k ? DATA(s, g, i) : PAR(s, g, i - k), chunk, B, crc + (size_t)i * B);
 			}
@@ -2008,8 +2048,11 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 	/* the records of rows past the end go too: a row the file grows
 	 * over again is a hole, with no record */
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), rows = (size + sbytes - 1) / sbytes;
-	for (uint32_t j = 0; j < rf->a->width && rf->sums; j++) {
-		int e = rf->sfd[j] >= 0 && writable(rf, j) ? csum_truncate(rf->sfd[j], &rf->lay, rows) : 0;
+	for (uint32_t j = 0; j < MEMBER_SLOTS && rf->sums; j++) {
+		if (j == rf->a->width)
+			j = SHADOW;	/* (a replacement in place: its records too) */
+		int fd = j == SHADOW ? sums_fd(rf, j) : writable(rf, j) ? rf->sfd[j] : -1;
+		int e = fd >= 0 ? csum_truncate(fd, &rf->lay, rows) : 0;
 		if (e < 0)
 			log_err("member %u '%s': cannot cut the checksum file of file %016" PRIx64 ": %s", j,
 				rf->a->m[j].path, rf->id, strerror(-e));
@@ -2521,6 +2564,21 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 	uint8_t *out = blk[slot];
 	if (ret < 0)
 		return ret;
+	if (rf->sums) {
+		/* the row's record goes with the chunk (verified against it) */
+		uint32_t *crc = malloc((size_t)csum_per_row(l) * 4);
+		if (!crc)
+			return -ENOMEM;
+		uint64_t gen = row_load(rf, s, g, crc);
+		if (gen)
+			put_row_on(rf, target, s, gen, crc);
+		free(crc);
+		/* the last row: none of an older file's records past it */
+		uint64_t sbytes = layout_stripe_data_bytes(l);
+		int fd = (s + 1) * sbytes >= rf->size ? sums_fd(rf, target) : -1;
+		if (fd >= 0)
+			csum_truncate(fd, l, s + 1);
+	}
 	if (verify) {
 		/* second pass: compare with what the new member holds */
 		uint8_t *have = scratch_extra(chunk);
