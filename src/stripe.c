@@ -1893,6 +1893,22 @@ static int resync_row_load(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **b
 	}
 	int ret = 0;
 	if (!agrees) {
+		/* the data verified (and healed) by the load; a redundancy
+		 * chunk that does not match its checksum is made again below:
+		 * counted on its member here */
+		uint32_t *crc = whole && l->red == RED_PARITY ? malloc((size_t)csum_per_row(l) * 4) : NULL;
+		if (crc) {
+			row_load(rf, s, g, crc);
+			for (uint32_t i = l->k; i < n; i++)
+				if (!slot_verifies(l, crc, i, 0, chunk / CSUM_BLOCK, raw[i])) {
+					uint32_t mj = layout_slot_member(l, s, g, i);
+					log_err("checksum error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64
+						", %u bytes of redundancy): made again from the data", mj, rf->a->m[mj].path,
+						rf->id, base, chunk);
+					array_note_cksum_error(rf->a, mj, chunk);
+				}
+			free(crc);
+		}
 		ret = load_group(rf, s, g, 0, chunk, blk, data);
 		if (ret == -EIO && whole) {
 			log_err("file %016" PRIx64 ", stripe %" PRIu64 ": after the crash, no record of the row matches "
@@ -2378,7 +2394,7 @@ long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from)
 }
 
 long stripe_verify(struct rfile *rf,
-		   void (*report)(void *ctx, uint64_t stripe, uint32_t group),
+		   void (*report)(void *ctx, uint64_t stripe, uint32_t group, uint64_t members),
 		   void *ctx)
 {
 	return stripe_verify_range(rf, 0, UINT64_MAX, report, ctx, NULL);
@@ -2424,7 +2440,8 @@ static int regen_mirror(struct rfile *rf, uint64_t s, uint32_t g)
 int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g)
 {
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
-	int r = rf->lay.red == RED_MIRROR ? regen_mirror(rf, s, g) : regen_group(rf, s, g, rf->size, false);
+	/* (with checksums the records, not a vote, say which copy is right) */
+	int r = rf->lay.red == RED_MIRROR && !rf->sums ? regen_mirror(rf, s, g) : regen_group(rf, s, g, rf->size, false);
 	if (rf->lay.red == RED_MIRROR)	/* (the vote may have taken another copy than the one cached) */
 		array_data_rewritten(rf->a, rf, s * sbytes, (s + 1) * sbytes);
 	if (r == 0 && (s + 1) * sbytes >= rf->size)
@@ -2442,18 +2459,35 @@ int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g)
  * compare against (a member not there, too little read).  *unread: the
  * slots that could not be read.
  */
-static bool group_differs(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **blk, uint64_t *unread)
+static bool group_differs(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **blk, uint64_t *unread,
+			  uint64_t *cbad)
 {
 	const struct layout *l = &rf->lay;
 	uint32_t chunk = l->chunk, n = l->k + l->m;
 	bool incomplete = false;
-	*unread = 0;
+	*unread = *cbad = 0;
 	for (uint32_t i = 0; i < n && !incomplete; i++) {
 		uint32_t mj = layout_slot_member(l, s, g, i);
 		if (!rfile_usable_at(rf, mj, s))
 			incomplete = true;
 		else if (member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
 			*unread |= 1ull << i;
+	}
+	if (rf->sums) {
+		/* each chunk read against the row's record: the wrong side named */
+		uint32_t *crc = malloc((size_t)csum_per_row(l) * 4);
+		if (crc) {
+			row_load(rf, s, g, crc);
+			for (uint32_t i = 0; i < n; i++) {
+				uint32_t mj = layout_slot_member(l, s, g, i);
+				if (rfile_usable_at(rf, mj, s) && !(*unread >> i & 1) &&
+				    !slot_verifies(l, crc, i, 0, chunk / CSUM_BLOCK, blk[i]))
+					*cbad |= 1ull << mj;
+			}
+			free(crc);
+		}
+		if (*cbad)
+			return true;
 	}
 	if (incomplete)
 		return false;
@@ -2497,7 +2531,7 @@ static bool group_differs(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **bl
 }
 
 long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
-			 void (*report)(void *ctx, uint64_t stripe, uint32_t group), void *ctx,
+			 void (*report)(void *ctx, uint64_t stripe, uint32_t group, uint64_t members), void *ctx,
 			 uint64_t *unreadable)
 {
 	const struct layout *l = &rf->lay;
@@ -2520,14 +2554,14 @@ long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
 		blk[i] = scr + (size_t)i * chunk;
 	for (uint64_t s = s0; s < nstripes; s++) {
 		for (uint32_t g = 0; g < l->groups; g++) {
-			uint64_t unread;	/* slots that could not be read */
-			bool differs = group_differs(rf, s, g, blk, &unread);
+			uint64_t unread, cbad;	/* slots that could not be read; members wrong */
+			bool differs = group_differs(rf, s, g, blk, &unread, &cbad);
 			if (unread && unreadable)
 				(*unreadable)++;
 			if (differs) {
 				bad++;
 				if (report)
-					report(ctx, s, g);
+					report(ctx, s, g, cbad);
 			}
 		}
 	}
