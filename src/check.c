@@ -44,11 +44,17 @@ static void problem(struct check *c, const char *fmt, ...)
 	c->problems++;
 }
 
-static void bad_row(void *ctx, uint64_t stripe, uint32_t group)
+static void bad_row(void *ctx, uint64_t stripe, uint32_t group, uint64_t members)
 {
 	struct check *c = ctx;
-	problem(c, "file '%s': stripe %" PRIu64 " group %u: redundancy does not match the data",
-		c->cur, stripe, group);
+	if (!members)
+		problem(c, "file '%s': stripe %" PRIu64 " group %u: redundancy does not match the data",
+			c->cur, stripe, group);
+	for (uint32_t j = 0; j < LAYOUT_MAX_WIDTH; j++)
+		if (members >> j & 1)
+			problem(c, "file '%s': stripe %" PRIu64 " group %u: the chunk on member %u '%s' (shard offset %" PRIu64
+				") does not match its checksum (a scrub with --repair rebuilds it from the others)",
+				c->cur, stripe, group, j, c->a->m[j].path, stripe * c->a->lay.chunk);
 }
 
 static void check_file(struct check *c, const char *path)

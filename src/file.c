@@ -152,6 +152,9 @@ static void forget_one(struct rfile *rf, uint32_t j)
 	if (rf->fd[j] >= 0)
 		close(rf->fd[j]);
 	rf->fd[j] = -1;
+	if (rf->sfd[j] >= 0)
+		close(rf->sfd[j]);	/* (the new shard's is opened when needed) */
+	rf->sfd[j] = -1;
 	rf->damaged &= ~(1ull << j);	/* (a new shard comes from the rebuild) */
 }
 
@@ -173,6 +176,11 @@ static void commit_one(struct rfile *rf, uint32_t j)
 		rf->fd[j] = rf->fd[SHADOW];
 	}
 	rf->fd[SHADOW] = -1;
+	/* (its checksum file too: the shadow's records are member j's now) */
+	if (rf->sfd[j] >= 0)
+		close(rf->sfd[j]);
+	rf->sfd[j] = rf->sfd[SHADOW];
+	rf->sfd[SHADOW] = -1;
 	rf->damaged &= ~(1ull << j);	/* the copy was rebuilt from the others */
 }
 
@@ -315,6 +323,9 @@ static void close_rf_fds(struct rfile *rf)
 	if (rf->fd[SHADOW] >= 0)
 		close(rf->fd[SHADOW]);
 	rf->fd[SHADOW] = -1;
+	if (rf->sums && rf->sfd[SHADOW] >= 0)
+		close(rf->sfd[SHADOW]);
+	rf->sfd[SHADOW] = -1;
 }
 
 /* What rfile_open() learns of the shards' records besides the best one. */

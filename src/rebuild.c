@@ -607,10 +607,20 @@ static int window_fast(struct walk *w, struct fctx *fc, struct rfile *rf, uint64
 static long rebuild_window(struct walk *w, struct fctx *fc, struct rfile *rf, uint64_t s0, uint32_t ns)
 {
 	long bytes = 0;
-	int r = window_fast(w, fc, rf, s0, ns, &bytes);
+	/* (a checksummed file stripe by stripe: each chunk verified, and the
+	 * row's record written to the new member with it; clean as the fast
+	 * way is, for the verify pass) */
+	bool sums = rf->sums;
+	int r = sums ? 1 : window_fast(w, fc, rf, s0, ns, &bytes);
 	if (r <= 0)
 		return r < 0 ? r : bytes;
-	fc->clean = false;
+	uint64_t chunk = rf->lay.chunk, ssize = layout_shard_size(&rf->lay, w->lj, rf->size);
+	if (sums && !w->verify && s0 * chunk < ssize) {
+		fc->clean &= s0 * chunk == fc->len;
+		fc->len = (s0 + ns) * chunk < ssize ? (s0 + ns) * chunk : ssize;
+	} else {
+		fc->clean = false;
+	}
 	for (uint32_t x = 0; x < ns; x++) {
 		bool fixed = false;
 		long b = stripe_rebuild_chunk(rf, s0 + x, w->lj, w->j, w->verify, &fixed);

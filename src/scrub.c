@@ -77,14 +77,16 @@ static void throttle(struct array *a, uint64_t bytes)
 struct bad {
 	uint64_t s[SCRUB_MAX_BAD];
 	uint32_t g[SCRUB_MAX_BAD];
+	uint64_t m[SCRUB_MAX_BAD];	/* members whose chunk is not its checksum's */
 	unsigned n;
 };
 
-static void note_bad(void *ctx, uint64_t s, uint32_t g)
+static void note_bad(void *ctx, uint64_t s, uint32_t g, uint64_t members)
 {
 	struct bad *b = ctx;
 	if (b->n < SCRUB_MAX_BAD) {
 		b->s[b->n] = s;
+		b->m[b->n] = members;
 		b->g[b->n++] = g;
 	}
 }
@@ -104,13 +106,29 @@ static void confirm(struct array *a, struct rfile *rf, const char *rel, const st
 	for (unsigned i = 0; i < b->n && r == 0; i++) {
 		struct bad now = { .n = 0 };
 		bool still = false;
+		uint64_t wrong = 0;	/* (members, by checksum) */
 		if (stripe_verify_range(rf, b->s[i], b->s[i] + 1, note_bad, &now, NULL) > 0)
 			for (unsigned k = 0; k < now.n; k++)
-				still |= now.g[k] == b->g[i];
+				if (now.g[k] == b->g[i]) {
+					still = true;
+					wrong |= now.m[k];
+				}
 		if (!still)
 			continue;	/* (written meanwhile, or the file got shorter) */
 		found++;
-		log_warn("scrub: file '%s': the %s of stripe %" PRIu64 " (offset %" PRIu64 ", group %u) does not match its data%s%s%s",
+		for (uint32_t j = 0; j < a->width; j++) {
+			if (!(wrong >> j & 1))
+				continue;
+			log_warn("scrub: file '%s': stripe %" PRIu64 " (offset %" PRIu64 ", group %u): the chunk on member %u '%s' "
+				 "(shard offset %" PRIu64 ") does not match its checksum%s%s%s", rel, b->s[i], b->s[i] * sbytes,
+				 b->g[i], j, a->m[j].path, b->s[i] * l->chunk,
+				 fix ? ": rebuilt from the others" : " ('raidfs scrub ", fix ? "" : a->mountpoint,
+				 fix ? "" : " --repair' rebuilds it from the others)");
+			if (!fix)
+				array_note_cksum_error(a, j, 0);	/* (the repair counts what it rebuilds) */
+		}
+		if (!wrong)
+			log_warn("scrub: file '%s': the %s of stripe %" PRIu64 " (offset %" PRIu64 ", group %u) does not match its data%s%s%s",
 			 rel, l->red == RED_MIRROR ? "copies" : "parity", b->s[i], b->s[i] * sbytes, b->g[i],
 			 fix ? "" : " ('raidfs scrub ", fix ? "" : a->mountpoint, fix ? "" : " --repair' recomputes it)");
 		if (!fix)
@@ -127,6 +145,9 @@ static void confirm(struct array *a, struct rfile *rf, const char *rel, const st
 	pthread_mutex_unlock(&sc_lock);
 	if (r < 0)
 		log_err("scrub: file '%s': cannot recompute its redundancy: %s", rel, strerror(-r));
+	else if (fixed && rf->sums)
+		log_warn("scrub: file '%s': %" PRIu64 " stripe%s repaired, by the checksums", rel, fixed,
+			 fixed == 1 ? "" : "s");
 	else if (fixed)
 		log_warn("scrub: file '%s': redundancy recomputed from the data (%" PRIu64 " stripe%s)", rel, fixed,
 			 fixed == 1 ? "" : "s");

@@ -563,17 +563,57 @@ static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc
 	return best;
 }
 
-/* The record `gen`/crc of stripe s to member mj.  A member that cannot
- * take it keeps an older record, which the others' newer ones outvote;
- * said, not fatal. */
-static void row_put(struct rfile *rf, uint32_t mj, uint64_t s, uint64_t gen, const uint32_t *crc)
+/* The checksum file of shard j, opened when first needed (a shard the
+ * rebuild or a replacement in place made after the file was opened).
+ * -1 when there is none. */
+static int sums_fd(struct rfile *rf, uint32_t j)
 {
-	if (rf->sfd[mj] < 0 || !member_writable(rf->a, mj))
-		return;
-	int r = csum_write_row(rf->sfd[mj], &rf->lay, s, gen, crc);
+	int fd = __atomic_load_n(&rf->sfd[j], __ATOMIC_ACQUIRE);
+	if (fd >= 0 || rf->fd[j] < 0 || rf->a->readonly)
+		return fd;
+	fd = csum_open(rf->a->m[j].dirfd, rf->id, O_RDWR | O_CREAT);
+	if (fd < 0)
+		return -1;
+	int none = -1;
+	if (!__atomic_compare_exchange_n(&rf->sfd[j], &none, fd, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		close(fd);	/* (another thread's is in place) */
+		return none;
+	}
+	return fd;
+}
+
+static void put_row_on(struct rfile *rf, uint32_t j, uint64_t s, uint64_t gen, const uint32_t *crc)
+{
+	int fd = sums_fd(rf, j);
+	int r = fd < 0 ? 0 : csum_write_row(fd, &rf->lay, s, gen, crc);
 	if (r < 0)
 		log_err("member %u '%s': cannot write the checksum record of stripe %" PRIu64 " of file %016" PRIx64
-			": %s", mj, rf->a->m[mj].path, s, rf->id, strerror(-r));
+			": %s", j, rf->a->m[j].path, s, rf->id, strerror(-r));
+}
+
+/* The generation of a row's new record: past the one believed, and at
+ * least the time now (ns since the epoch).  A record left behind on a
+ * member that was away, or on a replacement, from before a truncate cut
+ * the row and the file grew over it again, is older than any written
+ * since: it never outvotes them (unless the clock went back meanwhile). */
+static uint64_t next_gen(uint64_t best)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	uint64_t now = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	return best + 1 > now ? best + 1 : now;
+}
+
+/* The record `gen`/crc of stripe s to member mj (and to its replacement
+ * while it is replaced in place).  A member that cannot take it keeps an
+ * older record, which the others' newer ones outvote; said, not fatal. */
+static void row_put(struct rfile *rf, uint32_t mj, uint64_t s, uint64_t gen, const uint32_t *crc)
+{
+	if (!member_writable(rf->a, mj))
+		return;
+	put_row_on(rf, mj, s, gen, crc);
+	if ((int)mj == shadow_of(rf->a) && rf->fd[SHADOW] >= 0)
+		put_row_on(rf, SHADOW, s, gen, crc);
 }
 
 /* The record of a row whose every slot is in blk[] (whole chunks, bytes
@@ -585,7 +625,7 @@ static int row_put_all(struct rfile *rf, uint64_t s, uint32_t g, uint8_t *const 
 	uint32_t *crc = malloc((size_t)csum_per_row(l) * 4);
 	if (!crc)
 		return -ENOMEM;
-	uint64_t gen = row_load(rf, s, g, crc) + 1;
+	uint64_t gen = next_gen(row_load(rf, s, g, crc));
 	for (uint32_t i = 0; i < l->k + l->m; i++)
 		csum_blocks(blk[i], l->chunk, B, crc + (size_t)i * B);
 	for (uint32_t i = 0; i < l->k + l->m; i++)
@@ -772,7 +812,7 @@ static void sw_sum(struct rfile *rf, struct sum_window *sw, uint64_t s, uint32_t
 {
 	const struct layout *l = &rf->lay;
 	uint32_t B = l->chunk / CSUM_BLOCK;
-	sw->gen = row_load(rf, s, g, sw->crc) + 1;
+	sw->gen = next_gen(row_load(rf, s, g, sw->crc));
 	for (uint32_t i = 0; i < l->k + l->m; i++)
 		if (changed >> i & 1)
 			csum_blocks(sw->blk[i], sw->len, sw->len / CSUM_BLOCK, sw->crc + (size_t)i * B + sw->lo / CSUM_BLOCK);
@@ -784,8 +824,8 @@ static int sw_write(struct rfile *rf, struct sum_window *sw, uint64_t s, uint32_
 		    uint32_t a, uint32_t b, bool *wrote)
 {
 	int ret = shard_write(rf, mj, sw->blk[i] + (a - sw->lo), b - a, s * rf->lay.chunk + a, wrote);
-	if (ret == 0 && rfile_usable_at(rf, mj, s))
-		sw->wrote_to |= 1ull << mj;
+	if (ret == 0)
+		sw->wrote_to |= 1ull << mj;	/* (a member being rebuilt too) */
 	return ret;
 }
 
@@ -1022,7 +1062,7 @@ static void write_share(void *arg, int t)
 			for (uint32_t g = 0; g < l->groups; g++) {
 				size_t r = (size_t)(s - s0) * l->groups + g;
 				uint32_t *crc = crcs + r * per;
-				gens[r] = row_load(rf, s, g, crc) + 1;
+				gens[r] = next_gen(row_load(rf, s, g, crc));
 				for (uint32_t i = 0; i < k + m; i++)
 					csum_blocks(i < k ? DATA(s, g, i) : PAR(s, g, i - k), chunk, B, crc + (size_t)i * B);
 			}
@@ -1853,6 +1893,22 @@ static int resync_row_load(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **b
 	}
 	int ret = 0;
 	if (!agrees) {
+		/* the data verified (and healed) by the load; a redundancy
+		 * chunk that does not match its checksum is made again below:
+		 * counted on its member here */
+		uint32_t *crc = whole && l->red == RED_PARITY ? malloc((size_t)csum_per_row(l) * 4) : NULL;
+		if (crc) {
+			row_load(rf, s, g, crc);
+			for (uint32_t i = l->k; i < n; i++)
+				if (!slot_verifies(l, crc, i, 0, chunk / CSUM_BLOCK, raw[i])) {
+					uint32_t mj = layout_slot_member(l, s, g, i);
+					log_err("checksum error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64
+						", %u bytes of redundancy): made again from the data", mj, rf->a->m[mj].path,
+						rf->id, base, chunk);
+					array_note_cksum_error(rf->a, mj, chunk);
+				}
+			free(crc);
+		}
 		ret = load_group(rf, s, g, 0, chunk, blk, data);
 		if (ret == -EIO && whole) {
 			log_err("file %016" PRIx64 ", stripe %" PRIu64 ": after the crash, no record of the row matches "
@@ -2008,8 +2064,11 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 	/* the records of rows past the end go too: a row the file grows
 	 * over again is a hole, with no record */
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), rows = (size + sbytes - 1) / sbytes;
-	for (uint32_t j = 0; j < rf->a->width && rf->sums; j++) {
-		int e = rf->sfd[j] >= 0 && writable(rf, j) ? csum_truncate(rf->sfd[j], &rf->lay, rows) : 0;
+	for (uint32_t j = 0; j < MEMBER_SLOTS && rf->sums; j++) {
+		if (j == rf->a->width)
+			j = SHADOW;	/* (a replacement in place: its records too) */
+		int fd = j == SHADOW ? sums_fd(rf, j) : writable(rf, j) ? rf->sfd[j] : -1;
+		int e = fd >= 0 ? csum_truncate(fd, &rf->lay, rows) : 0;
 		if (e < 0)
 			log_err("member %u '%s': cannot cut the checksum file of file %016" PRIx64 ": %s", j,
 				rf->a->m[j].path, rf->id, strerror(-e));
@@ -2335,7 +2394,7 @@ long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from)
 }
 
 long stripe_verify(struct rfile *rf,
-		   void (*report)(void *ctx, uint64_t stripe, uint32_t group),
+		   void (*report)(void *ctx, uint64_t stripe, uint32_t group, uint64_t members),
 		   void *ctx)
 {
 	return stripe_verify_range(rf, 0, UINT64_MAX, report, ctx, NULL);
@@ -2381,7 +2440,8 @@ static int regen_mirror(struct rfile *rf, uint64_t s, uint32_t g)
 int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g)
 {
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
-	int r = rf->lay.red == RED_MIRROR ? regen_mirror(rf, s, g) : regen_group(rf, s, g, rf->size, false);
+	/* (with checksums the records, not a vote, say which copy is right) */
+	int r = rf->lay.red == RED_MIRROR && !rf->sums ? regen_mirror(rf, s, g) : regen_group(rf, s, g, rf->size, false);
 	if (rf->lay.red == RED_MIRROR)	/* (the vote may have taken another copy than the one cached) */
 		array_data_rewritten(rf->a, rf, s * sbytes, (s + 1) * sbytes);
 	if (r == 0 && (s + 1) * sbytes >= rf->size)
@@ -2399,18 +2459,35 @@ int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g)
  * compare against (a member not there, too little read).  *unread: the
  * slots that could not be read.
  */
-static bool group_differs(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **blk, uint64_t *unread)
+static bool group_differs(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **blk, uint64_t *unread,
+			  uint64_t *cbad)
 {
 	const struct layout *l = &rf->lay;
 	uint32_t chunk = l->chunk, n = l->k + l->m;
 	bool incomplete = false;
-	*unread = 0;
+	*unread = *cbad = 0;
 	for (uint32_t i = 0; i < n && !incomplete; i++) {
 		uint32_t mj = layout_slot_member(l, s, g, i);
 		if (!rfile_usable_at(rf, mj, s))
 			incomplete = true;
 		else if (member_pread(rf->a, mj, rf->fd[mj], blk[i], chunk, s * chunk) < 0)
 			*unread |= 1ull << i;
+	}
+	if (rf->sums) {
+		/* each chunk read against the row's record: the wrong side named */
+		uint32_t *crc = malloc((size_t)csum_per_row(l) * 4);
+		if (crc) {
+			row_load(rf, s, g, crc);
+			for (uint32_t i = 0; i < n; i++) {
+				uint32_t mj = layout_slot_member(l, s, g, i);
+				if (rfile_usable_at(rf, mj, s) && !(*unread >> i & 1) &&
+				    !slot_verifies(l, crc, i, 0, chunk / CSUM_BLOCK, blk[i]))
+					*cbad |= 1ull << mj;
+			}
+			free(crc);
+		}
+		if (*cbad)
+			return true;
 	}
 	if (incomplete)
 		return false;
@@ -2454,7 +2531,7 @@ static bool group_differs(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **bl
 }
 
 long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
-			 void (*report)(void *ctx, uint64_t stripe, uint32_t group), void *ctx,
+			 void (*report)(void *ctx, uint64_t stripe, uint32_t group, uint64_t members), void *ctx,
 			 uint64_t *unreadable)
 {
 	const struct layout *l = &rf->lay;
@@ -2477,14 +2554,14 @@ long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
 		blk[i] = scr + (size_t)i * chunk;
 	for (uint64_t s = s0; s < nstripes; s++) {
 		for (uint32_t g = 0; g < l->groups; g++) {
-			uint64_t unread;	/* slots that could not be read */
-			bool differs = group_differs(rf, s, g, blk, &unread);
+			uint64_t unread, cbad;	/* slots that could not be read; members wrong */
+			bool differs = group_differs(rf, s, g, blk, &unread, &cbad);
 			if (unread && unreadable)
 				(*unreadable)++;
 			if (differs) {
 				bad++;
 				if (report)
-					report(ctx, s, g);
+					report(ctx, s, g, cbad);
 			}
 		}
 	}
@@ -2521,6 +2598,21 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 	uint8_t *out = blk[slot];
 	if (ret < 0)
 		return ret;
+	if (rf->sums) {
+		/* the row's record goes with the chunk (verified against it) */
+		uint32_t *crc = malloc((size_t)csum_per_row(l) * 4);
+		if (!crc)
+			return -ENOMEM;
+		uint64_t gen = row_load(rf, s, g, crc);
+		if (gen)
+			put_row_on(rf, target, s, gen, crc);
+		free(crc);
+		/* the last row: none of an older file's records past it */
+		uint64_t sbytes = layout_stripe_data_bytes(l);
+		int fd = (s + 1) * sbytes >= rf->size ? sums_fd(rf, target) : -1;
+		if (fd >= 0)
+			csum_truncate(fd, l, s + 1);
+	}
 	if (verify) {
 		/* second pass: compare with what the new member holds */
 		uint8_t *have = scratch_extra(chunk);

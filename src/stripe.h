@@ -160,7 +160,10 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 /*
  * Verify redundancy of every stripe against the data (offline check).
  * Returns the number of inconsistent rows (>= 0), or -errno; calls
- * report(stripe, group) for each bad row when report is not NULL.
+ * report(stripe, group, members) for each bad row when report is not
+ * NULL: `members` (bit j: member j) those whose chunk does not match its
+ * checksum (a checksummed file), 0 when nothing says which side is
+ * wrong.
  * stripe_verify_range(): stripes [s0, s1) only (the scrub, rf->rw held);
  * *unreadable (if not NULL) counts the groups with a chunk that could not
  * be read, which are compared as far as the chunks read allow (parity:
@@ -168,14 +171,16 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
  * mirrors: the copies read, two or more) and otherwise skipped.
  */
 long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
-			 void (*report)(void *ctx, uint64_t stripe, uint32_t group), void *ctx,
+			 void (*report)(void *ctx, uint64_t stripe, uint32_t group, uint64_t members), void *ctx,
 			 uint64_t *unreadable);
 /* Recompute group g of stripe s's redundancy from its data (the scrub's
  * repair; rf->rw held exclusively, the file marked dirty); mirror copies
- * take what most of them agree on. */
+ * take what most of them agree on.  A checksummed file's chunks that do
+ * not match their checksums are rebuilt from the others (and counted on
+ * their members), never the redundancy from them. */
 int stripe_regen(struct rfile *rf, uint64_t s, uint32_t g);
 long stripe_verify(struct rfile *rf,
-		   void (*report)(void *ctx, uint64_t stripe, uint32_t group),
+		   void (*report)(void *ctx, uint64_t stripe, uint32_t group, uint64_t members),
 		   void *ctx);
 
 #endif
