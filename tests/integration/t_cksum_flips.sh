@@ -12,8 +12,9 @@
 #     set of (file, member, stripe, group, chunk's shard offset) it names
 #     equals the set of flips - every flip found, on the right member and
 #     at the right place, and nothing else reported (no other line);
-#   - mounted, `raidfs scrub --repair` ends, and the members' CKSUM
-#     counters (status --json "cksum_errors") add up to at least N;
+#   - mounted, `raidfs scrub --repair` ends, its log lines name the same
+#     set of chunks, and the members' CKSUM counters (status --json
+#     "cksum_errors") add up to at least N;
 #   - unmounted, every shard of the files is byte for byte what it was
 #     before the flips, and `raidfs check` is clean;
 #   - mounted again, the files' sha1s are the ones recorded.
@@ -99,8 +100,17 @@ PY
 	log "$level: check named the $NFLIPS flipped chunks, on the right members and offsets, and nothing else"
 
 	rfs_mount "$members" "$C/mnt" -o "$OPTS" || fail "$level: mount after the flips"
+	log0=$(stat -c %s "$T/daemon.log")
 	expect_rc 0 "$RAIDFS" scrub "$C/mnt" --repair
 	scrub_wait "$C/mnt" || fail "$level: the scrub did not end"
+	# the scrub's findings name the same chunks
+	tail -c +$((log0 + 1)) "$T/daemon.log" | sed -n "s/.* scrub: file '\([^']*\)': stripe \([0-9]*\) (offset [0-9]*, group \([0-9]*\)): the chunk on member \([0-9]*\) '[^']*' (shard offset \([0-9]*\)) does not match its checksum.*/\1 \4 \2 \3 \5/p" |
+		sort >"$C/scrubbed"
+	if ! cmp -s "$C/want" "$C/scrubbed"; then
+		log "flips the scrub did not name (<) or named without a flip (>):"
+		diff "$C/want" "$C/scrubbed" | grep '^[<>]' | head -n 20 >&2
+		fail "$level: the scrub's findings differ from the $NFLIPS flips"
+	fi
 	"$RAIDFS" status --json "$C/mnt" >"$C/st.json" || true
 	sum=$(cksum_sum "$C/mnt")
 	[ "$sum" -ge "$NFLIPS" ] || fail "$level: CKSUM counters add up to $sum after repairing $NFLIPS flips: $(cat "$C/st.json")"
