@@ -797,7 +797,7 @@ static int restore_fill(struct restore *x, bool (*go_on)(struct array *a, uint64
 			cp->damaged_from[j] = 0;
 			for (uint64_t s = s0; s < s0 + RESTORE_WINDOW && s < nstripes && r == 0; s++) {
 				bool fixed = false;
-				long b = stripe_rebuild_chunk(cp, s, j, j, false, &fixed);
+				long b = stripe_rebuild_chunk(cp, s, j, j, false, &fixed, NULL);
 				r = b < 0 ? (int)b : 0;
 				bytes += b > 0 ? b : 0;
 			}
