@@ -668,8 +668,10 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 		/* (in the dirty log first, as every change: a crash meanwhile
 		 * is finished by the next mount) */
 		int r = stripe_mark_dirty(rf);
+		rf->recovering = true;
 		if (r == 0)
 			r = stripe_resync(rf);
+		rf->recovering = false;
 		if (r < 0)
 			log_err("file '%s': cannot recompute its redundancy: %s", relpath, strerror(-r));
 		else
@@ -893,8 +895,10 @@ static void resync_left(struct rfile *rf, const char *relpath)
 	nvalid = 0;
 	if (rfile_best_meta(a, rf->fd, &now, &nvalid) == 0 && now.version == rf->meta_version) {
 		int r = stripe_mark_dirty(rf);
+		rf->recovering = true;
 		if (r == 0)
 			r = stripe_resync(rf);
+		rf->recovering = false;
 		if (r == 0)
 			r = stripe_write_meta(rf, 0);
 		if (r == 0) {

@@ -739,11 +739,9 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
  * len-byte buffers; slots the plan does not read may be clobbered.
  * 0 or -EIO (more lost than the group tolerates).
  */
-static int recon_run(struct rfile *rf, struct recon_plan *p, uint32_t lo, uint32_t len, uint8_t **blk,
-		     uint64_t have, uint64_t bad)
+static int recon_run_plain(struct rfile *rf, struct recon_plan *p, uint32_t lo, uint32_t len, uint8_t **blk,
+			   uint64_t have, uint64_t bad)
 {
-	if (rf->sums)
-		return recon_run_verified(rf, p, lo, len, blk, bad);
 	uint64_t off = p->s * rf->lay.chunk + lo, todo;
 	while (p->op != RECON_IMPOSSIBLE && (todo = p->read & ~have)) {
 		uint32_t i = (uint32_t)__builtin_ctzll(todo);
@@ -758,6 +756,25 @@ static int recon_run(struct rfile *rf, struct recon_plan *p, uint32_t lo, uint32
 		return -EIO;
 	repair_unread(rf, p, off, len, blk, bad);
 	return 0;
+}
+
+static int recon_run(struct rfile *rf, struct recon_plan *p, uint32_t lo, uint32_t len, uint8_t **blk,
+		     uint64_t have, uint64_t bad)
+{
+	if (!rf->sums)
+		return recon_run_plain(rf, p, lo, len, blk, have, bad);
+	struct recon_plan orig = *p;
+	int ret = recon_run_verified(rf, p, lo, len, blk, bad);
+	if (ret != -EIO || !rf->recovering)
+		return ret;
+	/* Recovering from a crash (the dirty-log resync, the cache's
+	 * replay): a row a write was cut in the middle of, with no
+	 * redundancy left to tell which side is right, is taken as the
+	 * members hold it (and gets a new record when it is written) */
+	log_err("file %016" PRIx64 ", stripe %" PRIu64 ": after the crash, no combination of its chunks matches "
+		"the checksums and nothing is left to tell which side is right: taken as found", rf->id, p->s);
+	*p = orig;
+	return recon_run_plain(rf, p, lo, len, blk, have, bad);
 }
 
 /*
@@ -1900,9 +1917,10 @@ static int resync_row_load(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **b
 	int ret = 0;
 	if (!agrees) {
 		/* the data verified (and healed) by the load; a redundancy
-		 * chunk that does not match its checksum is made again below:
-		 * counted on its member here */
-		uint32_t *crc = whole && l->red == RED_PARITY ? malloc((size_t)csum_per_row(l) * 4) : NULL;
+		 * chunk (a parity chunk, a mirror copy past the first) that
+		 * does not match its checksum is made again below: counted on
+		 * its member here */
+		uint32_t *crc = whole && l->red != RED_NONE ? malloc((size_t)csum_per_row(l) * 4) : NULL;
 		if (crc) {
 			row_load(rf, s, g, crc);
 			for (uint32_t i = l->k; i < n; i++)
