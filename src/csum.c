@@ -128,6 +128,17 @@ int csum_write_row(int fd, const struct layout *l, uint64_t s, uint64_t gen, con
 	return ret;
 }
 
+int csum_clear_row(int fd, const struct layout *l, uint64_t s)
+{
+	size_t R = csum_record_size(l);
+	uint8_t *rec = calloc(1, R);
+	if (!rec)
+		return -ENOMEM;
+	ssize_t n = pwrite(fd, rec, R, (off_t)(s * R));
+	free(rec);
+	return n < 0 ? -errno : (size_t)n < R ? -ENOSPC : 0;
+}
+
 int csum_truncate(int fd, const struct layout *l, uint64_t stripes)
 {
 	return ftruncate(fd, (off_t)(stripes * csum_record_size(l))) < 0 ? -errno : 0;

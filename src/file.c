@@ -432,12 +432,15 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	for (uint32_t j = 0; j < MEMBER_SLOTS; j++)
 		rf->fd[j] = j < a->width ? fds[j] : -1;
 	rf->sums = m->flags & META_F_SUMS;
-	for (uint32_t j = 0; j < MEMBER_SLOTS; j++) {
+	for (uint32_t j = 0; j < MEMBER_SLOTS; j++)
 		rf->sfd[j] = -1;
-		if (rf->sums && rf->fd[j] >= 0 && j < a->width) {
-			int fd = csum_open(a->m[j].dirfd, m->id, a->readonly ? O_RDONLY : O_RDWR | O_CREAT);
-			rf->sfd[j] = fd < 0 ? -1 : fd;
+	for (uint32_t j = 0; rf->sums && j < a->width; j++) {
+		int fd = rf->fd[j] < 0 ? -1 : csum_open(a->m[j].dirfd, m->id, a->readonly ? O_RDONLY : O_RDWR | O_CREAT);
+		if (fd < 0 && member_error_is_own(fd)) {
+			close_fds(a, rf->sfd);	/* (the daemon's own shortage: the open fails) */
+			return fd;
 		}
+		rf->sfd[j] = fd < 0 ? -1 : fd;	/* (none there: the others' records serve) */
 	}
 	rf->size = m->size;
 	rf->acked = m->size;
@@ -668,8 +671,10 @@ static void repair_shards(struct rfile *rf, const char *relpath, bool resync)
 		/* (in the dirty log first, as every change: a crash meanwhile
 		 * is finished by the next mount) */
 		int r = stripe_mark_dirty(rf);
+		rf->recovering = true;
 		if (r == 0)
 			r = stripe_resync(rf);
+		rf->recovering = false;
 		if (r < 0)
 			log_err("file '%s': cannot recompute its redundancy: %s", relpath, strerror(-r));
 		else
@@ -797,7 +802,7 @@ static int restore_fill(struct restore *x, bool (*go_on)(struct array *a, uint64
 			cp->damaged_from[j] = 0;
 			for (uint64_t s = s0; s < s0 + RESTORE_WINDOW && s < nstripes && r == 0; s++) {
 				bool fixed = false;
-				long b = stripe_rebuild_chunk(cp, s, j, j, false, &fixed);
+				long b = stripe_rebuild_chunk(cp, s, j, j, false, &fixed, NULL);
 				r = b < 0 ? (int)b : 0;
 				bytes += b > 0 ? b : 0;
 			}
@@ -893,8 +898,10 @@ static void resync_left(struct rfile *rf, const char *relpath)
 	nvalid = 0;
 	if (rfile_best_meta(a, rf->fd, &now, &nvalid) == 0 && now.version == rf->meta_version) {
 		int r = stripe_mark_dirty(rf);
+		rf->recovering = true;
 		if (r == 0)
 			r = stripe_resync(rf);
+		rf->recovering = false;
 		if (r == 0)
 			r = stripe_write_meta(rf, 0);
 		if (r == 0) {
@@ -1204,7 +1211,11 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	}
 	struct file_meta fm;
 	rfile_new_meta(a, id, &fm);
-	rfile_private(a, fds, &fm, rf);
+	ret = rfile_private(a, fds, &fm, rf);
+	if (ret < 0) {
+		free(rf);
+		goto fail;
+	}
 	open_shadow(rf, relpath, true, mode);
 	if (rf->fd[SHADOW] >= 0 && geteuid() == 0)
 		fchown(rf->fd[SHADOW], uid, gid);

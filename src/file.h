@@ -46,6 +46,8 @@ struct rfile {
 	uint64_t id;
 	struct layout lay;
 	bool sums;			/* checksummed (META_F_SUMS) */
+	bool recovering;		/* resynced after a crash: a row no record
+					 * verifies is taken as found (stripe.c) */
 	int sfd[MEMBER_SLOTS];		/* the checksum file of each shard (csum.h;
 					 * -1: none, the other members' serve) */
 	int fd[MEMBER_SLOTS];		/* -1: member absent, or the shard missing

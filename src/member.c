@@ -241,7 +241,7 @@ bool member_error_is_own(int err)
 		if (err == ENOMEM)
 			log_err("raidfs is short of memory: operations fail with ENOMEM until it has room again; no member is failed for it");
 		else
-			log_err("raidfs is short of file descriptors (%s; open-file limit %llu): operations fail with that error until it has room again; each open file takes a descriptor per member: raise the limit (ulimit -n, or LimitNOFILE= for a systemd unit) or close files",
+			log_err("raidfs is short of file descriptors (%s; open-file limit %llu): operations fail with that error until it has room again; each open file takes a descriptor per member (two with checksums): raise the limit (ulimit -n, or LimitNOFILE= for a systemd unit) or close files",
 				strerror(err), (unsigned long long)rl.rlim_cur);
 	}
 	errno = saved;

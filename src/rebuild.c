@@ -623,7 +623,10 @@ static long rebuild_window(struct walk *w, struct fctx *fc, struct rfile *rf, ui
 	}
 	for (uint32_t x = 0; x < ns; x++) {
 		bool fixed = false;
-		long b = stripe_rebuild_chunk(rf, s0 + x, w->lj, w->j, w->verify, &fixed);
+		int terr = 0;
+		long b = stripe_rebuild_chunk(rf, s0 + x, w->lj, w->j, w->verify, &fixed, &terr);
+		if (terr)
+			target_error(w, terr);
 		if (b < 0)
 			return b;
 		bytes += b;

@@ -119,6 +119,7 @@ static int resync_shards(struct array *a, const char *entry, int *fds, bool cach
 		rf.marked = !cache_only;
 		rf.cmarked = cache_only;
 		stripe_log_covered(cache_only);
+		rf.recovering = true;
 		ret = cache_replay_file(&rf);
 		stripe_log_covered(false);
 		*replayed = ret == 0;

@@ -509,7 +509,13 @@ static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t
 			continue;
 		struct iovec v = { (void *)src, off + len > end ? end - off : len };
 		bool some;
-		if (put_member(rf, mj, &v, 1, off, &some) == 0) {
+		int r = put_member(rf, mj, &v, 1, off, &some);
+		if (r == -ENOSPC) {
+			/* a full member is not broken: the bytes stay wrong
+			 * there (found and rebuilt again on the next read) */
+			log_err("member %u '%s': cannot repair offset %" PRIu64 " of file %016" PRIx64 ": it is full",
+				mj, rf->a->m[mj].path, off, rf->id);
+		} else if (r == 0) {
 			array_member_corrected(rf->a, mj);
 			array_note_repaired(rf->a, mj, v.iov_len);
 			log_warn("member %u '%s': read error at offset %" PRIu64 " of file %016" PRIx64 " repaired from redundancy",
@@ -733,11 +739,9 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
  * len-byte buffers; slots the plan does not read may be clobbered.
  * 0 or -EIO (more lost than the group tolerates).
  */
-static int recon_run(struct rfile *rf, struct recon_plan *p, uint32_t lo, uint32_t len, uint8_t **blk,
-		     uint64_t have, uint64_t bad)
+static int recon_run_plain(struct rfile *rf, struct recon_plan *p, uint32_t lo, uint32_t len, uint8_t **blk,
+			   uint64_t have, uint64_t bad)
 {
-	if (rf->sums)
-		return recon_run_verified(rf, p, lo, len, blk, bad);
 	uint64_t off = p->s * rf->lay.chunk + lo, todo;
 	while (p->op != RECON_IMPOSSIBLE && (todo = p->read & ~have)) {
 		uint32_t i = (uint32_t)__builtin_ctzll(todo);
@@ -752,6 +756,25 @@ static int recon_run(struct rfile *rf, struct recon_plan *p, uint32_t lo, uint32
 		return -EIO;
 	repair_unread(rf, p, off, len, blk, bad);
 	return 0;
+}
+
+static int recon_run(struct rfile *rf, struct recon_plan *p, uint32_t lo, uint32_t len, uint8_t **blk,
+		     uint64_t have, uint64_t bad)
+{
+	if (!rf->sums)
+		return recon_run_plain(rf, p, lo, len, blk, have, bad);
+	struct recon_plan orig = *p;
+	int ret = recon_run_verified(rf, p, lo, len, blk, bad);
+	if (ret != -EIO || !rf->recovering)
+		return ret;
+	/* Recovering from a crash (the dirty-log resync, the cache's
+	 * replay): a row a write was cut in the middle of, with no
+	 * redundancy left to tell which side is right, is taken as the
+	 * members hold it (and gets a new record when it is written) */
+	log_err("file %016" PRIx64 ", stripe %" PRIu64 ": after the crash, no combination of its chunks matches "
+		"the checksums and nothing is left to tell which side is right: taken as found", rf->id, p->s);
+	*p = orig;
+	return recon_run_plain(rf, p, lo, len, blk, have, bad);
 }
 
 /*
@@ -1894,9 +1917,10 @@ static int resync_row_load(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **b
 	int ret = 0;
 	if (!agrees) {
 		/* the data verified (and healed) by the load; a redundancy
-		 * chunk that does not match its checksum is made again below:
-		 * counted on its member here */
-		uint32_t *crc = whole && l->red == RED_PARITY ? malloc((size_t)csum_per_row(l) * 4) : NULL;
+		 * chunk (a parity chunk, a mirror copy past the first) that
+		 * does not match its checksum is made again below: counted on
+		 * its member here */
+		uint32_t *crc = whole && l->red != RED_NONE ? malloc((size_t)csum_per_row(l) * 4) : NULL;
 		if (crc) {
 			row_load(rf, s, g, crc);
 			for (uint32_t i = l->k; i < n; i++)
@@ -2375,7 +2399,7 @@ long stripe_repair_shard(struct rfile *rf, uint32_t j, uint64_t from)
 		return -EINVAL;
 	for (uint64_t s = from; s < nstripes; s++) {
 		bool fixed = false;
-		long b = stripe_rebuild_chunk(rf, s, j, j, false, &fixed);
+		long b = stripe_rebuild_chunk(rf, s, j, j, false, &fixed, NULL);
 		if (b < 0) {
 			/* the stripes before it are rebuilt: kept, on the disk
 			 * before anything relies on them */
@@ -2574,7 +2598,8 @@ long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
  * holes; the final ftruncate gives the shard its length).  Returns the
  * bytes written (0 or chunk) or -errno.  Caller holds rf->rw exclusively.
  */
-long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify, bool *fixed)
+long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify, bool *fixed,
+			  int *target_err)
 {
 	const struct layout *l = &rf->lay;
 	uint32_t chunk = l->chunk, n = l->k + l->m, g, slot;
@@ -2604,13 +2629,15 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 		if (!crc)
 			return -ENOMEM;
 		uint64_t gen = row_load(rf, s, g, crc);
+		int fd = sums_fd(rf, target);
 		if (gen)
 			put_row_on(rf, target, s, gen, crc);
+		else if (fd >= 0)
+			csum_clear_row(fd, l, s);	/* (a hole: no record, not an old one) */
 		free(crc);
 		/* the last row: none of an older file's records past it */
 		uint64_t sbytes = layout_stripe_data_bytes(l);
-		int fd = (s + 1) * sbytes >= rf->size ? sums_fd(rf, target) : -1;
-		if (fd >= 0)
+		if (fd >= 0 && (s + 1) * sbytes >= rf->size)
 			csum_truncate(fd, l, s + 1);
 	}
 	if (verify) {
@@ -2641,5 +2668,7 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 		}
 	}
 	ret = member_pwrite(rf->a, target, rf->fd[target], out, chunk, s * chunk);
+	if (ret < 0 && target_err)
+		*target_err = ret;
 	return ret < 0 ? ret : (long)chunk;
 }

@@ -153,9 +153,11 @@ int stripe_resync(struct rfile *rf);
  * SHADOW for a replace in place (copied from j while j can be read).
  * Caller holds rf->rw exclusively.  With verify, the chunk is compared
  * with what the target holds and rewritten (and *fixed set) only when it
- * differs.  Bytes written or -errno. */
+ * differs.  Bytes written or -errno; *target_err (if not NULL): the
+ * target's own error, when writing to it failed (the rebuild fails the
+ * target for it). */
 long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify,
-			  bool *fixed);
+			  bool *fixed, int *target_err);
 
 /*
  * Verify redundancy of every stripe against the data (offline check).
