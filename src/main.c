@@ -103,7 +103,7 @@ static int cmd_create(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct create_opts o = { .level = LEVEL_COUNT, .chunk = LAYOUT_DEFAULT_CHUNK, .csum = SB_CSUM_NONE };
+	struct create_opts o = { .level = LEVEL_COUNT, .chunk = LAYOUT_DEFAULT_CHUNK, .csum = SB_CSUM_CRC32C };
 	int c;
 	optind = 1;
 	opterr = 0;	/* our own messages, with what to do */

@@ -266,7 +266,7 @@ new_array() {
 		spare=(--spare "$C/$3")
 		list=$list:$C/$3
 	fi
-	expect_rc 0 "$RAIDFS" create --level "${2:-raid5}" --chunk 4K "${spare[@]}" --name "$1" $mem
+	expect_rc 0 "$RAIDFS" create --level "${2:-raid5}" --chunk 4K "${spare[@]}" "${CREATE_ARGS[@]}" --name "$1" $mem
 	rfs_mount "$list" "$mnt" || fail "$1: mount"
 }
 

@@ -15,6 +15,10 @@
 need_fuse
 need_python
 
+# the scrub of redundancy against data (arrays without checksums; the
+# scrub by checksum: t_cksum_flips.sh, t_cksum_cases.sh)
+CREATE_ARGS=(--checksum none)
+
 json() { "$RAIDFS" status --json "$1" | "$PY" -c "import json, sys; print(json.load(sys.stdin)$2)"; }
 # newlog: the daemon log lines since the last mark (mark: remember where it ends)
 mark() { LOGAT=$(wc -l < "$T/daemon.log"); }
