@@ -490,7 +490,7 @@ static uint64_t readable_at(const struct rfile *rf, uint64_t s)
  * the copy it read.
  */
 static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t off, uint32_t len,
-			  uint8_t *const *blk, uint64_t bad)
+			  uint8_t *const *blk, uint64_t bad, uint64_t mism)
 {
 	const struct layout *l = &rf->lay;
 	for (uint32_t j = 0; j < l->k + l->m; j++) {
@@ -518,8 +518,13 @@ static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t
 		} else if (r == 0) {
 			array_member_corrected(rf->a, mj);
 			array_note_repaired(rf->a, mj, v.iov_len);
-			log_warn("member %u '%s': read error at offset %" PRIu64 " of file %016" PRIx64 " repaired from redundancy",
-				 mj, rf->a->m[mj].path, off, rf->id);
+			if (mism >> j & 1)
+				log_warn("member %u '%s': %u bytes at offset %" PRIu64 " of file %016" PRIx64 " that did not "
+					 "match their checksum rewritten from redundancy", mj, rf->a->m[mj].path,
+					 (unsigned)v.iov_len, off, rf->id);
+			else
+				log_warn("member %u '%s': read error at offset %" PRIu64 " of file %016" PRIx64
+					 " repaired from redundancy", mj, rf->a->m[mj].path, off, rf->id);
 		} else {
 			array_member_io_error(rf->a, mj, -EIO, true);
 		}
@@ -651,9 +656,6 @@ static bool slot_verifies(const struct layout *l, const uint32_t *crc, uint32_t 
 	return true;
 }
 
-static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t off, uint32_t len,
-			  uint8_t *const *blk, uint64_t bad);
-
 /*
  * recon_run() of a file with checksums: over whole blocks (the window
  * [lo, lo+len) widened, in buffers of its own when it is not aligned),
@@ -694,12 +696,17 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
 			recon_exclude(p, i);
 		} else if (!slot_verifies(l, crc, i, b0, nb, ab[i])) {
 			uint32_t mj = p->member[i];
-			log_err("checksum error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 ", %u bytes)",
-				mj, rf->a->m[mj].path, rf->id, off, alen);
+			if (rf->recovering)	/* (a write the crash cut short: not the member's fault) */
+				log_info("member %u '%s': file %016" PRIx64 ", offset %" PRIu64 ": bytes of a write the crash "
+					 "cut short, rolled back to what the checksums say", mj, rf->a->m[mj].path, rf->id, off);
+			else
+				log_err("checksum error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 ", %u bytes)",
+					mj, rf->a->m[mj].path, rf->id, off, alen);
 			mism |= 1ull << i;
 			bad |= 1ull << i;
 			recon_exclude(p, i);
-			array_note_cksum_error(rf->a, mj, 0);
+			if (!rf->recovering)
+				array_note_cksum_error(rf->a, mj, 0);
 		} else {
 			have |= 1ull << i;
 		}
@@ -717,7 +724,7 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
 			}
 	}
 	if (ret == 0) {
-		repair_unread(rf, p, off, alen, ab, bad);
+		repair_unread(rf, p, off, alen, ab, bad, mism);
 		for (uint32_t i = 0; i < n; i++)
 			if ((mism >> i & 1) && gen)
 				row_put(rf, p->member[i], p->s, gen, crc);
@@ -754,7 +761,7 @@ static int recon_run_plain(struct rfile *rf, struct recon_plan *p, uint32_t lo, 
 	}
 	if (p->op == RECON_IMPOSSIBLE || recon_compute(p, len, blk) < 0)
 		return -EIO;
-	repair_unread(rf, p, off, len, blk, bad);
+	repair_unread(rf, p, off, len, blk, bad, 0);
 	return 0;
 }
 
@@ -1920,7 +1927,8 @@ static int resync_row_load(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **b
 		 * chunk (a parity chunk, a mirror copy past the first) that
 		 * does not match its checksum is made again below: counted on
 		 * its member here */
-		uint32_t *crc = whole && l->red != RED_NONE ? malloc((size_t)csum_per_row(l) * 4) : NULL;
+		uint32_t *crc = whole && l->red != RED_NONE && !rf->recovering ? malloc((size_t)csum_per_row(l) * 4)
+											: NULL;
 		if (crc) {
 			row_load(rf, s, g, crc);
 			for (uint32_t i = l->k; i < n; i++)
