@@ -615,6 +615,39 @@ static uint64_t next_gen(uint64_t best)
 	return best + 1 > now ? best + 1 : now;
 }
 
+/*
+ * A read's first guess at the row's record, from one member: the one every
+ * write of the row writes besides the chunk read - P (or Q) with parity,
+ * another copy of a mirror - so that a write the member read lost (its
+ * chunk and its record old) is still seen.  The record is newer than the
+ * chunk's own or as new; a chunk it does not vouch for sends the reader to
+ * the whole row (row_load()).  0: none to go by (raid0, a hole, P and Q
+ * absent): the whole row.
+ */
+static uint64_t row_quick(struct rfile *rf, const struct recon_plan *p, uint32_t *crc)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t n = l->k + l->m, reading = p->read ? (uint32_t)__builtin_ctzll(p->read) : 0, cand[2];
+	if (l->red == RED_PARITY) {
+		cand[0] = l->k;
+		cand[1] = l->m > 1 ? l->k + 1 : l->k;
+	} else if (l->red == RED_MIRROR && n > 1) {
+		cand[0] = (reading + 1) % n;
+		cand[1] = (reading + n - 1) % n;
+	} else {
+		return 0;
+	}
+	for (int c = 0; c < 2; c++) {
+		uint32_t mj = layout_slot_member(l, p->s, p->g, cand[c]);
+		uint64_t gen;
+		if (cand[c] == reading || rf->sfd[mj] < 0 || !rfile_usable_at(rf, mj, p->s))
+			continue;
+		if (csum_read_row(rf->sfd[mj], l, p->s, &gen, crc) == 0 && gen)
+			return gen;
+	}
+	return 0;
+}
+
 /* The record `gen`/crc of stripe s to member mj (and to its replacement
  * while it is replaced in place).  A member that cannot take it keeps an
  * older record, which the others' newer ones outvote; said, not fatal. */
@@ -686,12 +719,26 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
 	}
 	for (uint32_t i = 0; i < n; i++)
 		ab[i] = direct ? blk[i] : abuf + (size_t)i * alen;
-	uint64_t gen = row_load(rf, p->s, p->g, crc);
+	/* one record first (row_quick()); at the first chunk it does not
+	 * vouch for, the believed one of the whole row, against which the
+	 * chunks kept so far are verified again */
+	uint64_t gen = row_quick(rf, p, crc);
+	bool full = gen == 0;
+	if (full)
+		gen = row_load(rf, p->s, p->g, crc);
 	uint64_t off = p->s * l->chunk + blo, have = 0, mism = 0, todo;
 	int ret = -EIO;
 	while (p->op != RECON_IMPOSSIBLE && (todo = p->read & ~have)) {
 		uint32_t i = (uint32_t)__builtin_ctzll(todo);
-		if (shard_read(rf, p->member[i], ab[i], alen, off) < 0) {
+		bool ok = shard_read(rf, p->member[i], ab[i], alen, off) == 0;
+		if (ok && !full && !slot_verifies(l, crc, i, b0, nb, ab[i])) {
+			full = true;
+			gen = row_load(rf, p->s, p->g, crc);
+			for (uint64_t h = have; h; h &= h - 1)
+				if (!slot_verifies(l, crc, (uint32_t)__builtin_ctzll(h), b0, nb, ab[__builtin_ctzll(h)]))
+					have &= ~(h & -h);	/* (read again, judged below) */
+		}
+		if (!ok) {
 			bad |= 1ull << i;
 			recon_exclude(p, i);
 		} else if (!slot_verifies(l, crc, i, b0, nb, ab[i])) {
