@@ -490,7 +490,7 @@ static uint64_t readable_at(const struct rfile *rf, uint64_t s)
  * the copy it read.
  */
 static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t off, uint32_t len,
-			  uint8_t *const *blk, uint64_t bad)
+			  uint8_t *const *blk, uint64_t bad, uint64_t mism)
 {
 	const struct layout *l = &rf->lay;
 	for (uint32_t j = 0; j < l->k + l->m; j++) {
@@ -518,8 +518,13 @@ static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t
 		} else if (r == 0) {
 			array_member_corrected(rf->a, mj);
 			array_note_repaired(rf->a, mj, v.iov_len);
-			log_warn("member %u '%s': read error at offset %" PRIu64 " of file %016" PRIx64 " repaired from redundancy",
-				 mj, rf->a->m[mj].path, off, rf->id);
+			if (mism >> j & 1)
+				log_warn("member %u '%s': %u bytes at offset %" PRIu64 " of file %016" PRIx64 " that did not "
+					 "match their checksum rewritten from redundancy", mj, rf->a->m[mj].path,
+					 (unsigned)v.iov_len, off, rf->id);
+			else
+				log_warn("member %u '%s': read error at offset %" PRIu64 " of file %016" PRIx64
+					 " repaired from redundancy", mj, rf->a->m[mj].path, off, rf->id);
 		} else {
 			array_member_io_error(rf->a, mj, -EIO, true);
 		}
@@ -610,6 +615,39 @@ static uint64_t next_gen(uint64_t best)
 	return best + 1 > now ? best + 1 : now;
 }
 
+/*
+ * A read's first guess at the row's record, from one member: the one every
+ * write of the row writes besides the chunk read - P (or Q) with parity,
+ * another copy of a mirror - so that a write the member read lost (its
+ * chunk and its record old) is still seen.  The record is newer than the
+ * chunk's own or as new; a chunk it does not vouch for sends the reader to
+ * the whole row (row_load()).  0: none to go by (raid0, a hole, P and Q
+ * absent): the whole row.
+ */
+static uint64_t row_quick(struct rfile *rf, const struct recon_plan *p, uint32_t *crc)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t n = l->k + l->m, reading = p->read ? (uint32_t)__builtin_ctzll(p->read) : 0, cand[2];
+	if (l->red == RED_PARITY) {
+		cand[0] = l->k;
+		cand[1] = l->m > 1 ? l->k + 1 : l->k;
+	} else if (l->red == RED_MIRROR && n > 1) {
+		cand[0] = (reading + 1) % n;
+		cand[1] = (reading + n - 1) % n;
+	} else {
+		return 0;
+	}
+	for (int c = 0; c < 2; c++) {
+		uint32_t mj = layout_slot_member(l, p->s, p->g, cand[c]);
+		uint64_t gen;
+		if (cand[c] == reading || rf->sfd[mj] < 0 || !rfile_usable_at(rf, mj, p->s))
+			continue;
+		if (csum_read_row(rf->sfd[mj], l, p->s, &gen, crc) == 0 && gen)
+			return gen;
+	}
+	return 0;
+}
+
 /* The record `gen`/crc of stripe s to member mj (and to its replacement
  * while it is replaced in place).  A member that cannot take it keeps an
  * older record, which the others' newer ones outvote; said, not fatal. */
@@ -651,9 +689,6 @@ static bool slot_verifies(const struct layout *l, const uint32_t *crc, uint32_t 
 	return true;
 }
 
-static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t off, uint32_t len,
-			  uint8_t *const *blk, uint64_t bad);
-
 /*
  * recon_run() of a file with checksums: over whole blocks (the window
  * [lo, lo+len) widened, in buffers of its own when it is not aligned),
@@ -684,22 +719,41 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
 	}
 	for (uint32_t i = 0; i < n; i++)
 		ab[i] = direct ? blk[i] : abuf + (size_t)i * alen;
-	uint64_t gen = row_load(rf, p->s, p->g, crc);
+	/* one record first (row_quick()); at the first chunk it does not
+	 * vouch for, the believed one of the whole row, against which the
+	 * chunks kept so far are verified again */
+	uint64_t gen = row_quick(rf, p, crc);
+	bool full = gen == 0;
+	if (full)
+		gen = row_load(rf, p->s, p->g, crc);
 	uint64_t off = p->s * l->chunk + blo, have = 0, mism = 0, todo;
 	int ret = -EIO;
 	while (p->op != RECON_IMPOSSIBLE && (todo = p->read & ~have)) {
 		uint32_t i = (uint32_t)__builtin_ctzll(todo);
-		if (shard_read(rf, p->member[i], ab[i], alen, off) < 0) {
+		bool ok = shard_read(rf, p->member[i], ab[i], alen, off) == 0;
+		if (ok && !full && !slot_verifies(l, crc, i, b0, nb, ab[i])) {
+			full = true;
+			gen = row_load(rf, p->s, p->g, crc);
+			for (uint64_t h = have; h; h &= h - 1)
+				if (!slot_verifies(l, crc, (uint32_t)__builtin_ctzll(h), b0, nb, ab[__builtin_ctzll(h)]))
+					have &= ~(h & -h);	/* (read again, judged below) */
+		}
+		if (!ok) {
 			bad |= 1ull << i;
 			recon_exclude(p, i);
 		} else if (!slot_verifies(l, crc, i, b0, nb, ab[i])) {
 			uint32_t mj = p->member[i];
-			log_err("checksum error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 ", %u bytes)",
-				mj, rf->a->m[mj].path, rf->id, off, alen);
+			if (rf->recovering)	/* (a write the crash cut short: not the member's fault) */
+				log_info("member %u '%s': file %016" PRIx64 ", offset %" PRIu64 ": bytes of a write the crash "
+					 "cut short, rolled back to what the checksums say", mj, rf->a->m[mj].path, rf->id, off);
+			else
+				log_err("checksum error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64 ", %u bytes)",
+					mj, rf->a->m[mj].path, rf->id, off, alen);
 			mism |= 1ull << i;
 			bad |= 1ull << i;
 			recon_exclude(p, i);
-			array_note_cksum_error(rf->a, mj, 0);
+			if (!rf->recovering)
+				array_note_cksum_error(rf->a, mj, 0);
 		} else {
 			have |= 1ull << i;
 		}
@@ -717,7 +771,7 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
 			}
 	}
 	if (ret == 0) {
-		repair_unread(rf, p, off, alen, ab, bad);
+		repair_unread(rf, p, off, alen, ab, bad, mism);
 		for (uint32_t i = 0; i < n; i++)
 			if ((mism >> i & 1) && gen)
 				row_put(rf, p->member[i], p->s, gen, crc);
@@ -754,7 +808,7 @@ static int recon_run_plain(struct rfile *rf, struct recon_plan *p, uint32_t lo, 
 	}
 	if (p->op == RECON_IMPOSSIBLE || recon_compute(p, len, blk) < 0)
 		return -EIO;
-	repair_unread(rf, p, off, len, blk, bad);
+	repair_unread(rf, p, off, len, blk, bad, 0);
 	return 0;
 }
 
@@ -1920,7 +1974,8 @@ static int resync_row_load(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **b
 		 * chunk (a parity chunk, a mirror copy past the first) that
 		 * does not match its checksum is made again below: counted on
 		 * its member here */
-		uint32_t *crc = whole && l->red != RED_NONE ? malloc((size_t)csum_per_row(l) * 4) : NULL;
+		uint32_t *crc = whole && l->red != RED_NONE && !rf->recovering ? malloc((size_t)csum_per_row(l) * 4)
+											: NULL;
 		if (crc) {
 			row_load(rf, s, g, crc);
 			for (uint32_t i = l->k; i < n; i++)
