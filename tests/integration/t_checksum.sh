@@ -113,4 +113,30 @@ PY
 	"$RAIDFS" check "$members" >"$C/check.out" 2>&1 || { cat "$C/check.out" >&2; fail "$level: check not clean"; }
 	log "ok: $level over $width ($opts): every flip read right; $healed chunks found and healed"
 done
+# read-time corruption (the `corrupt` fault: bytes flipped as they are
+# read, the disk's bytes intact): every read right, the member's CKSUM
+# counts it, and past -o cksum_error_threshold the member is failed, with
+# the ChecksumErrors event
+C=$T/inj
+mkdir -p "$C"
+mem=$(make_members 4 "inj/d")
+members=$(join_members $mem)
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --checksum crc32c --name inj $mem
+rfs_mount "$members" "$C/mnt" -o write_policy=writethrough,cksum_error_threshold=5 || fail "corrupt: mount"
+head -c 300000 /dev/urandom >"$C/ref"
+cp "$C/ref" "$C/mnt/f"
+rfs_unmount_wait "$C/mnt" || fail "corrupt: unmount"
+rfs_mount "$members" "$C/mnt" -o write_policy=writethrough,cksum_error_threshold=5 || fail "corrupt: mount"
+expect_rc 0 "$RAIDFS" inject "$C/mnt" 1 corrupt 1
+cmp "$C/ref" "$C/mnt/f" || fail "corrupt: the file reads wrong while member 1 corrupts every read"
+"$RAIDFS" status --json "$C/mnt" >"$C/st.json" || true	# (exit 1: degraded)
+read -r state cks why < <("$PY" -c 'import json,sys
+m = json.load(open(sys.argv[1]))["members"][1]
+print(m["state"], m["cksum_errors"], m["fail_reason"].replace(" ", "_"))' "$C/st.json")
+[ "$cks" -ge 5 ] || fail "corrupt: member 1 counted $cks checksum errors"
+[ "$state" = faulty ] || fail "corrupt: member 1 is $state past the threshold of 5"
+[[ $why == *checksum_errors* ]] || fail "corrupt: member 1's fail reason: $why"
+grep -q "event ChecksumErrors member 1" "$T/daemon.log" || fail "corrupt: no ChecksumErrors event"
+rfs_unmount_wait "$C/mnt" || fail "corrupt: unmount"
+log "ok: read-time corruption on a member: reads right, $cks checksum errors counted, the member failed past the threshold"
 log "all configurations passed"

@@ -191,7 +191,9 @@ for cfg in raid5:4 raid6:5 raid1:3 raid10:4 raid50:6:2 raid60:8:2; do
 	mnt=$C/mnt
 	gopt=()
 	[ -n "$groups" ] && gopt=(--groups "$groups")
-	expect_rc 0 "$RAIDFS" create --level "$level" --chunk 4K "${gopt[@]}" --name "$level" $mem
+	# (no checksums: check's rows of redundancy against data are what the
+	# flips are compared with; by checksum: t_cksum_flips.sh)
+	expect_rc 0 "$RAIDFS" create --level "$level" --chunk 4K --checksum none "${gopt[@]}" --name "$level" $mem
 	rfs_mount "$(join_members $mem)" "$mnt" || fail "$level: mount"
 	writefiles "$mnt" "$(stripe_data_chunks "$level" "$width" "${groups:-2}")" || fail "$level: writing the files"
 	rfs_unmount_wait "$mnt" || fail "$level: unmount"

@@ -43,7 +43,7 @@ rfs_mount "$(join_members $mem):$T/s1" "$mnt" || fail "mount"
 check_text optimal 0 <<'EOF'
 array:   st (uuid @UUID@)
 mounted: @T@/mnt
-level:   raid5, 4 members, chunk 16.0 KiB, checksums none
+level:   raid5, 4 members, chunk 16.0 KiB, checksums crc32c
 size:    @SIZE@ usable
 state:   optimal
 members:          READ WRITE CKSUM REPAIRED  DIRECTORY
@@ -58,7 +58,7 @@ battery: missing (bbu=none)
 EOF
 check_json optimal 0 '
 assert j["name"] == "st" and j["level"] == "raid5" and j["width"] == 4 and j["chunk"] == 16384
-assert j["checksum"] == "none"
+assert j["checksum"] == "crc32c"
 assert j["state"] == "optimal" and j["readonly"] is False
 assert [m["state"] for m in j["members"]] == ["online"] * 4
 assert [m["path"] for m in j["members"]] == [T + "/d%d" % i for i in range(1, 5)]
@@ -77,7 +77,7 @@ head -c 16000000 /dev/urandom > "$mnt/f"
 check_text degraded 1 <<'EOF'
 array:   st (uuid @UUID@)
 mounted: @T@/mnt
-level:   raid5, 4 members, chunk 16.0 KiB, checksums none
+level:   raid5, 4 members, chunk 16.0 KiB, checksums crc32c
 size:    @SIZE@ usable
 state:   degraded
 members:          READ WRITE CKSUM REPAIRED  DIRECTORY
@@ -151,7 +151,7 @@ grep -q "no rebuild is running" "$ERR" "$OUT" || fail "pause without a rebuild: 
 check_text failed 2 <<'EOF'
 array:   st (uuid @UUID@)
 mounted: @T@/mnt
-level:   raid5, 4 members, chunk 16.0 KiB, checksums none
+level:   raid5, 4 members, chunk 16.0 KiB, checksums crc32c
 size:    @SIZE@ usable
 state:   failed
 members:          READ WRITE CKSUM REPAIRED  DIRECTORY
