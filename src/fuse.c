@@ -35,6 +35,7 @@
 #include "fsops.h"
 #include "file.h"
 #include "meta.h"
+#include "csum.h"
 #include "hidden.h"
 #include "nsintent.h"
 #include "rebuild.h"
@@ -465,13 +466,38 @@ static int remove_everywhere(const char *path, int flags)
 }
 
 static bool hidden_by_libfuse(const char *path);
+static bool regular_at(const char *relpath, struct stat *st, uint64_t *id);
+
+/* The regular file at relpath loses its last name if it is unlinked or
+ * renamed over: its id (its checksum files go with it), else 0.  (The
+ * namespace lock is held: no link comes in between.) */
+static uint64_t last_name_of(const char *relpath)
+{
+	struct stat st;
+	uint64_t id;
+	int p = __atomic_load_n(&A->primary, __ATOMIC_ACQUIRE);
+	if (p < 0 || !regular_at(relpath, &st, &id) || !id)
+		return 0;
+	return st.st_nlink - array_dirty_links(A, id, (uint32_t)p, &st) <= 1 ? id : 0;
+}
+
+/* The checksum files of a file whose last name went (csum.h). */
+static void forget_sums(uint64_t id)
+{
+	for (uint32_t j = 0; id && j < A->width; j++)
+		if (member_writable(A, j))
+			csum_unlink(A->m[j].dirfd, id);
+}
 
 static int fs_unlink(const char *path)
 {
 	CHECK_HIDDEN(path);
 	int r = note_write();
+	uint64_t last = r == 0 ? last_name_of(rel(path)) : 0;
 	if (r == 0)
 		r = remove_everywhere(path, 0);
+	if (r == 0)
+		forget_sums(last);
 	if (r == 0 && hidden_by_libfuse(path))
 		hidden_unmark(A, rel(path));	/* (libfuse's at the last close) */
 	return r;
@@ -759,7 +785,10 @@ static int fs_rename(const char *from, const char *to, unsigned int flags)
 	}
 	bool no_op = flags == 0 && rename_between_links(from, to);
 	hide.armed = false;
+	uint64_t last = !no_op && !(flags & (RENAME_EXCHANGE | RENAME_NOREPLACE)) ? last_name_of(rel(to)) : 0;
 	r = no_op ? 0 : rename_everywhere(from, to, flags);
+	if (r == 0)
+		forget_sums(last);	/* (the file renamed over) */
 	if (r == 0 && !no_op && hidden_by_libfuse(from))
 		hidden_unmark(A, rel(from));
 	return r;

@@ -127,10 +127,14 @@ static void confirm(struct array *a, struct rfile *rf, const char *rel, const st
 			if (!fix)
 				array_note_cksum_error(a, j, 0);	/* (the repair counts what it rebuilds) */
 		}
+		/* (without checksums nothing tells which side is right: said
+		 * so; --repair takes the data's side, as md does) */
 		if (!wrong)
-			log_warn("scrub: file '%s': the %s of stripe %" PRIu64 " (offset %" PRIu64 ", group %u) does not match its data%s%s%s",
-			 rel, l->red == RED_MIRROR ? "copies" : "parity", b->s[i], b->s[i] * sbytes, b->g[i],
-			 fix ? "" : " ('raidfs scrub ", fix ? "" : a->mountpoint, fix ? "" : " --repair' recomputes it)");
+			log_warn("scrub: file '%s': the %s of stripe %" PRIu64 " (offset %" PRIu64 ", group %u) does not match its data, "
+				 "and without checksums nothing tells which side is right%s%s%s",
+				 rel, l->red == RED_MIRROR ? "copies" : "parity", b->s[i], b->s[i] * sbytes, b->g[i],
+				 fix ? ": recomputed from the data" : " ('raidfs scrub ", fix ? "" : a->mountpoint,
+				 fix ? "" : " --repair' recomputes it from the data)");
 		if (!fix)
 			continue;
 		r = stripe_mark_dirty(rf);

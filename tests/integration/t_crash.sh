@@ -8,7 +8,8 @@
 # fsync/fdatasync, journalling outside the mount), sleep a random
 # 0.2-1.5 s, kill -9 the daemon; the writers get errors and stop; detach
 # the dead mount (fusermount3 -uz); mount again (this is where the repair
-# happens), unmount, and the offline `raidfs check` must be clean.  At the end every iteration's journal is
+# happens), unmount, and the offline `raidfs check` must be clean (with
+# checksums, the default: and no member has a checksum error).  At the end every iteration's journal is
 # verified: each fsynced byte not modified after its fsync must be intact.
 #
 # Environment: ITERS ("raid5 raid6 raid1" iteration counts, default
@@ -130,6 +131,12 @@ for cfg in "${CONFIGS[@]}"; do
 	done
 	rfs_mount "$members" "$mnt" || fail "$what: final mount failed"
 	verify_all "$iters" "final verification"
+	# a write cut by the crash is no member's checksum error (with
+	# checksums: what the recovery rolled back is not counted)
+	"$RAIDFS" status --json "$mnt" >"$C/st.json"
+	cks=$("$PY" -c 'import json,sys; print(sum(m.get("cksum_errors", 0) for m in json.load(open(sys.argv[1]))["members"]))' "$C/st.json")
+	[ "$cks" = 0 ] || fail "$what: $cks checksum errors counted on the members after the crashes"
+	! grep -a "checksum error on member" "$T/daemon.log" || fail "$what: checksum errors said after the crashes"
 	rfs_unmount_wait "$mnt" || fail "$what: final unmount"
 	log "ok: $what: $iters crashes ($((SECONDS - t0))s)"
 	rm -rf "$C"
