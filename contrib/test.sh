@@ -1,6 +1,6 @@
 #!/bin/sh
 # Install what is needed, build, and run the tests: the quick tier (`make
-# check`: the unit tests and one configuration of every scenario, about 4
+# check`: the unit tests and one configuration of every scenario, about 8
 # minutes on two cores), or with RAIDFS_TEST_TIER=long the whole matrix
 # (`make check-long`).  Each test's result is printed as it ends (the whole
 # output is also kept in test-output.txt); the last 40 lines of each failed
