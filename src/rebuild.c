@@ -954,6 +954,8 @@ static int finish_shard(struct walk *w, struct fctx *fc, struct rfile *rf, bool 
 	pthread_rwlock_wrlock(&rf->rw);
 	if (ftruncate(rf->fd[w->j], layout_shard_size(&rf->lay, w->lj, rf->size)) < 0)
 		r = -errno;
+	if (r == 0)
+		r = stripe_sums_trim(rf, w->j);
 	if (r == 0 && w->j < a->width)
 		rf->damaged &= ~(1ull << w->j);	/* (rebuilt whole: a re-add keeps open files' shards) */
 	if (r == 0)

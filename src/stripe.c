@@ -2146,7 +2146,9 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 	for (uint32_t j = 0; j < MEMBER_SLOTS && rf->sums; j++) {
 		if (j == rf->a->width)
 			j = SHADOW;	/* (a replacement in place: its records too) */
-		int fd = j == SHADOW ? sums_fd(rf, j) : writable(rf, j) ? rf->sfd[j] : -1;
+		/* (sums_fd(): a member back since the file was opened has its
+		 * checksum file opened here, else its old records would stay) */
+		int fd = j == SHADOW || writable(rf, j) ? sums_fd(rf, j) : -1;
 		int e = fd >= 0 ? csum_truncate(fd, &rf->lay, rows) : 0;
 		if (e < 0)
 			log_err("member %u '%s': cannot cut the checksum file of file %016" PRIx64 ": %s", j,
@@ -2653,6 +2655,13 @@ long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
  * holes; the final ftruncate gives the shard its length).  Returns the
  * bytes written (0 or chunk) or -errno.  Caller holds rf->rw exclusively.
  */
+int stripe_sums_trim(struct rfile *rf, uint32_t target)
+{
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
+	int fd = rf->sums ? sums_fd(rf, target) : -1;
+	return fd < 0 ? 0 : csum_truncate(fd, &rf->lay, (rf->size + sbytes - 1) / sbytes);
+}
+
 long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify, bool *fixed,
 			  int *target_err)
 {

@@ -158,6 +158,11 @@ int stripe_resync(struct rfile *rf);
  * target for it). */
 long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify,
 			  bool *fixed, int *target_err);
+/* The checksum file of the shard rebuilt on `target` (a checksummed file)
+ * cut to the file's rows: none of an older file's records past its end
+ * stay (the rebuild's last step, also for a file now empty).  0 or
+ * -errno. */
+int stripe_sums_trim(struct rfile *rf, uint32_t target);
 
 /*
  * Verify redundancy of every stripe against the data (offline check).

@@ -156,9 +156,18 @@ static char mpath[W][300], *mp[W], events[300];
 static int assemble(struct array *a)
 {
 	char err[1024];
-	memset(a, 0, sizeof(*a));
-	snprintf(a->mountpoint, sizeof(a->mountpoint), "%s/mnt", dir);
-	int r = array_assemble(a, mp, W, true, err, sizeof(err));
+	int r;
+	/* (an event program being started holds the last array's member
+	 * directories - and their locks - from its fork until its exec:
+	 * a loaded machine can stretch that; a second later they are free) */
+	for (int i = 0; i < 50; i++) {
+		memset(a, 0, sizeof(*a));
+		snprintf(a->mountpoint, sizeof(a->mountpoint), "%s/mnt", dir);
+		r = array_assemble(a, mp, W, true, err, sizeof(err));
+		if (r != -EINVAL || !strstr(err, "in use by another running raidfs"))
+			break;
+		usleep(100000);
+	}
 	CHECK(r == 0, "assemble: %s", err);
 	return r;
 }
