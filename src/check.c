@@ -141,7 +141,7 @@ static void check_file(struct check *c, const char *path)
 	long bad = stripe_verify(&rf, bad_row, c);
 	if (bad < 0)
 		problem(c, "file '%s': cannot verify: %s", path, strerror((int)-bad));
-	pthread_rwlock_destroy(&rf.rw);
+	rfile_private_end(&rf);
 out:
 	for (uint32_t j = 0; j < a->width; j++)
 		if (fds[j] >= 0)

@@ -53,6 +53,7 @@ bool rfile_path_of(uint64_t id, char *buf, size_t len)
 
 static void rfile_free(struct rfile *rf)
 {
+	stripe_rows_forget(rf);
 	pthread_rwlock_destroy(&rf->rw);
 	pthread_mutex_destroy(&rf->log_order);
 	free(rf->path);
@@ -451,6 +452,15 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	pthread_rwlock_init(&rf->rw, NULL);
 	pthread_mutex_init(&rf->log_order, NULL);
 	return 0;
+}
+
+void rfile_private_end(struct rfile *rf)
+{
+	if (rf->sums)
+		close_fds(rf->a, rf->sfd);
+	stripe_rows_forget(rf);
+	pthread_rwlock_destroy(&rf->rw);
+	pthread_mutex_destroy(&rf->log_order);
 }
 
 int rfile_write_meta_rebuilt(struct rfile *rf, uint32_t j)

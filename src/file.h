@@ -46,6 +46,8 @@ struct rfile {
 	uint64_t id;
 	struct layout lay;
 	bool sums;			/* checksummed (META_F_SUMS) */
+	struct rowc *rowc;		/* the believed row records, cached
+					 * (stripe.c; NULL until first needed) */
 	bool recovering;		/* resynced after a crash: a row no record
 					 * verifies is taken as found (stripe.c) */
 	int sfd[MEMBER_SLOTS];		/* the checksum file of each shard (csum.h;
@@ -147,7 +149,9 @@ void rfile_hold(struct rfile *rf);
 int rfile_lookup_size(uint64_t epoch, uint64_t key, uint64_t *size, int *marks);
 
 /* Build a private rfile over given shard fds (for resync and check; the
- * fds are owned by the caller, not closed by rfile_free_private). */
+ * fds are owned by the caller; rfile_private_end() lets go of the rest:
+ * its checksum files, its locks, its cached records). */
+void rfile_private_end(struct rfile *rf);
 int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 		  struct rfile *rf);
 

@@ -136,7 +136,7 @@ static int resync_shards(struct array *a, const char *entry, int *fds, bool cach
 				 entry, fm.size);
 		if (ret == 0)
 			ret = stripe_write_meta(&rf, 0);
-		pthread_rwlock_destroy(&rf.rw);
+		rfile_private_end(&rf);
 		for (uint32_t j = 0; ret == 0 && created && j < a->width; j++)
 			if (fds[j] >= 0)
 				fremovexattr(fds[j], CREATING_XATTR);

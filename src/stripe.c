@@ -540,6 +540,95 @@ static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t
  * write writes the row's new record to the members it writes (row_put()).
  */
 
+/* The believed records of the rows last used, per open file: every write
+ * of a row goes through its file's one rfile, which keeps the record it
+ * wrote, so reads and partial writes of a row seen lately read none.
+ * Direct-mapped; rows of more than 256 checksums are not kept. */
+#define ROWC_SLOTS 32
+struct rowc {
+	pthread_mutex_t lock;
+	uint32_t per;
+	uint64_t key[ROWC_SLOTS];	/* s * groups + g + 1; 0: empty */
+	uint64_t gen[ROWC_SLOTS];
+	uint32_t crc[];			/* ROWC_SLOTS x per */
+};
+
+static struct rowc *rowc_of(struct rfile *rf)
+{
+	struct rowc *c = __atomic_load_n(&rf->rowc, __ATOMIC_ACQUIRE);
+	uint32_t per = csum_per_row(&rf->lay);
+	if (c || per > 256)
+		return c;
+	c = calloc(1, sizeof(*c) + (size_t)ROWC_SLOTS * per * 4);
+	if (!c)
+		return NULL;
+	pthread_mutex_init(&c->lock, NULL);
+	c->per = per;
+	struct rowc *none = NULL;
+	if (!__atomic_compare_exchange_n(&rf->rowc, &none, c, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_destroy(&c->lock);
+		free(c);
+		return none;
+	}
+	return c;
+}
+
+static bool rowc_get(struct rfile *rf, uint64_t s, uint32_t g, uint64_t *gen, uint32_t *crc)
+{
+	struct rowc *c = rowc_of(rf);
+	if (!c)
+		return false;
+	uint64_t key = s * rf->lay.groups + g + 1;
+	unsigned x = (unsigned)(key % ROWC_SLOTS);
+	pthread_mutex_lock(&c->lock);
+	bool hit = c->key[x] == key;
+	if (hit) {
+		*gen = c->gen[x];
+		memcpy(crc, c->crc + (size_t)x * c->per, (size_t)c->per * 4);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return hit;
+}
+
+static void rowc_put(struct rfile *rf, uint64_t s, uint32_t g, uint64_t gen, const uint32_t *crc)
+{
+	struct rowc *c = rowc_of(rf);
+	if (!c)
+		return;
+	uint64_t key = s * rf->lay.groups + g + 1;
+	unsigned x = (unsigned)(key % ROWC_SLOTS);
+	pthread_mutex_lock(&c->lock);
+	if (c->key[x] != key || c->gen[x] <= gen) {
+		c->key[x] = key;
+		c->gen[x] = gen;
+		memcpy(c->crc + (size_t)x * c->per, crc, (size_t)c->per * 4);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* rows from stripe `from` on are gone (a truncate): forgotten */
+static void rowc_drop_from(struct rfile *rf, uint64_t from)
+{
+	struct rowc *c = __atomic_load_n(&rf->rowc, __ATOMIC_ACQUIRE);
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	for (unsigned x = 0; x < ROWC_SLOTS; x++)
+		if (c->key[x] && (c->key[x] - 1) / rf->lay.groups >= from)
+			c->key[x] = 0;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void stripe_rows_forget(struct rfile *rf)
+{
+	struct rowc *c = rf->rowc;
+	rf->rowc = NULL;
+	if (c) {
+		pthread_mutex_destroy(&c->lock);
+		free(c);
+	}
+}
+
 /* The believed record of group g in stripe s: the valid one with the
  * highest generation among the members of the row that can be read.
  * crc[] gets csum_per_row() values.  Returns the generation; 0 when no
@@ -548,6 +637,9 @@ static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc
 {
 	const struct layout *l = &rf->lay;
 	uint32_t n = csum_per_row(l);
+	uint64_t cached;
+	if (rowc_get(rf, s, g, &cached, crc))
+		return cached;
 	uint32_t *tmp = malloc((size_t)n * 4);
 	uint64_t best = 0;
 	for (uint32_t i = 0; tmp && i < l->k + l->m; i++) {
@@ -564,6 +656,7 @@ static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc
 			memcpy(crc, tmp, (size_t)n * 4);
 		}
 	}
+	bool loaded = tmp != NULL;
 	free(tmp);
 	if (best == 0) {
 		static const uint8_t zero[1];
@@ -571,6 +664,8 @@ static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc
 		for (uint32_t i = 0; i < n; i++)
 			crc[i] = z;
 	}
+	if (loaded)
+		rowc_put(rf, s, g, best, crc);
 	return best;
 }
 
@@ -653,6 +748,9 @@ static uint64_t row_quick(struct rfile *rf, const struct recon_plan *p, uint32_t
  * older record, which the others' newer ones outvote; said, not fatal. */
 static void row_put(struct rfile *rf, uint32_t mj, uint64_t s, uint64_t gen, const uint32_t *crc)
 {
+	uint32_t g, slot;
+	layout_member_slot(&rf->lay, s, mj, &g, &slot);
+	rowc_put(rf, s, g, gen, crc);
 	if (!member_writable(rf->a, mj))
 		return;
 	put_row_on(rf, mj, s, gen, crc);
@@ -722,10 +820,14 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
 	/* one record first (row_quick()); at the first chunk it does not
 	 * vouch for, the believed one of the whole row, against which the
 	 * chunks kept so far are verified again */
-	uint64_t gen = row_quick(rf, p, crc);
-	bool full = gen == 0;
-	if (full)
+	uint64_t gen = 0;
+	bool full = rowc_get(rf, p->s, p->g, &gen, crc);	/* (the believed one, kept) */
+	if (!full)
+		gen = row_quick(rf, p, crc);
+	if (!full && gen == 0) {
+		full = true;
 		gen = row_load(rf, p->s, p->g, crc);
+	}
 	uint64_t off = p->s * l->chunk + blo, have = 0, mism = 0, todo;
 	int ret = -EIO;
 	while (p->op != RECON_IMPOSSIBLE && (todo = p->read & ~have)) {
@@ -2143,6 +2245,7 @@ static int trim_shards(struct rfile *rf, uint64_t size)
 	/* the records of rows past the end go too: a row the file grows
 	 * over again is a hole, with no record */
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), rows = (size + sbytes - 1) / sbytes;
+	rowc_drop_from(rf, rows);
 	for (uint32_t j = 0; j < MEMBER_SLOTS && rf->sums; j++) {
 		if (j == rf->a->width)
 			j = SHADOW;	/* (a replacement in place: its records too) */

@@ -163,6 +163,8 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
  * stay (the rebuild's last step, also for a file now empty).  0 or
  * -errno. */
 int stripe_sums_trim(struct rfile *rf, uint32_t target);
+/* The cached row records of rf let go of (its last close). */
+void stripe_rows_forget(struct rfile *rf);
 
 /*
  * Verify redundancy of every stripe against the data (offline check).
