@@ -128,6 +128,20 @@ int csum_write_row(int fd, const struct layout *l, uint64_t s, uint64_t gen, con
 	return ret;
 }
 
+int csum_read_rows(int fd, const struct layout *l, uint64_t s0, uint32_t n, uint8_t *buf)
+{
+	size_t R = csum_record_size(l);
+	ssize_t got = io_pread(fd, buf, (size_t)n * R, (off_t)(s0 * R));
+	return got < 0 ? (int)got : 0;
+}
+
+int csum_write_rows(int fd, const struct layout *l, uint64_t s0, uint32_t n, const uint8_t *buf)
+{
+	size_t R = csum_record_size(l);
+	ssize_t put = pwrite(fd, buf, (size_t)n * R, (off_t)(s0 * R));
+	return put < 0 ? -errno : (size_t)put < (size_t)n * R ? -ENOSPC : 0;
+}
+
 int csum_clear_row(int fd, const struct layout *l, uint64_t s)
 {
 	size_t R = csum_record_size(l);

@@ -69,6 +69,10 @@ void csum_path(uint64_t id, char *buf, size_t len);
  * none: *gen 0) and write.  0 or -errno. */
 int csum_read_row(int fd, const struct layout *l, uint64_t s, uint64_t *gen, uint32_t *crc);
 int csum_write_row(int fd, const struct layout *l, uint64_t s, uint64_t gen, const uint32_t *crc);
+/* The records of stripes [s0, s0 + n) as they are stored (n x R bytes;
+ * zeros past the file's end), and written back in one call.  0 or -errno. */
+int csum_read_rows(int fd, const struct layout *l, uint64_t s0, uint32_t n, uint8_t *buf);
+int csum_write_rows(int fd, const struct layout *l, uint64_t s0, uint32_t n, const uint8_t *buf);
 /* No record for stripe s (zeros: a row never written). */
 int csum_clear_row(int fd, const struct layout *l, uint64_t s);
 /* The file cut to the records of stripes [0, stripes). */

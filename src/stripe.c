@@ -550,6 +550,8 @@ struct rowc {
 	uint32_t per;
 	uint64_t key[ROWC_SLOTS];	/* s * groups + g + 1; 0: empty */
 	uint64_t gen[ROWC_SLOTS];
+	bool full[ROWC_SLOTS];		/* the whole row's newest (row_load()),
+					 * else one member's (row_quick()) */
 	uint32_t crc[];			/* ROWC_SLOTS x per */
 };
 
@@ -573,7 +575,9 @@ static struct rowc *rowc_of(struct rfile *rf)
 	return c;
 }
 
-static bool rowc_get(struct rfile *rf, uint64_t s, uint32_t g, uint64_t *gen, uint32_t *crc)
+/* A row's record kept: true when there is one (*full: it is the whole
+ * row's newest; NULL: only such a one is wanted). */
+static bool rowc_get(struct rfile *rf, uint64_t s, uint32_t g, uint64_t *gen, uint32_t *crc, bool *full)
 {
 	struct rowc *c = rowc_of(rf);
 	if (!c)
@@ -581,7 +585,9 @@ static bool rowc_get(struct rfile *rf, uint64_t s, uint32_t g, uint64_t *gen, ui
 	uint64_t key = s * rf->lay.groups + g + 1;
 	unsigned x = (unsigned)(key % ROWC_SLOTS);
 	pthread_mutex_lock(&c->lock);
-	bool hit = c->key[x] == key;
+	bool hit = c->key[x] == key && (full || c->full[x]);
+	if (hit && full)
+		*full = c->full[x];
 	if (hit) {
 		*gen = c->gen[x];
 		memcpy(crc, c->crc + (size_t)x * c->per, (size_t)c->per * 4);
@@ -590,7 +596,7 @@ static bool rowc_get(struct rfile *rf, uint64_t s, uint32_t g, uint64_t *gen, ui
 	return hit;
 }
 
-static void rowc_put(struct rfile *rf, uint64_t s, uint32_t g, uint64_t gen, const uint32_t *crc)
+static void rowc_put(struct rfile *rf, uint64_t s, uint32_t g, uint64_t gen, const uint32_t *crc, bool full)
 {
 	struct rowc *c = rowc_of(rf);
 	if (!c)
@@ -598,9 +604,10 @@ static void rowc_put(struct rfile *rf, uint64_t s, uint32_t g, uint64_t gen, con
 	uint64_t key = s * rf->lay.groups + g + 1;
 	unsigned x = (unsigned)(key % ROWC_SLOTS);
 	pthread_mutex_lock(&c->lock);
-	if (c->key[x] != key || c->gen[x] <= gen) {
+	if (c->key[x] != key || (full && (!c->full[x] || c->gen[x] <= gen))) {
 		c->key[x] = key;
 		c->gen[x] = gen;
+		c->full[x] = full;
 		memcpy(c->crc + (size_t)x * c->per, crc, (size_t)c->per * 4);
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -638,7 +645,7 @@ static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc
 	const struct layout *l = &rf->lay;
 	uint32_t n = csum_per_row(l);
 	uint64_t cached;
-	if (rowc_get(rf, s, g, &cached, crc))
+	if (rowc_get(rf, s, g, &cached, crc, NULL))
 		return cached;
 	uint32_t *tmp = malloc((size_t)n * 4);
 	uint64_t best = 0;
@@ -665,7 +672,7 @@ static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc
 			crc[i] = z;
 	}
 	if (loaded)
-		rowc_put(rf, s, g, best, crc);
+		rowc_put(rf, s, g, best, crc, true);
 	return best;
 }
 
@@ -750,7 +757,7 @@ static void row_put(struct rfile *rf, uint32_t mj, uint64_t s, uint64_t gen, con
 {
 	uint32_t g, slot;
 	layout_member_slot(&rf->lay, s, mj, &g, &slot);
-	rowc_put(rf, s, g, gen, crc);
+	rowc_put(rf, s, g, gen, crc, true);
 	if (!member_writable(rf->a, mj))
 		return;
 	put_row_on(rf, mj, s, gen, crc);
@@ -821,9 +828,12 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
 	 * vouch for, the believed one of the whole row, against which the
 	 * chunks kept so far are verified again */
 	uint64_t gen = 0;
-	bool full = rowc_get(rf, p->s, p->g, &gen, crc);	/* (the believed one, kept) */
-	if (!full)
+	bool full = false;
+	if (!rowc_get(rf, p->s, p->g, &gen, crc, &full)) {	/* (kept: the row's, or one member's) */
 		gen = row_quick(rf, p, crc);
+		if (gen)
+			rowc_put(rf, p->s, p->g, gen, crc, false);
+	}
 	if (!full && gen == 0) {
 		full = true;
 		gen = row_load(rf, p->s, p->g, crc);
@@ -1192,6 +1202,70 @@ struct full_share {
 	bool msome[LAYOUT_MAX_WIDTH];		/* and whether any byte went out */
 };
 
+/* The highest generation of each row of stripes [s0, s0 + ns) (gens[(s -
+ * s0) * groups + g]) among the members in use: one read of each member's
+ * records of the batch. */
+static void rows_newest(struct rfile *rf, uint64_t s0, uint32_t ns, uint64_t *gens)
+{
+	const struct layout *l = &rf->lay;
+	size_t R = csum_record_size(l);
+	uint32_t per = csum_per_row(l);
+	memset(gens, 0, (size_t)ns * l->groups * sizeof(*gens));
+	uint8_t *buf = malloc((size_t)ns * R);
+	uint32_t *tmp = malloc((size_t)per * 4);
+	for (uint32_t j = 0; buf && tmp && j < rf->a->width; j++) {
+		if (rf->sfd[j] < 0 || !rfile_usable_at(rf, j, s0) || csum_read_rows(rf->sfd[j], l, s0, ns, buf) < 0)
+			continue;
+		for (uint32_t x = 0; x < ns; x++) {
+			uint32_t g, slot;
+			uint64_t gen;
+			layout_member_slot(l, s0 + x, j, &g, &slot);
+			size_t r = (size_t)x * l->groups + g;
+			if (csum_decode(buf + (size_t)x * R, R, per, &gen, tmp) == 0 && gen > gens[r])
+				gens[r] = gen;
+		}
+	}
+	for (uint32_t x = 0; tmp && x < ns; x++)
+		for (uint32_t g = 0; g < l->groups; g++) {
+			uint64_t gen;
+			size_t r = (size_t)x * l->groups + g;
+			if (rowc_get(rf, s0 + x, g, &gen, tmp, NULL) && gen > gens[r])
+				gens[r] = gen;
+		}
+	free(buf);
+	free(tmp);
+}
+
+/* The new records of stripes [s0, s0 + ns) (as rows_newest() indexes
+ * them) to member j, in one write (and to the cache). */
+static void rows_put(struct rfile *rf, uint32_t j, uint64_t s0, uint32_t ns, const uint64_t *gens,
+		     const uint32_t *crcs)
+{
+	const struct layout *l = &rf->lay;
+	size_t R = csum_record_size(l);
+	uint32_t per = csum_per_row(l);
+	uint8_t *buf = malloc((size_t)ns * R);
+	for (uint32_t x = 0; x < ns; x++) {
+		uint32_t g, slot;
+		layout_member_slot(l, s0 + x, j, &g, &slot);
+		size_t r = (size_t)x * l->groups + g;
+		rowc_put(rf, s0 + x, g, gens[r], crcs + r * per, true);
+		if (buf)
+			csum_encode(buf + (size_t)x * R, R, gens[r], crcs + r * per, per);
+	}
+	int fd = member_writable(rf->a, j) ? sums_fd(rf, j) : -1;
+	int e = !buf ? -ENOMEM : fd < 0 ? 0 : csum_write_rows(fd, l, s0, ns, buf);
+	if (e < 0)
+		log_err("member %u '%s': cannot write the checksum records of stripes %" PRIu64 "-%" PRIu64
+			" of file %016" PRIx64 ": %s", j, rf->a->m[j].path, s0, s0 + ns - 1, rf->id, strerror(-e));
+	if (fd >= 0 && (int)j == shadow_of(rf->a) && rf->fd[SHADOW] >= 0 && buf) {
+		int sfd = sums_fd(rf, SHADOW);
+		if (sfd >= 0)
+			csum_write_rows(sfd, l, s0, ns, buf);
+	}
+	free(buf);
+}
+
 /* share t of the two in arg (pair_run()) */
 static void write_share(void *arg, int t)
 {
@@ -1237,11 +1311,14 @@ static void write_share(void *arg, int t)
 			sh->ret = -ENOMEM;
 			return;
 		}
+		/* every checksum of these rows is new: only the generations
+		 * they replace are needed, read for all of the batch at once */
+		rows_newest(rf, s0, ns, gens);
 		for (uint64_t s = s0; s < s0 + ns; s++)
 			for (uint32_t g = 0; g < l->groups; g++) {
 				size_t r = (size_t)(s - s0) * l->groups + g;
 				uint32_t *crc = crcs + r * per;
-				gens[r] = next_gen(row_load(rf, s, g, crc));
+				gens[r] = next_gen(gens[r]);
 				for (uint32_t i = 0; i < k + m; i++)
 					csum_blocks(i < k ? DATA(s, g, i) : PAR(s, g, i - k), chunk, B, crc + (size_t)i * B);
 			}
@@ -1259,12 +1336,8 @@ static void write_share(void *arg, int t)
 			iov[s - s0].iov_len = chunk;
 		}
 		sh->mret[j] = put_member(rf, j, iov, ns, s0 * chunk, &sh->msome[j]);
-		for (uint64_t s = s0; s < s0 + ns && rf->sums && sh->mret[j] == 0; s++) {
-			uint32_t g, slot;
-			layout_member_slot(l, s, j, &g, &slot);
-			size_t r = (size_t)(s - s0) * l->groups + g;
-			row_put(rf, j, s, gens[r], crcs + r * per);
-		}
+		if (rf->sums && sh->mret[j] == 0)
+			rows_put(rf, j, s0, ns, gens, crcs);
 	}
 	free(gens);
 	free(crcs);
