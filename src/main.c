@@ -40,7 +40,7 @@ static void usage(FILE *f)
 "         [--force] [--spare DIR]... DIR...\n"
 "        make a new array of the member directories (LEVEL: single raid0 raid1\n"
 "        raid5 raid6 raid10 raid50 raid60; chunk 4K..1M, default 64K;\n"
-"        ALG, the checksum algorithm of the array's chunks: crc32c or none, default none)\n"
+"        ALG, the checksum algorithm of the array's chunks: crc32c (the default: every 4 KiB of every chunk verified on read) or none)\n"
 "  mount [-f] [-o OPTIONS] DIR[:DIR...] MOUNTPOINT\n"
 "        assemble the array from its members and mount it (-f: foreground)\n"
 "        options: nodegraded, force, ro, log=FILE, event_program=PATH,\n"
