@@ -4,7 +4,8 @@
 #
 #   contrib/bench/quick.sh [--raidfs PATH] [--out FILE] [--quick]
 #                          [--levels raid0,raid5,raid6] [--perf DIR]
-#                          [--plain-passthrough]
+#                          [--plain-passthrough] [--rounds N]
+#                          [--create-opts OPTS] [--variant NAME=OPTS]
 #
 #   --raidfs PATH  the raidfs binary (default: ./raidfs of this tree, else PATH)
 #   --out FILE     also write the markdown report to FILE
@@ -20,6 +21,16 @@
 #   --baseline PATH  also measure every level with this other raidfs binary
 #                  (configurations "LEVEL@base"), side by side in the same
 #                  run: a change's effect as a ratio of ratios
+#   --create-opts OPTS  extra options of every 'raidfs create' of this run
+#                  (default: $RAIDFS_CREATE_OPTS, else none), e.g.
+#                  --create-opts "--checksum none"
+#   --variant NAME=OPTS  also measure every level created with OPTS instead
+#                  of --create-opts (configurations "LEVEL+NAME"; NAME of
+#                  letters, digits, _ and -), side by side in the same run,
+#                  reported as LEVEL+NAME against LEVEL.  Checksums on
+#                  against off:
+#                    --create-opts "--checksum none" --variant sums="--checksum crc32c"
+#   --rounds N     rounds (default 3, 1 with --quick; give it after --quick)
 #
 # What runs, all on one fresh tmpfs (so it measures the software path):
 #   passthrough  passthrough_ll, built here from the libfuse3-dev examples,
@@ -73,6 +84,10 @@ QUICK=0
 PERF_DIR=""
 LEVELS="raid0 raid5 raid6"
 BASE_RAIDFS=""
+CREATE_OPTS=${RAIDFS_CREATE_OPTS:-}
+VARIANT=""	# NAME
+VARIANT_OPTS=""
+ROUNDS_OPT=""
 PT_TUNABLES=glibc.malloc.mmap_threshold=8388608:glibc.malloc.trim_threshold=1073741824
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -88,6 +103,12 @@ while [ $# -gt 0 ]; do
 	--perf) PERF_DIR=${2:?--perf needs a directory}; shift 2 ;;
 	--perf=*) PERF_DIR=${1#*=}; shift ;;
 	--plain-passthrough) PT_TUNABLES=""; shift ;;
+	--create-opts) CREATE_OPTS=${2?--create-opts needs options}; shift 2 ;;
+	--create-opts=*) CREATE_OPTS=${1#*=}; shift ;;
+	--variant) VARIANT=${2:?--variant needs NAME=OPTS}; shift 2 ;;
+	--variant=*) VARIANT=${1#*=}; shift ;;
+	--rounds) ROUNDS_OPT=${2:?--rounds needs a number}; shift 2 ;;
+	--rounds=*) ROUNDS_OPT=${1#*=}; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "quick.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
@@ -95,12 +116,21 @@ done
 for l in $LEVELS; do
 	case $l in raid0|raid5|raid6) ;; *) echo "quick.sh: --levels: '$l' is not one of raid0 raid5 raid6" >&2; exit 2 ;; esac
 done
+if [ -n "$VARIANT" ]; then
+	VARIANT_OPTS=${VARIANT#*=}
+	VARIANT=${VARIANT%%=*}
+	[[ $VARIANT =~ ^[A-Za-z0-9_-]+$ ]] || { echo "quick.sh: --variant NAME=OPTS: NAME of letters, digits, _ and -" >&2; exit 2; }
+fi
+[ -z "$ROUNDS_OPT" ] || [[ $ROUNDS_OPT =~ ^[1-9][0-9]*$ ]] || { echo "quick.sh: --rounds takes a number from 1" >&2; exit 2; }
 CMDLINE="contrib/bench/quick.sh${RAIDFS:+ --raidfs $RAIDFS}${OUT:+ --out $OUT}"
 [ $QUICK = 1 ] && CMDLINE+=" --quick"
 [ "$LEVELS" = "raid0 raid5 raid6" ] || CMDLINE+=" --levels '${LEVELS// /,}'"
 [ -z "$BASE_RAIDFS" ] || CMDLINE+=" --baseline $BASE_RAIDFS"
 [ -n "$PERF_DIR" ] && CMDLINE+=" --perf $PERF_DIR"
 [ -n "$PT_TUNABLES" ] || CMDLINE+=" --plain-passthrough"
+[ -z "$CREATE_OPTS" ] || CMDLINE+=" --create-opts '$CREATE_OPTS'"
+[ -z "$VARIANT" ] || CMDLINE+=" --variant $VARIANT='$VARIANT_OPTS'"
+[ -z "$ROUNDS_OPT" ] || CMDLINE+=" --rounds $ROUNDS_OPT"
 
 if [ -n "$LEVELS" ]; then
 	if [ -z "$RAIDFS" ]; then
@@ -123,6 +153,7 @@ if [ $QUICK = 1 ]; then
 else
 	SEQ_SIZE=1G; RAND_TIME=10; NFILES=10000; ROUNDS=3; TMPFS_SIZE=8g; WARM_MIB=7500
 fi
+[ -z "$ROUNDS_OPT" ] || ROUNDS=$ROUNDS_OPT
 TARGET=0.7	# issue 2: sequential write and read >= 0.7x passthrough_ll at 1 MiB
 BASE_LEVELS=""
 if [ -n "$BASE_RAIDFS" ]; then
@@ -130,7 +161,11 @@ if [ -n "$BASE_RAIDFS" ]; then
 	BASE_RAIDFS=$(cd "$(dirname "$BASE_RAIDFS")" && pwd)/$(basename "$BASE_RAIDFS")
 	for l in $LEVELS; do BASE_LEVELS+=" $l@base"; done
 fi
-ALL_LEVELS="$LEVELS$BASE_LEVELS"
+VARIANT_LEVELS=""
+if [ -n "$VARIANT" ]; then
+	for l in $LEVELS; do VARIANT_LEVELS+=" $l+$VARIANT"; done
+fi
+ALL_LEVELS="$LEVELS$BASE_LEVELS$VARIANT_LEVELS"
 CONFIGS="passthrough $ALL_LEVELS"
 
 # shellcheck source=contrib/bench/lib.sh
@@ -220,8 +255,15 @@ mnt() { echo "$WORK/mnt/$1"; }
 failed() { [ -e "$STATE/$1.failed" ]; }
 daemon_pid() { cat "$STATE/$1.pid" 2>/dev/null; }
 members() { local i; for i in $(seq 0 $((MEMBERS - 1))); do echo "$TMPFS/$1/m$i"; done; }
+level_of() {	# CFG: its raidfs level (raid5@base, raid5+NAME: raid5)
+	local l=${1%@base}
+	echo "${l%%+*}"
+}
+create_opts() {	# CFG: the extra 'raidfs create' options of its array
+	case $1 in *+*) echo "$VARIANT_OPTS" ;; *) echo "$CREATE_OPTS" ;; esac
+}
 missing_members() {	# CFG: the members taken away for the degraded reads
-	case ${1%@base} in raid5) echo m1 ;; raid6) echo m1 m2 ;; esac
+	case $(level_of "$1") in raid5) echo m1 ;; raid6) echo m1 m2 ;; esac
 }
 bin() {	# CFG: the raidfs binary that serves it
 	case $1 in *@base) echo "$BASE_RAIDFS" ;; *) echo "$RAIDFS" ;; esac
@@ -234,7 +276,8 @@ cfg_create() {	# CFG: fresh storage (and a new array)
 		local d
 		for d in $(members "$1"); do mkdir -p "$d"; done
 		# shellcheck disable=SC2046
-		"$(bin "$1")" create --level "${1%@base}" --chunk "$CHUNK" --name "bench-${1%@base}" $(members "$1") >&2 || return 1
+		"$(bin "$1")" create --level "$(level_of "$1")" --chunk "$CHUNK" --name "bench-$(level_of "$1")" \
+			$(create_opts "$1") $(members "$1") >&2 || return 1
 		;;
 	esac
 }
@@ -444,7 +487,7 @@ done
 
 # ------------------------------------------------------------------ report
 report() {
-	python3 - "$RES" "$ALL_LEVELS" "$TARGET" "$NFILES" "$MEMBERS" <<'EOF'
+	python3 - "$RES" "$ALL_LEVELS" "$TARGET" "$NFILES" "$MEMBERS" "$VARIANT" <<'EOF'
 import collections, statistics, sys
 res = collections.defaultdict(lambda: collections.defaultdict(list))
 for line in open(sys.argv[1]):
@@ -453,6 +496,7 @@ for line in open(sys.argv[1]):
 levels = sys.argv[2].split()
 target = float(sys.argv[3])
 nfiles, members = sys.argv[4], sys.argv[5]
+variant = sys.argv[6]
 pt = "passthrough"
 
 def vals(c, k):
@@ -476,13 +520,13 @@ def cell(c, k, fmt):
 print("| configuration | seq write 1M, MiB/s | seq read 1M, MiB/s | 4K random read, IOPS | 4K random write, IOPS | create %s files, s | unlink %s files, s | seq read degraded, MiB/s (vs healthy) |" % (nfiles, nfiles))
 print("|---|---|---|---|---|---|---|---|")
 for c in [pt] + levels:
-    name = "passthrough_ll, 1 dir" if c == pt else "raidfs %s, %s members" % (c.replace("@base", " (baseline binary)"), members)
+    name = "passthrough_ll, 1 dir" if c == pt else "raidfs %s, %s members" % (c.replace("@base", " (baseline binary)").replace("+" + variant, " +" + variant) if variant else c.replace("@base", " (baseline binary)"), members)
     if res[c].get("failed"):
         name += " (FAILED: %s)" % "; ".join(res[c]["failed"])
     dg = "-"
     d, h = num(c, "seqread_degraded.mibs"), num(c, "seqread.mibs")
     if d is not None:
-        dg = "%.0f (%.2fx, %d missing)" % (d, d / h if h else 0, {"raid5": 1, "raid6": 2}.get(c.split("@")[0], 0))
+        dg = "%.0f (%.2fx, %d missing)" % (d, d / h if h else 0, {"raid5": 1, "raid6": 2}.get(c.split("@")[0].split("+")[0], 0))
         if res[c].get("degraded_data") != ["same"]:
             dg += " **data differs**"
     print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (name,
@@ -521,6 +565,21 @@ if base:
             v, w = num(c, k), num(b, k)
             row.append("%.2f" % (v / w) if v and w else "n/a")
         print("| %s | %s |" % (c, " | ".join(row)))
+var = [c for c in levels if variant and c.endswith("+" + variant)]
+if var:
+    print()
+    print("LEVEL+%s against LEVEL in this run: the median of the variant divided by the median of the level (above 1: the variant is faster; for the two times, above 1 means the variant is slower), then each round's own ratio:" % variant)
+    print()
+    print("| level | seq write | seq read | 4K random read | 4K random write | create | unlink | degraded seq read |")
+    print("|---|---|---|---|---|---|---|---|")
+    for v in var:
+        c = v[:-len(variant) - 1]
+        row = []
+        for k in ("seqwrite.mibs", "seqread.mibs", "randread.iops", "randwrite.iops", "create.s", "unlink.s", "seqread_degraded.mibs"):
+            a, b = num(v, k), num(c, k)
+            rounds = "/".join("%.2f" % (x / y) for x, y in zip(vals(v, k), vals(c, k)) if y)
+            row.append("%.2f (%s)" % (a / b, rounds) if a and b else "n/a")
+        print("| %s | %s |" % (c, " | ".join(row)))
 print()
 print("Issue-2 target, sequential write and read at 1 MiB >= %.1fx passthrough_ll:" % target)
 print()
@@ -555,6 +614,7 @@ EOF
 	echo "- command: \`$CMDLINE\`"
 	echo "- raidfs: $RAIDFS (this script's tree at $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'))"
 	[ -z "$BASE_RAIDFS" ] || echo "- baseline raidfs (configurations LEVEL@base): $BASE_RAIDFS"
+	echo "- raidfs create: \`raidfs create --level LEVEL --chunk $CHUNK${CREATE_OPTS:+ $CREATE_OPTS}\`$([ -z "$VARIANT" ] || echo "; configurations LEVEL+$VARIANT: \`raidfs create --level LEVEL --chunk $CHUNK${VARIANT_OPTS:+ $VARIANT_OPTS}\`")"
 	echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/^Mem:/{print $2}') GiB RAM, kernel $(uname -r), $(fio --version), libfuse $(pkg-config --modversion fuse3)"
 	echo "- load average (1 min) at start: $LOAD0, at end: $(cut -d' ' -f1 /proc/loadavg)"
 	echo "- storage: one tmpfs ($TMPFS_SIZE); each raidfs array on $MEMBERS member dirs of it (chunk $CHUNK), passthrough_ll on one dir of it; all mounted side by side, patterns interleaved, $ROUNDS round(s)"

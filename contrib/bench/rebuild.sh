@@ -3,8 +3,10 @@
 #
 #   contrib/bench/rebuild.sh [--raidfs PATH] [--size GIB] [--level raid6]
 #                            [--members 5] [--file-mib 1] [--dir DIR]
-#                            [--out FILE]
+#                            [--out FILE] [--create-opts OPTS]
 #
+# --create-opts OPTS: extra options of 'raidfs create' (default:
+# $RAIDFS_CREATE_OPTS, else none), e.g. --create-opts "--checksum none".
 # On a fresh tmpfs (or under DIR, to measure real disks): create an array,
 # write SIZE GiB as files of FILE_MIB MiB (1 to 64; SIZE x 1024 / FILE_MIB
 # files), then
@@ -43,6 +45,7 @@ N=5
 FMIB=1
 BASE=""
 OUT=""
+CREATE_OPTS=${RAIDFS_CREATE_OPTS:-}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--raidfs) RAIDFS=$2; shift 2 ;;
@@ -52,7 +55,8 @@ while [ $# -gt 0 ]; do
 	--file-mib) FMIB=$2; shift 2 ;;
 	--dir) BASE=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	-h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+	--create-opts) CREATE_OPTS=$2; shift 2 ;;
+	-h|--help) sed -n '2,23p' "$0"; exit 0 ;;
 	*) echo "rebuild.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -92,7 +96,8 @@ warm() {
 	rm "$BASE/warm"
 }
 
-"$RAIDFS" create --level "$LEVEL" --name rbench $mem >/dev/null
+# shellcheck disable=SC2086 # (options, split)
+"$RAIDFS" create --level "$LEVEL" --name rbench $CREATE_OPTS $mem >/dev/null
 "$RAIDFS" mount -o "log=$log" "${mem// /:}" "$W/mnt"
 nfiles=$(( SIZE * 1024 / FMIB ))
 mkdir "$W/mnt/data"
@@ -227,7 +232,7 @@ report=$(cat <<EOF
 ### Rebuild and re-add, $(date -u +%Y-%m-%d), $LEVEL over $N members on $( [ $TMPFS = 1 ] && echo tmpfs || echo "$BASE" )
 
 Data: $SIZE GiB in $nfiles files of $FMIB MiB; one member holds
-$(mb "$member_bytes" 1) MiB.  Command: \`contrib/bench/rebuild.sh --size $SIZE --level $LEVEL --members $N --file-mib $FMIB\`.
+$(mb "$member_bytes" 1) MiB.  Command: \`contrib/bench/rebuild.sh --size $SIZE --level $LEVEL --members $N --file-mib $FMIB${CREATE_OPTS:+ --create-opts '$CREATE_OPTS'}\`.
 
 | what | time | rate |
 |---|---|---|

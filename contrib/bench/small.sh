@@ -7,8 +7,13 @@
 # passthrough_ll over the same tmpfs first.  Results, one per line
 # (round, binary, mode, metric, value), in OUT (default ./small.tsv).
 # Needs root (tmpfs), fio, python3, gcc, libfuse3-dev (passthrough_ll).
+# CREATE_OPTS_A and CREATE_OPTS_B (environment): extra 'raidfs create'
+# options of A's and of B's arrays; one binary twice with two options
+# measures them side by side, e.g. checksums on (A) against off (B):
+#   CREATE_OPTS_A="--checksum crc32c" CREATE_OPTS_B="--checksum none" \
+#     contrib/bench/small.sh 2 ./raidfs ./raidfs
 set -u
-[ $# -ge 3 ] || { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 ROUNDS=$1; A=$2; B=$3; RES=$(realpath -m "${4:-small.tsv}")
 W=$(mktemp -d /tmp/raidfs-small.XXXXXX)
 FS=$W/fs; mkdir -p $FS
@@ -19,9 +24,10 @@ if [ ! -x $PT ]; then
   case $src in *.gz) gunzip -c $src > $W/pt.c; src=$W/pt.c;; esac
   gcc -O2 -o $PT $src $(pkg-config --cflags --libs fuse3) -lpthread
 fi
+PT_PID=""
 cleanup() {
   for m in $W/mnt $W/pt; do mountpoint -q $m && fusermount3 -uz $m; done
-  pkill -f "$PT"; sleep 0.3; umount -l $FS 2>/dev/null; rm -rf "$W"
+  [ -z "$PT_PID" ] || kill $PT_PID 2>/dev/null; sleep 0.3; umount -l $FS 2>/dev/null; rm -rf "$W"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -47,16 +53,18 @@ PY
 }
 for r in $(seq 1 $ROUNDS); do
   mkdir -p $W/pt $FS/pt
-  $PT -f -o source=$FS/pt $W/pt 2>/dev/null & sleep 0.5
+  $PT -f -o source=$FS/pt $W/pt 2>/dev/null & PT_PID=$!; sleep 0.5
   fio --name=layout --directory=$W/pt --filename=bench --rw=write --bs=1M --size=64M --ioengine=psync >/dev/null 2>&1
   printf "%s\tpassthrough\t-\tunaligned_iops\t%s\n" $r $(fio_unal $W/pt) >> $RES
   printf "%s\tpassthrough\t-\ttrunc_ops\t%s\n" $r $(trunc_loop $W/pt) >> $RES
-  fusermount3 -u $W/pt; rm -rf $FS/pt
+  fusermount3 -u $W/pt; wait $PT_PID 2>/dev/null; PT_PID=""; rm -rf $FS/pt
   for bin in A B; do
     [ $bin = A ] && R=$A || R=$B
+    [ $bin = A ] && CO=${CREATE_OPTS_A:-} || CO=${CREATE_OPTS_B:-}
     for mode in file shm wt; do
       rm -rf $FS/d* $FS/log; mkdir -p $FS/d1 $FS/d2 $FS/d3 $FS/d4 $W/mnt
-      $R create --level raid5 --chunk 64K $FS/d1 $FS/d2 $FS/d3 $FS/d4 >/dev/null 2>&1
+      # shellcheck disable=SC2086 # (options, split)
+      $R create --level raid5 --chunk 64K $CO $FS/d1 $FS/d2 $FS/d3 $FS/d4 >/dev/null 2>&1
       case $mode in
         file) o="write_policy=writeback,bbu=file:$FS/log" ;;
         shm) o="write_policy=writeback,bbu=shm" ;;
