@@ -786,6 +786,7 @@ static int restore_fill(struct restore *x, bool (*go_on)(struct array *a, uint64
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
 	struct rfile *cp = malloc(sizeof(*cp));
+	int sfd = -1;	/* the put-back's own descriptor of j's checksum file */
 	if (!cp)
 		r = -ENOMEM;
 	for (uint64_t s0 = 0; r == 0; s0 += RESTORE_WINDOW) {
@@ -810,12 +811,18 @@ static int restore_fill(struct restore *x, bool (*go_on)(struct array *a, uint64
 			cp->fd[j] = x->fd;
 			cp->damaged |= 1ull << j;	/* (not read from) */
 			cp->damaged_from[j] = 0;
+			/* (the copy's checksum file and cached records are its own:
+			 * kept across windows, let go of below) */
+			cp->sfd[j] = sfd;
+			cp->rowc = NULL;
 			for (uint64_t s = s0; s < s0 + RESTORE_WINDOW && s < nstripes && r == 0; s++) {
 				bool fixed = false;
 				long b = stripe_rebuild_chunk(cp, s, j, j, false, &fixed, NULL);
 				r = b < 0 ? (int)b : 0;
 				bytes += b > 0 ? b : 0;
 			}
+			sfd = cp->sfd[j];
+			stripe_rows_forget(cp);
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* (after the reads above) */
 			if (r == 0 && __atomic_load_n(&rf->wgen, __ATOMIC_ACQUIRE) != x->gen)
 				r = -EAGAIN;	/* (a destage wrote meanwhile) */
@@ -826,6 +833,15 @@ static int restore_fill(struct restore *x, bool (*go_on)(struct array *a, uint64
 		if (!go_on(rf->a, bytes))
 			r = -EINTR;
 	}
+	if (r == 0 && cp && rf->sums) {
+		/* none of an older file's records past the end */
+		cp->sfd[j] = sfd;
+		cp->size = x->size;
+		r = stripe_sums_trim(cp, j);
+		sfd = cp->sfd[j];
+	}
+	if (sfd >= 0)
+		close(sfd);
 	free(cp);
 	if (r == 0 && ftruncate(x->fd, (off_t)layout_shard_size(l, j, x->size)) < 0)
 		r = -errno;

@@ -636,6 +636,21 @@ void stripe_rows_forget(struct rfile *rf)
 	}
 }
 
+/* A row's checksums on the reader's stack when they are few (the read
+ * path runs this on every chunk), else on the heap; crc_done() lets go. */
+#define CRC_ON_STACK 256
+static uint32_t *crc_buf(const struct layout *l, uint32_t *stack)
+{
+	uint32_t n = csum_per_row(l);
+	return n <= CRC_ON_STACK ? stack : malloc((size_t)n * 4);
+}
+
+static void crc_done(uint32_t *crc, const uint32_t *stack)
+{
+	if (crc != stack)
+		free(crc);
+}
+
 /* The believed record of group g in stripe s: the valid one with the
  * highest generation among the members of the row that can be read.
  * crc[] gets csum_per_row() values.  Returns the generation; 0 when no
@@ -647,7 +662,7 @@ static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc
 	uint64_t cached;
 	if (rowc_get(rf, s, g, &cached, crc, NULL))
 		return cached;
-	uint32_t *tmp = malloc((size_t)n * 4);
+	uint32_t stack[CRC_ON_STACK], *tmp = crc_buf(l, stack);
 	uint64_t best = 0;
 	for (uint32_t i = 0; tmp && i < l->k + l->m; i++) {
 		uint32_t mj = layout_slot_member(l, s, g, i);
@@ -664,7 +679,7 @@ static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc
 		}
 	}
 	bool loaded = tmp != NULL;
-	free(tmp);
+	crc_done(tmp, stack);
 	if (best == 0) {
 		static const uint8_t zero[1];
 		uint32_t z = csum_block(zero, 0);
@@ -814,11 +829,11 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
 	uint32_t alen = bhi - blo, b0 = blo / CSUM_BLOCK, nb = alen / CSUM_BLOCK;
 	bool direct = blo == lo && alen == len;
 	uint8_t *ab[LAYOUT_MAX_WIDTH], *abuf = NULL;
-	uint32_t *crc = malloc((size_t)csum_per_row(l) * 4);
+	uint32_t stack[CRC_ON_STACK], *crc = crc_buf(l, stack);
 	if (!direct)
 		abuf = malloc((size_t)n * alen);
 	if (!crc || (!direct && !abuf)) {
-		free(crc);
+		crc_done(crc, stack);
 		free(abuf);
 		return -ENOMEM;
 	}
@@ -891,7 +906,7 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
 			for (uint32_t i = 0; i < n; i++)
 				memcpy(blk[i], ab[i] + (lo - blo), len);
 	}
-	free(crc);
+	crc_done(crc, stack);
 	free(abuf);
 	return ret;
 }
@@ -2874,11 +2889,7 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 			put_row_on(rf, target, s, gen, crc);
 		else if (fd >= 0)
 			csum_clear_row(fd, l, s);	/* (a hole: no record, not an old one) */
-		free(crc);
-		/* the last row: none of an older file's records past it */
-		uint64_t sbytes = layout_stripe_data_bytes(l);
-		if (fd >= 0 && (s + 1) * sbytes >= rf->size)
-			csum_truncate(fd, l, s + 1);
+		free(crc);	/* (the rows past the end: stripe_sums_trim() at the end) */
 	}
 	if (verify) {
 		/* second pass: compare with what the new member holds */
