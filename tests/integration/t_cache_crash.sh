@@ -190,8 +190,11 @@ overwritten_files wh "write hole" 60
 # so some stripes have new data on some members and old on others
 "$RAIDFS" inject "$mnt" 2 latency 200 >/dev/null || fail "$what: inject failed"
 "$RAIDFS" cache "$mnt" flush >/dev/null 2>&1 &
-# kill as soon as the first file is out (the others are on their way)
-for _ in $(seq 1 100); do
+# kill as soon as the first file is out (the others are on their way;
+# each of its lines waits for the slow member several times: its data,
+# its parity and its checksum records, so on a busy machine the first
+# can take long)
+for _ in $(seq 1 600); do
 	[ "$(json_cache "$mnt" destaged_bytes)" -gt 0 ] && break
 	sleep 0.1
 done

@@ -3,8 +3,9 @@
 # the offline check and repaired by a scrub (docs/checksums.md, item 4).
 #
 # For each configuration: an array created with `--checksum crc32c`,
-# chunk 4K; several files of random sizes (10K..300K) written through the
-# mount and their sha1s recorded; unmounted.  Then `chunks.py
+# chunk 4K; twelve files of random sizes (128K..300K: at least 11 rows
+# each, so more rows than flips) written through the mount and their
+# sha1s recorded; unmounted.  Then `chunks.py
 # random-flips` flips one byte in N chunks chosen at random over the
 # files (at most one chunk per row, so every row can be rebuilt), data,
 # parity and mirror copies alike.
@@ -48,7 +49,7 @@ for cfg in "${CONFIGS[@]}"; do
 	members=$(join_members $mem)
 	expect_rc 0 "$RAIDFS" create --level "$level" --chunk 4K --checksum crc32c --name flips $mem
 	rfs_mount "$members" "$C/mnt" -o "$OPTS" || fail "$level: mount"
-	write_fileset "$C/mnt" "$C/ref" "$((SEED + n))" 2 6 10240 307200 || fail "$level: writing the files"
+	write_fileset "$C/mnt" "$C/ref" "$((SEED + n))" 2 6 131072 307200 || fail "$level: writing the files"
 	(cd "$C/mnt" && find . -type f | sort | xargs sha1sum) >"$C/sha1" || fail "$level: sha1 of the files"
 	(cd "$C/ref" && sha1sum -c --quiet "$C/sha1") || fail "$level: the files do not read back as written"
 	rfs_unmount_wait "$C/mnt" || fail "$level: unmount"
