@@ -540,20 +540,77 @@ static void repair_unread(struct rfile *rf, const struct recon_plan *p, uint64_t
  * write writes the row's new record to the members it writes (row_put()).
  */
 
-/* The believed records of the rows last used, per open file: every write
- * of a row goes through its file's one rfile, which keeps the record it
- * wrote, so reads and partial writes of a row seen lately read none.
- * Direct-mapped; rows of more than 256 checksums are not kept. */
-#define ROWC_SLOTS 32
+/* The believed records of a file's rows, per open file: every write of a
+ * row goes through its file's one rfile, which keeps the record it wrote,
+ * so reads and partial writes of a row seen before read none.
+ * Direct-mapped on the row's number (s * groups + g), the table grows
+ * (powers of two) with the rows used, up to ROWC_FILE_BYTES a file and
+ * ROWC_ALL_BYTES all files together, so that a file of up to some GiB has
+ * a slot for every row (a 64 KiB chunk over 4 members: a row is 192 KiB
+ * of data, its slot 273 bytes).  Rows of more than 256 checksums are not
+ * kept. */
+#define ROWC_MIN_SLOTS 32u
+#define ROWC_FILE_BYTES (2u << 20)
+#define ROWC_ALL_BYTES (64ull << 20)
 struct rowc {
 	pthread_mutex_t lock;
-	uint32_t per;
-	uint64_t key[ROWC_SLOTS];	/* s * groups + g + 1; 0: empty */
-	uint64_t gen[ROWC_SLOTS];
-	bool full[ROWC_SLOTS];		/* the whole row's newest (row_load()),
+	uint32_t per, nslots;		/* nslots: a power of two */
+	/* rows of stripes from here on have no record on any member in
+	 * use: past the file's end when the table was made, and written by
+	 * nobody since (a truncate cut the records past the end; a record
+	 * left behind by a crash, or on a member that was away, is older
+	 * than any written now, next_gen()) */
+	uint64_t horizon;
+	uint64_t *key;			/* row + 1; 0: empty */
+	uint64_t *gen;
+	bool *full;			/* the whole row's newest (row_load()),
 					 * else one member's (row_quick()) */
-	uint32_t crc[];			/* ROWC_SLOTS x per */
+	uint32_t *crc;			/* nslots x per */
 };
+static uint64_t rowc_all_bytes;		/* all files' tables together */
+
+static size_t rowc_bytes(uint32_t per, uint32_t nslots)
+{
+	return (size_t)nslots * (2 * sizeof(uint64_t) + sizeof(bool) + (size_t)per * 4);
+}
+
+static void rowc_free_slots(struct rowc *c)
+{
+	free(c->key);
+	free(c->gen);
+	free(c->full);
+	free(c->crc);
+}
+
+/* c's slots (c->per set) for nslots; false when memory or the budget
+ * is short */
+static bool rowc_alloc_slots(struct rowc *c, uint32_t nslots)
+{
+	size_t bytes = rowc_bytes(c->per, nslots);
+	if (__atomic_add_fetch(&rowc_all_bytes, bytes, __ATOMIC_RELAXED) > ROWC_ALL_BYTES && nslots > ROWC_MIN_SLOTS) {
+		__atomic_sub_fetch(&rowc_all_bytes, bytes, __ATOMIC_RELAXED);
+		return false;
+	}
+	c->key = calloc(nslots, sizeof(*c->key));
+	c->gen = calloc(nslots, sizeof(*c->gen));
+	c->full = calloc(nslots, sizeof(*c->full));
+	c->crc = calloc((size_t)nslots * c->per, 4);
+	if (!c->key || !c->gen || !c->full || !c->crc) {
+		rowc_free_slots(c);
+		__atomic_sub_fetch(&rowc_all_bytes, bytes, __ATOMIC_RELAXED);
+		return false;
+	}
+	c->nslots = nslots;
+	return true;
+}
+
+static void rowc_free(struct rowc *c)
+{
+	pthread_mutex_destroy(&c->lock);
+	rowc_free_slots(c);
+	__atomic_sub_fetch(&rowc_all_bytes, rowc_bytes(c->per, c->nslots), __ATOMIC_RELAXED);
+	free(c);
+}
 
 static struct rowc *rowc_of(struct rfile *rf)
 {
@@ -561,18 +618,48 @@ static struct rowc *rowc_of(struct rfile *rf)
 	uint32_t per = csum_per_row(&rf->lay);
 	if (c || per > 256)
 		return c;
-	c = calloc(1, sizeof(*c) + (size_t)ROWC_SLOTS * per * 4);
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	pthread_mutex_init(&c->lock, NULL);
 	c->per = per;
+	if (!rowc_alloc_slots(c, ROWC_MIN_SLOTS)) {
+		free(c);
+		return NULL;
+	}
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
+	c->horizon = (__atomic_load_n(&rf->size, __ATOMIC_ACQUIRE) + sbytes - 1) / sbytes;
+	pthread_mutex_init(&c->lock, NULL);
 	struct rowc *none = NULL;
 	if (!__atomic_compare_exchange_n(&rf->rowc, &none, c, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_destroy(&c->lock);
-		free(c);
+		rowc_free(c);
 		return none;
 	}
 	return c;
+}
+
+/* Room for row `row` in a slot of its own, when the limits allow: the
+ * table doubled until it is, its entries moved over.  c->lock held. */
+static void rowc_grow_locked(struct rowc *c, uint64_t row)
+{
+	uint32_t want = c->nslots;
+	while (want <= row && rowc_bytes(c->per, want * 2) <= ROWC_FILE_BYTES)
+		want *= 2;
+	if (want == c->nslots)
+		return;
+	struct rowc old = *c;
+	if (!rowc_alloc_slots(c, want))
+		return;
+	for (uint32_t x = 0; x < old.nslots; x++) {
+		if (!old.key[x])
+			continue;
+		uint32_t y = (uint32_t)((old.key[x] - 1) & (want - 1));
+		c->key[y] = old.key[x];
+		c->gen[y] = old.gen[x];
+		c->full[y] = old.full[x];
+		memcpy(c->crc + (size_t)y * c->per, old.crc + (size_t)x * c->per, (size_t)c->per * 4);
+	}
+	rowc_free_slots(&old);
+	__atomic_sub_fetch(&rowc_all_bytes, rowc_bytes(c->per, old.nslots), __ATOMIC_RELAXED);
 }
 
 /* A row's record kept: true when there is one (*full: it is the whole
@@ -583,8 +670,8 @@ static bool rowc_get(struct rfile *rf, uint64_t s, uint32_t g, uint64_t *gen, ui
 	if (!c)
 		return false;
 	uint64_t key = s * rf->lay.groups + g + 1;
-	unsigned x = (unsigned)(key % ROWC_SLOTS);
 	pthread_mutex_lock(&c->lock);
+	uint32_t x = (uint32_t)((key - 1) & (c->nslots - 1));
 	bool hit = c->key[x] == key && (full || c->full[x]);
 	if (hit && full)
 		*full = c->full[x];
@@ -602,8 +689,12 @@ static void rowc_put(struct rfile *rf, uint64_t s, uint32_t g, uint64_t gen, con
 	if (!c)
 		return;
 	uint64_t key = s * rf->lay.groups + g + 1;
-	unsigned x = (unsigned)(key % ROWC_SLOTS);
 	pthread_mutex_lock(&c->lock);
+	if (gen && s >= c->horizon)
+		c->horizon = s + 1;
+	if (key > c->nslots)
+		rowc_grow_locked(c, key - 1);
+	uint32_t x = (uint32_t)((key - 1) & (c->nslots - 1));
 	if (c->key[x] != key || (full && (!c->full[x] || c->gen[x] <= gen))) {
 		c->key[x] = key;
 		c->gen[x] = gen;
@@ -613,6 +704,19 @@ static void rowc_put(struct rfile *rf, uint64_t s, uint32_t g, uint64_t gen, con
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* Have the rows of stripes [s0, ...) no record on any member (see
+ * horizon above)?  false when that is not known. */
+static bool rows_never_written(struct rfile *rf, uint64_t s0)
+{
+	struct rowc *c = rowc_of(rf);
+	if (!c)
+		return false;
+	pthread_mutex_lock(&c->lock);
+	bool none = s0 >= c->horizon;
+	pthread_mutex_unlock(&c->lock);
+	return none;
+}
+
 /* rows from stripe `from` on are gone (a truncate): forgotten */
 static void rowc_drop_from(struct rfile *rf, uint64_t from)
 {
@@ -620,7 +724,7 @@ static void rowc_drop_from(struct rfile *rf, uint64_t from)
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lock);
-	for (unsigned x = 0; x < ROWC_SLOTS; x++)
+	for (uint32_t x = 0; x < c->nslots; x++)
 		if (c->key[x] && (c->key[x] - 1) / rf->lay.groups >= from)
 			c->key[x] = 0;
 	pthread_mutex_unlock(&c->lock);
@@ -630,10 +734,8 @@ void stripe_rows_forget(struct rfile *rf)
 {
 	struct rowc *c = rf->rowc;
 	rf->rowc = NULL;
-	if (c) {
-		pthread_mutex_destroy(&c->lock);
-		free(c);
-	}
+	if (c)
+		rowc_free(c);
 }
 
 /* A row's checksums on the reader's stack when they are few (the read
@@ -664,7 +766,8 @@ static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc
 		return cached;
 	uint32_t stack[CRC_ON_STACK], *tmp = crc_buf(l, stack);
 	uint64_t best = 0;
-	for (uint32_t i = 0; tmp && i < l->k + l->m; i++) {
+	bool none = rows_never_written(rf, s);	/* (a file growing: nothing to read) */
+	for (uint32_t i = 0; tmp && !none && i < l->k + l->m; i++) {
 		uint32_t mj = layout_slot_member(l, s, g, i);
 		uint64_t gen;
 		if (rf->sfd[mj] < 0 || !rfile_usable_at(rf, mj, s))
@@ -1068,8 +1171,12 @@ static int write_group_summed(struct rfile *rf, uint64_t s, uint32_t g, const st
 		if (!rfile_usable_at(rf, layout_slot_member(l, s, g, j), s))
 			absent |= 1ull << j;
 	}
-	if (want)
+	if (want) {
+		/* (the whole row's record first: the load verifies against it,
+		 * the new one is made from it - one reading of it for both) */
+		row_load(rf, s, g, sw.crc);
 		ret = load_group(rf, s, g, sw.lo, sw.len, sw.blk, want);
+	}
 	for (uint32_t j = 0; j < nd && ret == 0; j++)
 		if (w->src[j])
 			memcpy(sw.blk[j] + (w->a[j] - sw.lo), w->src[j], w->b[j] - w->a[j]);
@@ -1228,7 +1335,8 @@ static void rows_newest(struct rfile *rf, uint64_t s0, uint32_t ns, uint64_t *ge
 	memset(gens, 0, (size_t)ns * l->groups * sizeof(*gens));
 	uint8_t *buf = malloc((size_t)ns * R);
 	uint32_t *tmp = malloc((size_t)per * 4);
-	for (uint32_t j = 0; buf && tmp && j < rf->a->width; j++) {
+	bool none = rows_never_written(rf, s0);	/* (a file growing: nothing to read) */
+	for (uint32_t j = 0; buf && tmp && !none && j < rf->a->width; j++) {
 		if (rf->sfd[j] < 0 || !rfile_usable_at(rf, j, s0) || csum_read_rows(rf->sfd[j], l, s0, ns, buf) < 0)
 			continue;
 		for (uint32_t x = 0; x < ns; x++) {
@@ -2102,9 +2210,8 @@ ssize_t stripe_read_locked(struct rfile *rf, void *buf, size_t len, uint64_t off
 		}
 		for (uint32_t i = 0; i < cnt; i++)
 			blk[i] = scr + (size_t)i * n;
+		blk[want] = dst + (pos - off);	/* (read or made in place) */
 		ret = recon_run(rf, &p, o, n, blk, 0, bad);
-		if (ret == 0)
-			memcpy(dst + (pos - off), blk[want], n);
 		pos = y;
 	}
 	return ret < 0 ? ret : (ssize_t)len;
