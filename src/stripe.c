@@ -1407,21 +1407,8 @@ static void write_share(void *arg, int t)
 		return;
 #define DATA(s, g, i) (sh->sd[(s) - s0] + (uint64_t)layout_data_index(l, (g), (i)) * chunk)
 #define PAR(s, g, i) (par + ((((size_t)((s) - s0) * l->groups + (g)) * m + (i)) * chunk))
-	for (uint64_t s = s0; s < s0 + ns; s++) {
-		for (uint32_t g = 0; g < l->groups; g++) {
-			uint8_t *blk[LAYOUT_MAX_WIDTH];
-			for (uint32_t i = 0; i < k; i++)
-				blk[i] = (uint8_t *)DATA(s, g, i);
-			for (uint32_t i = 0; i < m; i++)
-				blk[k + i] = PAR(s, g, i);
-			int r = parity_encode(k, m, chunk, blk);
-			if (r < 0) {
-				sh->ret = r;
-				return;
-			}
-		}
-	}
-	/* checksums: each row's record, all of it new */
+	/* checksums: each row's record, all of it new; only the generations
+	 * they replace are needed, read for all of the batch at once */
 	uint32_t per = csum_per_row(l), B = chunk / CSUM_BLOCK;
 	uint64_t *gens = NULL;
 	uint32_t *crcs = NULL;
@@ -1434,17 +1421,31 @@ static void write_share(void *arg, int t)
 			sh->ret = -ENOMEM;
 			return;
 		}
-		/* every checksum of these rows is new: only the generations
-		 * they replace are needed, read for all of the batch at once */
 		rows_newest(rf, s0, ns, gens);
-		for (uint64_t s = s0; s < s0 + ns; s++)
-			for (uint32_t g = 0; g < l->groups; g++) {
-				size_t r = (size_t)(s - s0) * l->groups + g;
-				uint32_t *crc = crcs + r * per;
-				gens[r] = next_gen(gens[r]);
-				for (uint32_t i = 0; i < k + m; i++)
-					csum_blocks(i < k ? DATA(s, g, i) : PAR(s, g, i - k), chunk, B, crc + (size_t)i * B);
+	}
+	for (uint64_t s = s0; s < s0 + ns; s++) {
+		for (uint32_t g = 0; g < l->groups; g++) {
+			uint8_t *blk[LAYOUT_MAX_WIDTH];
+			for (uint32_t i = 0; i < k; i++)
+				blk[i] = (uint8_t *)DATA(s, g, i);
+			for (uint32_t i = 0; i < m; i++)
+				blk[k + i] = PAR(s, g, i);
+			int r = parity_encode(k, m, chunk, blk);
+			if (r < 0) {
+				sh->ret = r;
+				free(gens);
+				free(crcs);
+				return;
 			}
+			if (!rf->sums)
+				continue;
+			/* (summed while the row is in the core's cache) */
+			size_t row = (size_t)(s - s0) * l->groups + g;
+			uint32_t *crc = crcs + row * per;
+			gens[row] = next_gen(gens[row]);
+			for (uint32_t i = 0; i < k + m; i++)
+				csum_blocks(blk[i], chunk, B, crc + (size_t)i * B);
+		}
 	}
 	uint32_t width = rf->a->width;
 	for (uint32_t x = 0; x < width; x++) {

@@ -16,8 +16,13 @@ need_fuse
 need_python
 
 # the scrub of redundancy against data (arrays without checksums; the
-# scrub by checksum: t_cksum_flips.sh, t_cksum_cases.sh)
+# scrub by checksum: t_cksum_flips.sh, t_cksum_cases.sh); the put-backs
+# alongside a workload and across a kill -9 run with checksums (the
+# default) too: a shard put back gets its file's records, and no read
+# finds a checksum error
 CREATE_ARGS=(--checksum none)
+# cksum_total MNT: the members' checksum errors added up
+cksum_total() { json "$1" '["members"]' | "$PY" -c 'import ast, sys; print(sum(m["cksum_errors"] for m in ast.literal_eval(sys.stdin.read())))'; }
 
 json() { "$RAIDFS" status --json "$1" | "$PY" -c "import json, sys; print(json.load(sys.stdin)$2)"; }
 # newlog: the daemon log lines since the last mark (mark: remember where it ends)
@@ -142,6 +147,7 @@ done
 
 # A scrub with --repair alongside a workload changes none of its bytes; a
 # degraded array is refused; stop and unmount end a running scrub.
+CREATE_ARGS=()
 new_array load raid6
 mkdir -p "$C/ref"
 workload run --mnt "$mnt" --ref "$C/ref" --seed "$SEED" --ops 300 --chunk 4096 > /dev/null 2>&1 || fail "load: first workload"
@@ -176,6 +182,8 @@ scrub_wait "$mnt" || fail "load: the last scrub did not end"
 rfs_unmount_wait "$mnt" || fail "load: unmount after the shards were put back"
 expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
 rfs_mount "$(join_members $mem)" "$mnt" || fail "load: mount after the check"
+workload compare "$mnt" "$C/ref" > "$C/cmp" 2>&1 || { cat "$C/cmp" >&2; fail "load: the tree differs after the check"; }
+[ "$(cksum_total "$mnt")" = 0 ] || fail "load: checksum errors after the put-backs: $(json "$mnt" '["members"]')"
 mkdir -p "$mnt/many"
 for i in $(seq 1 300); do echo "$i" > "$mnt/many/$i"; done
 expect_rc 0 "$RAIDFS" inject "$mnt" 1 latency 5
@@ -232,6 +240,7 @@ set -- $mem
 cp "$3/big" "$C/shard"
 rfs_unmount_wait "$mnt" || fail "crash: unmount"
 rm "$3/big"
+find "$3/.raidfs/sums" -type f -delete	# (its checksum file too: big is the only file)
 rfs_mount "$(join_members $mem)" "$mnt" || fail "crash: mount"
 expect_rc 0 "$RAIDFS" inject "$mnt" 1 latency 2	# (a slow fill)
 mark
@@ -251,14 +260,37 @@ expect_rc 0 "$RAIDFS" scrub "$mnt" --repair
 scrub_wait "$mnt" || fail "crash: the second repair did not end"
 [ "$(json "$mnt" '["scrub"]["restored"]')" = 1 ] || fail "crash: not put back: $(json "$mnt" '["scrub"]')"
 cmp -s "$C/shard" "$3/big" || fail "crash: the shard put back differs from the one deleted"
-rfs_unmount_wait "$mnt" || fail "crash: last unmount"
+# (its checksum file holds, for every row, the record the row's members
+# believe: the one with the highest generation; raid5 over 4 members,
+# chunk 4K: records of 8 + 4 x 4 + 4 bytes, 32 with the padding)
+sums=$(cd "$1" && find .raidfs/sums -type f)
+[ -n "$sums" ] && "$PY" - "$sums" "$@" <<'PY' || fail "crash: the shard put back lacks its file's records"
+import struct, sys
+recs = [open("%s/%s" % (d, sys.argv[1]), "rb").read() for d in sys.argv[2:]]
+R = 32
+rows = len(recs[0]) // R
+assert rows == 24 * 256 // 3 and all(len(r) == len(recs[0]) for r in recs), [len(r) for r in recs]
+for x in range(rows):
+    row = [r[x * R:(x + 1) * R] for r in recs]
+    gens = [struct.unpack("<Q", r[:8])[0] for r in row]
+    assert row[2] == row[gens.index(max(gens))], "row %d" % x
+PY
+rfs_unmount_wait "$mnt" || fail "crash: unmount after the put-back"
 expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
+# (without member 1, every read of big needs the shard put back on 2 and
+# its records)
+rfs_mount "$(join_members $mem)" "$mnt" || fail "crash: mount after the check"
+expect_rc 0 "$RAIDFS" fail "$mnt" 1
+cmp -s "$C/ref/big" "$mnt/big" || fail "crash: big reads wrong without member 1"
+[ "$(cksum_total "$mnt")" = 0 ] || fail "crash: checksum errors after the put-back: $(json "$mnt" '["members"]')"
+rfs_unmount_wait "$mnt" || fail "crash: last unmount"
 log "ok: kill -9 during a put-back leaves nothing partial; the next repair puts it back"
 
 # raid6 with one redundancy chunk of a stripe that cannot be read: the
 # other one is still compared with the data, and a data chunk changed
 # behind the array's back is found (before, the group was only counted as
 # unreadable).
+CREATE_ARGS=(--checksum none)
 new_array part raid6
 rfs_unmount_wait "$mnt" || fail "part: unmount"
 rfs_mount "$(join_members $mem)" "$mnt" -o read_error_threshold=1000 || fail "part: mount"
