@@ -39,6 +39,26 @@ void csum_blocks(const void *buf, size_t have, uint32_t nb, uint32_t *out)
 	}
 }
 
+void csum_xor(uint32_t *crc, uint32_t B, uint32_t b0, uint32_t nb, uint32_t k)
+{
+	static uint32_t zero_crc;	/* crc(zeros); 0 until first needed */
+	uint32_t z = 0;
+	if (k % 2 == 0) {
+		z = __atomic_load_n(&zero_crc, __ATOMIC_RELAXED);
+		if (!z) {
+			z = csum_block(zeros, CSUM_BLOCK);
+			__atomic_store_n(&zero_crc, z, __ATOMIC_RELAXED);
+		}
+	}
+	uint32_t *out = crc + (size_t)k * B + b0;
+	for (uint32_t b = 0; b < nb; b++) {
+		uint32_t x = z;
+		for (uint32_t i = 0; i < k; i++)
+			x ^= crc[(size_t)i * B + b0 + b];
+		out[b] = x;
+	}
+}
+
 void csum_encode(uint8_t *rec, size_t R, uint64_t gen, const uint32_t *crc, uint32_t n)
 {
 	memset(rec, 0, R);

@@ -51,6 +51,13 @@ uint32_t csum_block(const void *buf, size_t len);
  * end of the last block, zeros): out[i] for block b0 + i. */
 void csum_blocks(const void *buf, size_t have, uint32_t nb, uint32_t *out);
 
+/* The checksums of blocks [b0, b0 + nb) of the XOR of slots 0..k-1 of a
+ * row (P), into slot k's place in crc[] (B checksums a slot), from the
+ * slots' own: a CRC is affine over GF(2), crc(a ^ b) = crc(a) ^ crc(b) ^
+ * crc(zeros) for blocks of one length, so P need not be summed byte by
+ * byte. */
+void csum_xor(uint32_t *crc, uint32_t B, uint32_t b0, uint32_t nb, uint32_t k);
+
 /* Encode / decode a record of `n` checksums into / from R bytes.
  * csum_decode(): 0 (gen 0 and no checksums for an all-zero record: none
  * written), -EBADMSG when the record's own CRC does not match. */

@@ -1094,6 +1094,32 @@ struct sum_window {
 	uint64_t gen, wrote_to;
 };
 
+/*
+ * The checksums of the slots in `changed` over blocks [b0, b0 + len /
+ * CSUM_BLOCK) of a row, from their bytes blk[i] (len each), into the row's
+ * crc[].  P's are made from the data slots' (csum_xor()), which crc[]
+ * must then hold for every data slot over those blocks (those not changed:
+ * the record their loaded bytes verified against); a mirror's copies take
+ * the first one's.  The bytes must be what the parity call made of them.
+ */
+static void sum_slots(const struct layout *l, uint8_t *const *blk, uint32_t len, uint32_t *crc, uint32_t b0,
+		      uint64_t changed)
+{
+	uint32_t B = l->chunk / CSUM_BLOCK, nb = len / CSUM_BLOCK, first = UINT32_MAX;
+	for (uint32_t i = 0; i < l->k + l->m; i++) {
+		if (!(changed >> i & 1))
+			continue;
+		if (l->red == RED_PARITY && i == l->k)
+			csum_xor(crc, B, b0, nb, l->k);	/* (the data slots come first) */
+		else if (l->red == RED_MIRROR && first != UINT32_MAX)
+			memcpy(crc + (size_t)i * B + b0, crc + (size_t)first * B + b0, (size_t)nb * 4);
+		else
+			csum_blocks(blk[i], len, nb, crc + (size_t)i * B + b0);
+		if (first == UINT32_MAX)
+			first = i;
+	}
+}
+
 static int sw_open(struct sum_window *sw, const struct layout *l, uint32_t lo, uint32_t hi)
 {
 	uint32_t n = l->k + l->m;
@@ -1118,11 +1144,8 @@ static int sw_open(struct sum_window *sw, const struct layout *l, uint32_t lo, u
 static void sw_sum(struct rfile *rf, struct sum_window *sw, uint64_t s, uint32_t g, uint64_t changed)
 {
 	const struct layout *l = &rf->lay;
-	uint32_t B = l->chunk / CSUM_BLOCK;
 	sw->gen = next_gen(row_load(rf, s, g, sw->crc));
-	for (uint32_t i = 0; i < l->k + l->m; i++)
-		if (changed >> i & 1)
-			csum_blocks(sw->blk[i], sw->len, sw->len / CSUM_BLOCK, sw->crc + (size_t)i * B + sw->lo / CSUM_BLOCK);
+	sum_slots(l, sw->blk, sw->len, sw->crc, sw->lo / CSUM_BLOCK, changed);
 }
 
 /* Bytes [a, b) of the chunk of slot i, from its window buffer, to member
@@ -1409,7 +1432,7 @@ static void write_share(void *arg, int t)
 #define PAR(s, g, i) (par + ((((size_t)((s) - s0) * l->groups + (g)) * m + (i)) * chunk))
 	/* checksums: each row's record, all of it new; only the generations
 	 * they replace are needed, read for all of the batch at once */
-	uint32_t per = csum_per_row(l), B = chunk / CSUM_BLOCK;
+	uint32_t per = csum_per_row(l);
 	uint64_t *gens = NULL;
 	uint32_t *crcs = NULL;
 	if (rf->sums) {
@@ -1441,10 +1464,8 @@ static void write_share(void *arg, int t)
 				continue;
 			/* (summed while the row is in the core's cache) */
 			size_t row = (size_t)(s - s0) * l->groups + g;
-			uint32_t *crc = crcs + row * per;
 			gens[row] = next_gen(gens[row]);
-			for (uint32_t i = 0; i < k + m; i++)
-				csum_blocks(blk[i], chunk, B, crc + (size_t)i * B);
+			sum_slots(l, blk, chunk, crcs + row * per, 0, recon_all(l));
 		}
 	}
 	uint32_t width = rf->a->width;

@@ -38,6 +38,32 @@ static void test_crc(void)
 	      out[2] == csum_block(chunk, 0), "csum_blocks over a short chunk");
 }
 
+/* P's checksums from the data's (csum_xor()): equal to those of the
+ * XOR's bytes, for an odd and an even number of data slots, over a
+ * window of blocks in the middle of the chunk */
+static void test_xor(void)
+{
+	enum { B = 4, MAXK = 4 };
+	static uint8_t data[MAXK][B * CSUM_BLOCK], p[B * CSUM_BLOCK];
+	uint32_t seed = 12345;
+	for (int i = 0; i < MAXK; i++)
+		for (size_t x = 0; x < sizeof(data[i]); x++)
+			data[i][x] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
+	for (uint32_t k = 1; k <= MAXK; k++) {
+		uint32_t crc[(MAXK + 1) * B] = { 0 }, want[B];
+		memset(p, 0, sizeof(p));
+		for (uint32_t i = 0; i < k; i++) {
+			for (size_t x = 0; x < sizeof(p); x++)
+				p[x] ^= data[i][x];
+			csum_blocks(data[i] + CSUM_BLOCK, 2 * CSUM_BLOCK, 2, crc + i * B + 1);
+		}
+		csum_blocks(p + CSUM_BLOCK, 2 * CSUM_BLOCK, 2, want);
+		csum_xor(crc, B, 1, 2, k);
+		CHECK(crc[k * B + 1] == want[0] && crc[k * B + 2] == want[1], "P's checksums from %u data slots", k);
+		CHECK(crc[k * B] == 0 && crc[k * B + 3] == 0, "csum_xor wrote outside its blocks (k %u)", k);
+	}
+}
+
 static void test_records(void)
 {
 	struct layout l;
@@ -98,6 +124,7 @@ static void test_file(void)
 int main(void)
 {
 	test_crc();
+	test_xor();
 	test_records();
 	test_file();
 	if (failures) {
