@@ -212,6 +212,29 @@ static int given_before(const int *fds, int i)
 	return -1;
 }
 
+/* A member (or spare) inside another one: its files would be shards of
+ * the other's namespace, and the first write would fail (also with
+ * --force).  Canonical paths compared (a symlink resolved); -EINVAL with
+ * the message printed, before anything is opened. */
+static int nested_member(char **paths, int total)
+{
+	char *real[LAYOUT_MAX_WIDTH + SB_MAX_SPARES] = { NULL };
+	int ret = 0;
+	for (int i = 0; i < total; i++)
+		real[i] = realpath(paths[i], NULL);
+	for (int i = 0; i < total && !ret; i++)
+		for (int k = 0; k < total && !ret; k++)
+			if (k != i && real[i] && real[k] && strcmp(real[i], real[k]) &&
+			    util_path_within(real[i], real[k])) {
+				fprintf(stderr, "raidfs: member '%s' is inside member '%s': each member must be a directory of its own, outside the others\n",
+					paths[i], paths[k]);
+				ret = -EINVAL;
+			}
+	for (int i = 0; i < total; i++)
+		free(real[i]);
+	return ret;
+}
+
 int array_create(const struct create_opts *o, char **members, int n)
 {
 	struct layout l;
@@ -242,6 +265,8 @@ int array_create(const struct create_opts *o, char **members, int n)
 		paths[n + i] = o->spares[i];
 	for (i = 0; i < total; i++)
 		fds[i] = -1;
+	if (nested_member(paths, total) < 0)
+		return -EINVAL;
 	for (i = 0; i < total; i++) {
 		fds[i] = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fds[i] < 0 || fstat(fds[i], &st[i]) < 0) {
