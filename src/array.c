@@ -212,6 +212,29 @@ static int given_before(const int *fds, int i)
 	return -1;
 }
 
+/* A member (or spare) inside another one: its files would be shards of
+ * the other's namespace, and the first write would fail (also with
+ * --force).  Canonical paths compared (a symlink resolved); -EINVAL with
+ * the message printed, before anything is opened. */
+static int nested_member(char **paths, int total)
+{
+	char *real[LAYOUT_MAX_WIDTH + SB_MAX_SPARES] = { NULL };
+	int ret = 0;
+	for (int i = 0; i < total; i++)
+		real[i] = realpath(paths[i], NULL);
+	for (int i = 0; i < total && !ret; i++)
+		for (int k = 0; k < total && !ret; k++)
+			if (k != i && real[i] && real[k] && strcmp(real[i], real[k]) &&
+			    util_path_within(real[i], real[k])) {
+				fprintf(stderr, "raidfs: member '%s' is inside member '%s': each member must be a directory of its own, outside the others\n",
+					paths[i], paths[k]);
+				ret = -EINVAL;
+			}
+	for (int i = 0; i < total; i++)
+		free(real[i]);
+	return ret;
+}
+
 int array_create(const struct create_opts *o, char **members, int n)
 {
 	struct layout l;
@@ -242,6 +265,8 @@ int array_create(const struct create_opts *o, char **members, int n)
 		paths[n + i] = o->spares[i];
 	for (i = 0; i < total; i++)
 		fds[i] = -1;
+	if (nested_member(paths, total) < 0)
+		return -EINVAL;
 	for (i = 0; i < total; i++) {
 		fds[i] = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fds[i] < 0 || fstat(fds[i], &st[i]) < 0) {
@@ -635,14 +660,66 @@ static int drop_twins(struct array *a, struct given *g, char *err, size_t errlen
 	return 0;
 }
 
+enum array_claim array_claim(const struct superblock *cur, const struct superblock *sb, uint32_t *slot,
+			     int *taken)
+{
+	uint32_t idx = sb->index;
+	int t = taken_as(cur, sb, &idx);
+	*slot = idx;
+	*taken = t;
+	if (t < 0 && sb_is_replacement(sb))
+		return CLAIM_REPLACEMENT;
+	if (idx >= cur->width && idx < cur->width + cur->nspares && cur->members[idx].state == MS_SPARE)
+		return CLAIM_SPARE;
+	if (idx >= cur->width)
+		return CLAIM_CORRUPT;
+	if (replaced_member(cur, sb))
+		return CLAIM_REPLACED;
+	/* the slot went to another directory since this one's last
+	 * superblock (a rebuild or replacement onto it): the table's state
+	 * is that directory's, not this one's */
+	if (t < 0 && sb->events < cur->events && sb->members[idx].gen != cur->members[idx].gen)
+		return CLAIM_REBUILT_SINCE;
+	if (t < 0 && !same_identity(cur, sb, idx))
+		return CLAIM_OTHER_UUID;
+	/* Stale: it missed state changes (md's event counter), or the
+	 * survivors recorded it as failed while it was away. */
+	if (t < 0 && sb->events < cur->events && cur->members[idx].state != MS_ONLINE)
+		return CLAIM_STALE;
+	if (cur->members[idx].state == MS_REBUILDING && (sb->events == cur->events || t >= 0))
+		return CLAIM_REBUILDING;	/* a rebuild was interrupted: resumed after mount */
+	if (cur->members[idx].state != MS_ONLINE)
+		return CLAIM_OUT;
+	return CLAIM_ONLINE;
+}
+
+const char *array_claim_name(enum array_claim c)
+{
+	switch (c) {
+	case CLAIM_ONLINE: return "present";
+	case CLAIM_REBUILDING: return "rebuilding";
+	case CLAIM_SPARE: return "spare";
+	case CLAIM_REPLACEMENT: return "replacement";
+	case CLAIM_STALE: return "stale";
+	case CLAIM_OUT: return "out";
+	case CLAIM_REPLACED: return "replaced";
+	case CLAIM_REBUILT_SINCE: return "rebuilt-since";
+	case CLAIM_OTHER_UUID: return "other-uuid";
+	case CLAIM_CORRUPT: return "corrupt";
+	}
+	return "unknown";
+}
+
 /* Step 3: given directory i, with a superblock of this array, goes into
  * its slot: online, being rebuilt, a spare, the replacement in place, or
  * stale (kept aside in g->stale_fd) - or it is not used, with the reason
- * logged.  0, or -EINVAL with err set (a corrupt or doubled index). */
+ * logged.  What it is, array_claim() decides.  0, or -EINVAL with err set
+ * (a corrupt or doubled index). */
 static int place_given(struct array *a, struct given *g, int i, char *err, size_t errlen)
 {
-	uint32_t idx = g->sbs[i].index;
-	int taken = taken_as(&a->sb, &g->sbs[i], &idx);
+	uint32_t idx;
+	int taken;
+	enum array_claim claim = array_claim(&a->sb, &g->sbs[i], &idx, &taken);
 	if (taken >= 0) {
 		g->settle = true;
 		log_warn("'%s' %s member %u, and the daemon stopped while it recorded that: taken as member %u%s",
@@ -651,46 +728,38 @@ static int place_given(struct array *a, struct given *g, int i, char *err, size_
 			 : taken == MS_ONLINE	     ? "replaced"
 						     : "became the rebuild target of",
 			 idx, idx, taken == MS_ONLINE ? "" : ", to be rebuilt (what is there is kept where right)");
-	} else if (sb_is_replacement(&g->sbs[i])) {
+	}
+	switch (claim) {
+	case CLAIM_REPLACEMENT:
 		/* given on the command line: the replacement in place */
 		if (attach_shadow(a, g->fds[i], &g->sbs[i], g->paths[i]) == 0)
 			g->fds[i] = -1;
 		return 0;
-	}
-	if (idx >= a->width && idx < a->width + a->sb.nspares &&
-	    a->sb.members[idx].state == MS_SPARE) {
-		/* a hot spare */
+	case CLAIM_SPARE:
 		abs_path(g->paths[i], a->m[idx].path, sizeof(a->m[idx].path));
 		a->m[idx].given = true;
 		a->m[idx].state = MS_SPARE;
 		a->m[idx].dirfd = g->fds[i];
 		g->fds[i] = -1;
 		return 0;
-	}
-	if (idx >= a->width) {
+	case CLAIM_CORRUPT:
 		errf(err, errlen, "member '%s' claims index %u of a %u-member array (corrupt superblock)",
 		     g->paths[i], idx, a->width);
 		return -EINVAL;
-	}
-	if (replaced_member(&a->sb, &g->sbs[i])) {
+	case CLAIM_REPLACED:
 		log_warn("'%s' was member %u until its replacement by '%s' finished (the daemon stopped before it could remove this directory's superblock): it missed the writes since and is not used; give '%s' in its place, and remove this directory's .raidfs to reuse it",
 			 g->paths[i], idx, g->sbs[i].repl_path, g->sbs[i].repl_path);
 		close(g->fds[i]);
 		g->fds[i] = -1;
 		return 0;
-	}
-	if (taken < 0 && g->sbs[i].events < a->sb.events && g->sbs[i].members[idx].gen != a->sb.members[idx].gen) {
-		/* the slot went to another directory since this one's
-		 * last superblock (a rebuild or replacement onto it):
-		 * the table's state is that directory's, not this one's */
+	case CLAIM_REBUILT_SINCE:
 		log_warn("'%s' was member %u, which has been rebuilt onto '%s' since: it missed the writes since and is not used; give '%s' in its place, or resync this directory with 'raidfs add %s %s' once mounted (every file's version is compared)",
 			 g->paths[i], idx, a->sb.members[idx].path, a->sb.members[idx].path,
 			 a->mountpoint[0] ? a->mountpoint : "MOUNTPOINT", g->paths[i]);
 		close(g->fds[i]);
 		g->fds[i] = -1;
 		return 0;
-	}
-	if (taken < 0 && !same_identity(&a->sb, &g->sbs[i], idx)) {
+	case CLAIM_OTHER_UUID: {
 		char want[37], has[37];
 		sb_uuid_str(a->sb.members[idx].uuid, want);
 		sb_uuid_str(g->sbs[i].member_uuid, has);
@@ -701,6 +770,9 @@ static int place_given(struct array *a, struct given *g, int i, char *err, size_
 		g->fds[i] = -1;
 		return 0;
 	}
+	default:
+		break;
+	}
 	if (a->m[idx].dirfd >= 0) {
 		errf(err, errlen, "members '%s' and '%s' both claim to be member %u: give each member once",
 		     a->m[idx].path, g->paths[i], idx);
@@ -708,33 +780,30 @@ static int place_given(struct array *a, struct given *g, int i, char *err, size_
 	}
 	abs_path(g->paths[i], a->m[idx].path, sizeof(a->m[idx].path));
 	a->m[idx].given = true;
-	/* Stale: it missed state changes (md's event counter), or the
-	 * survivors recorded it as failed while it was away. */
-	if (g->sbs[i].events < a->sb.events && a->sb.members[idx].state != MS_ONLINE && taken < 0) {
+	switch (claim) {
+	case CLAIM_STALE:
 		a->m[idx].stale = true;
 		log_warn("member %u '%s' is stale (events %" PRIu64 " < %" PRIu64 "): it missed writes while it was away and is not used",
 			 idx, g->paths[i], g->sbs[i].events, a->sb.events);
 		g->stale_fd[idx] = g->fds[i];	/* may be taken back below */
 		g->fds[i] = -1;
 		return 0;
-	}
-	if (a->sb.members[idx].state == MS_REBUILDING && (g->sbs[i].events == a->sb.events || taken >= 0)) {
-		/* a rebuild was interrupted: it is resumed after mount */
+	case CLAIM_REBUILDING:
 		a->m[idx].dirfd = g->fds[i];
 		a->m[idx].state = MS_REBUILDING;
 		g->fds[i] = -1;
 		return 0;
-	}
-	if (a->sb.members[idx].state != MS_ONLINE) {
+	case CLAIM_OUT:
 		log_warn("member %u '%s' is recorded as %s and is not used",
 			 idx, g->paths[i], member_state_name(a->sb.members[idx].state));
 		close(g->fds[i]);
 		g->fds[i] = -1;
 		return 0;
+	default:
+		a->m[idx].dirfd = g->fds[i];
+		g->fds[i] = -1;
+		return 0;
 	}
-	a->m[idx].dirfd = g->fds[i];
-	g->fds[i] = -1;
-	return 0;
 }
 
 /* Step 4: an empty directory without a superblock that the newest table

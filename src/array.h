@@ -252,6 +252,32 @@ struct create_opts {
 int array_create(const struct create_opts *o, char **paths, int n);
 
 /*
+ * What the newest table (cur, the superblock with the highest event
+ * counter among an array's directories) makes of a directory whose own
+ * superblock is sb, of the same array: the decision of assembly
+ * (place_given()), pure, so that 'raidfs scan' tells what a mount would
+ * do without opening anything for writing.  *slot gets the member (or
+ * spare) index the directory goes to; *taken the state of the slot when
+ * the directory takes it because a state change was cut short (a spare
+ * or a replacement recorded as that member), else -1.
+ */
+enum array_claim {
+	CLAIM_ONLINE,		/* member *slot, in service */
+	CLAIM_REBUILDING,	/* member *slot, its rebuild resumed */
+	CLAIM_SPARE,		/* hot spare *slot */
+	CLAIM_REPLACEMENT,	/* the replacement in place (attach_shadow() decides) */
+	CLAIM_STALE,		/* member *slot, missed writes: not used (may be taken back) */
+	CLAIM_OUT,		/* member *slot, recorded faulty or removed: not used */
+	CLAIM_REPLACED,		/* was member *slot until its replacement finished */
+	CLAIM_REBUILT_SINCE,	/* was member *slot; the slot got another directory since */
+	CLAIM_OTHER_UUID,	/* claims *slot but carries another member uuid */
+	CLAIM_CORRUPT,		/* an index beyond the table */
+};
+enum array_claim array_claim(const struct superblock *cur, const struct superblock *sb, uint32_t *slot,
+			     int *taken);
+const char *array_claim_name(enum array_claim c);
+
+/*
  * Assemble from member paths (any order).  Only these directories are
  * opened: a member that is not among them is absent, whatever path the
  * superblocks record for it (those are for messages).  A directory is

@@ -2,8 +2,9 @@
  * main.c - the raidfs command line: one binary, git-style subcommands.
  *
  *   raidfs create --level LEVEL [--chunk SIZE] [--groups G] [--name NAME] [--checksum ALG] [--force] DIR...
- *   raidfs mount [-f] [-o OPTIONS] DIR[:DIR...] MOUNTPOINT
- *   raidfs DIR[:DIR...] MOUNTPOINT [-o OPTIONS]      (mount(8) / fstab form)
+ *   raidfs mount [-f] [-o OPTIONS] DIR[:DIR...]|UUID=UUID|NAME MOUNTPOINT
+ *   raidfs DIR[:DIR...]|UUID=UUID|NAME MOUNTPOINT [-o OPTIONS]   (mount(8) / fstab form)
+ *   raidfs scan [--json] [GLOB...]
  *   raidfs status [--json] MOUNTPOINT
  *   raidfs clear MOUNTPOINT [MEMBER]
  *   raidfs unmount MOUNTPOINT
@@ -28,6 +29,7 @@
 #include "check.h"
 #include "ctl.h"
 #include "mount.h"
+#include "scan.h"
 #include "layout.h"
 #include "util.h"
 
@@ -41,9 +43,11 @@ static void usage(FILE *f)
 "        make a new array of the member directories (LEVEL: single raid0 raid1\n"
 "        raid5 raid6 raid10 raid50 raid60; chunk 4K..1M, default 64K;\n"
 "        ALG, the checksum algorithm of the array's chunks: crc32c (the default: every 4 KiB of every chunk verified on read) or none)\n"
-"  mount [-f] [-o OPTIONS] DIR[:DIR...] MOUNTPOINT\n"
-"        assemble the array from its members and mount it (-f: foreground)\n"
-"        options: nodegraded, force, ro, log=FILE, event_program=PATH,\n"
+"  mount [-f] [-o OPTIONS] DIR[:DIR...]|UUID=UUID|NAME MOUNTPOINT\n"
+"        assemble the array from its members and mount it (-f: foreground); UUID=\n"
+"        or NAME: the members are found as 'raidfs scan' finds them\n"
+"        options: scan=GLOB (more directories to look in, with UUID= or NAME),\n"
+"        nodegraded, force, ro, log=FILE, event_program=PATH,\n"
 "        read_error_threshold=N (20), cksum_error_threshold=N (50, 0: never fail),\n"
 "        rebuild_min_rate=MB/s, rebuild_max_rate=MB/s,\n"
 "        allow_other and other FUSE options; the cache:\n"
@@ -51,6 +55,11 @@ static void usage(FILE *f)
 "        read_policy=ra|nora|adaptive, bbu=none|shm|file:PATH (the battery that\n"
 "        keeps the cache: none loses it in a crash, shm survives kill -9, a file\n"
 "        survives power loss), bbu_learn_time=SECONDS, member_sync=always|flush|never\n"
+"  scan [--json] [GLOB...]\n"
+"        list the arrays whose members are in the directories the globs match (and\n"
+"        those of the 'scan GLOB' lines of /etc/raidfs.conf, or of $RAIDFS_CONF): each\n"
+"        member's state (present, stale, missing...), where it is mounted, the command\n"
+"        that mounts it (exit 0 arrays found, 1 none, 2 error)\n"
 "  status [--json] MOUNTPOINT\n"
 "        show the array's state (exit 0 optimal, 1 degraded, 2 failed or not mounted)\n"
 "        and each member's error counters: READ WRITE CKSUM, bytes REPAIRED\n"
@@ -85,7 +94,9 @@ static void usage(FILE *f)
 "        nothing written / written one chunk away), corrupt P, vanish, clear;\n"
 "        MEMBER 'log': the cache log of bbu=file (write-error|fsync-error, latency MS, clear)\n"
 "\n"
-"fstab:  /srv/disk1:/srv/disk2:/srv/disk3  /srv/pool  fuse.raidfs  defaults,allow_other,nofail  0 0\n");
+"fstab:  /srv/disk1:/srv/disk2:/srv/disk3  /srv/pool  fuse.raidfs  defaults,allow_other,nofail  0 0\n"
+"        uuid=UUID  /srv/pool  fuse.raidfs  defaults,scan=/srv/disk*,nofail  0 0\n"
+"        (lower-case uuid=: mount(8) looks UUID= up among block devices itself)\n");
 }
 
 /* ----------------------------------------------------------------- create */
@@ -204,7 +215,7 @@ static int cmd_create(int argc, char **argv)
  */
 enum {
 	KEY_FOREGROUND, KEY_HELP, KEY_LOG, KEY_NODEGRADED, KEY_FORCE, KEY_RO, KEY_EVENT_PROGRAM,
-	KEY_READ_ERRORS, KEY_CKSUM_ERRORS, KEY_REBUILD_MIN, KEY_REBUILD_MAX,
+	KEY_READ_ERRORS, KEY_CKSUM_ERRORS, KEY_REBUILD_MIN, KEY_REBUILD_MAX, KEY_SCAN,
 };
 static const struct fuse_opt mount_opt_table[] = {
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
@@ -220,6 +231,7 @@ static const struct fuse_opt mount_opt_table[] = {
 	FUSE_OPT_KEY("cksum_error_threshold=", KEY_CKSUM_ERRORS),
 	FUSE_OPT_KEY("rebuild_min_rate=", KEY_REBUILD_MIN),
 	FUSE_OPT_KEY("rebuild_max_rate=", KEY_REBUILD_MAX),
+	FUSE_OPT_KEY("scan=", KEY_SCAN),
 	/* mount(8) helper flags: no mtab, sloppy, verbose */
 	FUSE_OPT_KEY("-n", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("-s", FUSE_OPT_KEY_DISCARD),
@@ -245,6 +257,7 @@ struct mount_cmdline {
 	struct mount_opts *o;
 	char *pos[2];		/* DIR[:DIR...] MOUNTPOINT */
 	int npos;
+	struct scan *scan;	/* -o scan=GLOB */
 	bool help;		/* -h: usage printed, stop */
 };
 
@@ -309,6 +322,16 @@ static int mount_opt(void *data, const char *arg, int key, struct fuse_args *out
 		return parse_count("cksum_error_threshold", v,
 				   "checksum errors after which a member is failed (0: never fail a member for them)",
 				   &array_cksum_error_threshold);
+	case KEY_SCAN:
+		if (!*v) {
+			fprintf(stderr, "raidfs: mount: -o scan= needs a glob of member directories (for example scan=/srv/disk*)\n");
+			return -1;
+		}
+		if (scan_add_glob(c->scan, v) < 0) {
+			fprintf(stderr, "raidfs: mount: out of memory for '%s'\n", arg);
+			return -1;
+		}
+		return 0;
 	case KEY_REBUILD_MIN: set_rebuild_rate(true, strtoul(v, NULL, 10)); return 0;
 	case KEY_REBUILD_MAX: set_rebuild_rate(false, strtoul(v, NULL, 10)); return 0;
 	case KEY_LOG:
@@ -329,9 +352,9 @@ static int mount_opt(void *data, const char *arg, int key, struct fuse_args *out
 
 /* The mount command line (argv[0] is the command) into *o and the two
  * positional arguments; 0, 1 when -h printed the usage, -1 refused. */
-static int parse_mount_cmdline(int argc, char **argv, struct mount_opts *o, char *pos[2])
+static int parse_mount_cmdline(int argc, char **argv, struct mount_opts *o, char *pos[2], struct scan *scan)
 {
-	struct mount_cmdline c = { .o = o };
+	struct mount_cmdline c = { .o = o, .scan = scan };
 	if (argc > 1 && !strcmp(argv[argc - 1], "-o")) {
 		fprintf(stderr, "raidfs: -o needs a list of options (for example -o ro,log=FILE)\n");
 		return -1;
@@ -344,7 +367,7 @@ static int parse_mount_cmdline(int argc, char **argv, struct mount_opts *o, char
 		usage(stdout);
 		ret = 1;
 	} else if (ret == 0 && c.npos != 2) {
-		fprintf(stderr, "raidfs: mount: give DIR[:DIR...] MOUNTPOINT\n");
+		fprintf(stderr, "raidfs: mount: give DIR[:DIR...] MOUNTPOINT (or UUID=UUID or NAME for the members, found as 'raidfs scan' finds them)\n");
 		ret = -1;
 	} else if (ret == 0 && args.argc > 1 &&
 		   snprintf(o->fuse_opts, sizeof(o->fuse_opts), "%s", args.argv[args.argc - 1]) >=
@@ -360,16 +383,107 @@ static int parse_mount_cmdline(int argc, char **argv, struct mount_opts *o, char
 	return ret;
 }
 
+/*
+ * The members of the array a mount names by identity (UUID=, or NAME):
+ * the directories of the config file's globs, then of -o scan=, as
+ * 'raidfs scan' finds them; then mounted as an explicit list is
+ * (assembly decides what each directory is).  The exit status.
+ */
+static int mount_by_identity(const char *spec, const char *mnt, struct scan *sc, struct mount_opts *o)
+{
+	char err[4096];
+	char **paths = NULL;
+	struct scan conf = { 0 };
+	/* the config file's globs first (scan_print()'s mount command
+	 * leaves them out) */
+	if (scan_read_conf(&conf, scan_conf_path()) < 0)
+		return 1;
+	for (size_t i = 0; i < sc->nglobs; i++)
+		if (scan_add_glob(&conf, sc->globs[i]) < 0) {
+			scan_free(&conf);
+			fprintf(stderr, "raidfs: cannot mount: out of memory\n");
+			return 1;
+		}
+	scan_free(sc);
+	*sc = conf;
+	if (scan_run(sc) < 0) {
+		fprintf(stderr, "raidfs: cannot mount: out of memory scanning for '%s'\n", spec);
+		return 1;
+	}
+	int k = scan_find(sc, spec, err, sizeof(err));
+	if (k < 0) {
+		fprintf(stderr, "raidfs: cannot mount '%s': %s\n", spec, err);
+		return 1;
+	}
+	if (sc->arrays[k].mounted) {
+		fprintf(stderr, "raidfs: cannot mount '%s': array '%s' is already mounted on '%s' (see 'raidfs status %s')\n",
+			spec, sc->arrays[k].sb.name, sc->arrays[k].mounted, sc->arrays[k].mounted);
+		return 1;
+	}
+	int n = scan_members(sc, k, &paths);
+	if (n < 0) {
+		fprintf(stderr, "raidfs: cannot mount: out of memory\n");
+		return 1;
+	}
+	int r = mount_paths(paths, n, mnt, o);
+	free(paths);
+	return r;
+}
+
 static int cmd_mount(int argc, char **argv)
 {
 	struct mount_opts o = { .allow_degraded = true };
+	struct scan sc = { 0 };
 	char *pos[2];
-	int r = parse_mount_cmdline(argc, argv, &o, pos);
-	if (r)
+	int r = parse_mount_cmdline(argc, argv, &o, pos, &sc);
+	if (r) {
+		scan_free(&sc);
 		return r < 0;
+	}
 	if (o.foreground && !o.log)
 		log_open(NULL);
-	return mount_main(pos[0], pos[1], &o);
+	if (scan_is_identity(pos[0]))
+		r = mount_by_identity(pos[0], pos[1], &sc, &o);
+	else
+		r = mount_main(pos[0], pos[1], &o);
+	scan_free(&sc);
+	return r;
+}
+
+/* raidfs scan [--json] [GLOB...]: exit 0 when an array is found, 1 when
+ * none is, 2 on an error. */
+static int cmd_scan(int argc, char **argv)
+{
+	struct scan sc = { 0 };
+	bool json = false;
+	int r = scan_read_conf(&sc, scan_conf_path());
+	for (int i = 1; r == 0 && i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("usage: raidfs scan [--json] [GLOB...]\n"
+			       "  list the raidfs arrays whose member directories the globs match, and those\n"
+			       "  of the 'scan GLOB' lines of %s ($RAIDFS_CONF, else " SCAN_CONF_DEFAULT ")\n",
+			       scan_conf_path());
+			scan_free(&sc);
+			return 0;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "raidfs: scan: unknown option '%s' (usage: raidfs scan [--json] [GLOB...])\n", argv[i]);
+			scan_free(&sc);
+			return 2;
+		} else {
+			r = scan_add_glob(&sc, argv[i]);
+		}
+	}
+	if (r == 0)
+		r = scan_run(&sc);
+	if (r == 0)
+		r = json ? scan_print_json(&sc, stdout) : (scan_print(&sc, stdout), 0);
+	if (r < 0)
+		fprintf(stderr, "raidfs: scan: %s\n", strerror(-r));
+	int rc = r < 0 ? 2 : sc.narrays ? 0 : 1;
+	scan_free(&sc);
+	return rc;
 }
 
 /* ---------------------------------------------------------- status, unmount */
@@ -500,6 +614,8 @@ int main(int argc, char **argv)
 		return cmd_mount(argc - 1, argv + 1);
 	if (!strcmp(cmd, "status"))
 		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(cmd, "scan"))
+		return cmd_scan(argc - 1, argv + 1);
 	if (!strcmp(cmd, "unmount") || !strcmp(cmd, "umount"))
 		return cmd_unmount(argc - 1, argv + 1);
 	if (!strcmp(cmd, "fail"))

@@ -40,10 +40,9 @@ static int refuse(const struct mount_opts *o, const char *err)
 	return 1;
 }
 
-/* The members' paths from DIR[:DIR...] (members modified), and the
- * process set up to serve them: log, descriptor limit, ISA-L probe.
- * Returns the number of paths, or 0 with the reason printed. */
-static int prepare(char *members, char **paths, const struct mount_opts *o)
+/* The members' paths from DIR[:DIR...] (members modified): their count,
+ * or 0 with the reason printed. */
+static int split_members(char *members, char **paths)
 {
 	int n = 0;
 	for (char *save = NULL, *p = strtok_r(members, ":", &save); p;
@@ -54,13 +53,64 @@ static int prepare(char *members, char **paths, const struct mount_opts *o)
 		}
 		paths[n++] = p;
 	}
-	if (n == 0) {
+	if (n == 0)
 		fprintf(stderr, "raidfs: no member directories given (DIR[:DIR...])\n");
-		return 0;
+	return n;
+}
+
+/*
+ * Bad input that harms, refused before anything is touched (issue 29):
+ * a mount point that is a member or lies inside one (the array would
+ * contain itself: every request on it waits for the daemon that serves
+ * it, and the unmount is refused as busy), a member that lies inside the
+ * mount point (hidden by the mount, then reached through it), and a
+ * member inside another member.  Paths are compared canonical
+ * (realpath()); a member that does not exist is left to assembly (a
+ * missing member).  0, or 1 with the reason printed.
+ */
+static int refuse_nesting(char **paths, int n, const char *mountpoint, const struct mount_opts *o)
+{
+	char mnt[PATH_MAX], err[3 * PATH_MAX];
+	/* (the log is not open yet: stderr only) */
+	const struct mount_opts quiet = { .log = NULL };
+	o = &quiet;
+	char *real[LAYOUT_MAX_WIDTH + 1] = { NULL };
+	int r = 0;
+	if (!realpath(mountpoint, mnt))
+		return 0;	/* (fuse_mount() says what is wrong with it) */
+	for (int i = 0; i < n; i++)
+		real[i] = realpath(paths[i], NULL);
+	for (int i = 0; i < n && !r; i++) {
+		if (!real[i])
+			continue;
+		if (util_path_within(mnt, real[i])) {
+			snprintf(err, sizeof(err), "the mount point '%s' is %s member '%s': the array would contain itself; mount it outside every member directory",
+				 mountpoint, strcmp(mnt, real[i]) ? "inside" : "the same directory as", paths[i]);
+			r = refuse(o, err);
+		} else if (util_path_within(real[i], mnt)) {
+			snprintf(err, sizeof(err), "member '%s' is inside the mount point '%s': the mount would hide it and reach it through itself; give a mount point outside every member",
+				 paths[i], mountpoint);
+			r = refuse(o, err);
+		}
+		for (int k = 0; k < n && !r; k++)
+			if (k != i && real[k] && strcmp(real[i], real[k]) && util_path_within(real[i], real[k])) {
+				snprintf(err, sizeof(err), "member '%s' is inside member '%s': each member must be a directory of its own, outside the others",
+					 paths[i], paths[k]);
+				r = refuse(o, err);
+			}
 	}
+	for (int i = 0; i < n; i++)
+		free(real[i]);
+	return r;
+}
+
+/* The process set up to serve the array: log, descriptor limit, ISA-L
+ * probe.  0, or 1 with the reason printed. */
+static int prepare(const struct mount_opts *o)
+{
 	if (o->log && log_open(o->log) < 0) {
 		fprintf(stderr, "raidfs: cannot open log file '%s': %s\n", o->log, strerror(errno));
-		return 0;
+		return 1;
 	}
 	/* each open file takes a descriptor per member: the usual soft limit
 	 * (1,024) allows about 120 open files over 8 members; the hard limit
@@ -72,7 +122,7 @@ static int prepare(char *members, char **paths, const struct mount_opts *o)
 	}
 	/* before any thread: it forks (see isal-glue/parity.c) */
 	parity_probe_unaligned();
-	return n;
+	return 0;
 }
 
 /*
@@ -201,12 +251,21 @@ static int serve(struct array *a, struct fuse *f, bool offline)
 int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 {
 	char *paths[LAYOUT_MAX_WIDTH + 1];
+	int n = split_members(members, paths);
+	return n ? mount_paths(paths, n, mountpoint, o) : 1;
+}
+
+int mount_paths(char **paths, int n, const char *mountpoint, struct mount_opts *o)
+{
 	char err[2048];
 	struct array *a = &the_array;
 	bool offline;
 
-	int n = prepare(members, paths, o);
-	if (n == 0)
+	if (n > LAYOUT_MAX_WIDTH + 1) {
+		fprintf(stderr, "raidfs: too many members: at most %d are supported\n", LAYOUT_MAX_WIDTH);
+		return 1;
+	}
+	if (refuse_nesting(paths, n, mountpoint, o) || prepare(o))
 		return 1;
 	a->keep_failed = true;
 	ctl_canonical(mountpoint, a->mountpoint, sizeof(a->mountpoint));	/* (messages) */

@@ -20,5 +20,7 @@ struct mount_opts {
 /* Assemble, repair, mount and serve until unmounted.  Returns the exit
  * status for main(). */
 int mount_main(char *members, const char *mountpoint, struct mount_opts *o);
+/* The same with the member directories as a list (n of them). */
+int mount_paths(char **paths, int n, const char *mountpoint, struct mount_opts *o);
 
 #endif

@@ -319,3 +319,11 @@ bool util_names_add(char ***names, size_t *n, size_t *cap, const char *name)
 	(*names)[(*n)++] = s;
 	return true;
 }
+
+bool util_path_within(const char *inner, const char *outer)
+{
+	size_t l = strlen(outer);
+	if (l == 1 && outer[0] == '/')
+		return inner[0] == '/';
+	return strncmp(inner, outer, l) == 0 && (inner[l] == '\0' || inner[l] == '/');
+}

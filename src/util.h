@@ -89,6 +89,10 @@ void abs_path(const char *p, char *out, size_t len);
  * /proc/self/fd: also an unnamed O_TMPFILE file).  0, or -1 with errno. */
 int link_fd(int fd, int dirfd, const char *name);
 
+/* The canonical path inner is outer or lies below it (both absolute,
+ * without "." or ".." components nor trailing slashes, as realpath()
+ * gives them).  Pure. */
+bool util_path_within(const char *inner, const char *outer);
 /* CLOCK_MONOTONIC in milliseconds */
 uint64_t util_now_ms(void);
 void util_sleep_ms(uint32_t ms);
