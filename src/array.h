@@ -85,6 +85,7 @@ struct member {
 	enum member_state state;	/* atomic reads; changed under a->lock */
 	bool stale;			/* present but its superblock is behind */
 	uint64_t reads, writes, errors;	/* counters (atomic) */
+	uint64_t read_bytes, written_bytes;	/* bytes those moved (atomic) */
 	uint64_t corrected;		/* read errors repaired from redundancy */
 	/* error counters as `zpool status` shows them (READ, WRITE, CKSUM,
 	 * repaired bytes; counters.h), atomic; kept on the member's own

@@ -40,6 +40,8 @@
 
 static pthread_mutex_t sc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct scrub_info info;
+static struct scrub_bad_file bad_list[SCRUB_LIST_FILES];	/* (under sc_lock) */
+static unsigned bad_n;
 static pthread_t sc_thread;
 static bool sc_live, sc_stop, sc_closed;	/* closed: unmounting, no new scrub */
 static uint64_t t_start_ms;
@@ -91,6 +93,39 @@ static void note_bad(void *ctx, uint64_t s, uint32_t g, uint64_t members)
 	}
 }
 
+/* Note `count` problems of one kind in file rel (stripe: the first, or
+ * UINT64_MAX for none), `fixed` of them repaired, in the list status -v
+ * shows.  Files are scrubbed one after the other: the same file and kind
+ * as the last entry add to it. */
+static void note_file(const char *rel, const char *kind, uint64_t count, uint64_t fixed, uint64_t stripe)
+{
+	if (!count && !fixed)
+		return;
+	pthread_mutex_lock(&sc_lock);
+	struct scrub_bad_file *e = bad_n ? &bad_list[bad_n - 1] : NULL;
+	if (!e || strcmp(e->path, rel) || e->kind != kind) {
+		bool listed = false;	/* (a file seen before under another kind is not counted twice) */
+		for (unsigned i = 0; i < bad_n && !listed; i++)
+			listed = !strcmp(bad_list[i].path, rel);
+		if (!listed)
+			info.bad_files++;
+		e = NULL;
+		if (bad_n < SCRUB_LIST_FILES) {
+			e = &bad_list[bad_n++];
+			memset(e, 0, sizeof(*e));
+			snprintf(e->path, sizeof(e->path), "%.255s", rel);
+			e->kind = kind;
+		}
+	}
+	if (e) {
+		e->count += count;
+		e->fixed += fixed;
+		if (stripe != UINT64_MAX && e->nstripes < SCRUB_LIST_STRIPES)
+			e->stripe[e->nstripes++] = stripe;
+	}
+	pthread_mutex_unlock(&sc_lock);
+}
+
 /* The groups in b (found under the lock held shared) compared again under
  * it held exclusively: a destage of the write-back cache writes data and
  * parity under the shared lock, so a stripe it was half-way through looked
@@ -135,12 +170,15 @@ static void confirm(struct array *a, struct rfile *rf, const char *rel, const st
 				 rel, l->red == RED_MIRROR ? "copies" : "parity", b->s[i], b->s[i] * sbytes, b->g[i],
 				 fix ? ": recomputed from the data" : " ('raidfs scrub ", fix ? "" : a->mountpoint,
 				 fix ? "" : " --repair' recomputes it from the data)");
-		if (!fix)
+		if (!fix) {
+			note_file(rel, "mismatch", 1, 0, b->s[i]);
 			continue;
+		}
 		r = stripe_mark_dirty(rf);
 		if (r == 0)
 			r = stripe_regen(rf, b->s[i], b->g[i]);
 		fixed += r == 0;
+		note_file(rel, "mismatch", 1, r == 0, b->s[i]);
 	}
 	pthread_rwlock_unlock(&rf->rw);
 	pthread_mutex_lock(&sc_lock);
@@ -275,6 +313,7 @@ static void put_back(struct array *a, struct rfile *rf, const char *rel, uint64_
 		pthread_mutex_lock(&sc_lock);
 		info.missing++;
 		pthread_mutex_unlock(&sc_lock);
+		note_file(rel, "missing", 1, 0, UINT64_MAX);
 		if (rf->lay.m == 0) {
 			log_err("scrub: file '%s': its shard on member %u '%s' is missing: its data there is lost (%s has no "
 				"redundancy)", rel, j, a->m[j].path, layout_level_name(rf->lay.level));
@@ -292,6 +331,7 @@ static void put_back(struct array *a, struct rfile *rf, const char *rel, uint64_
 			pthread_mutex_lock(&sc_lock);
 			info.restored++;
 			pthread_mutex_unlock(&sc_lock);
+			note_file(rel, "missing", 0, 1, UINT64_MAX);
 			array_member_corrected(a, j);
 			array_note_repaired(a, j, layout_shard_size(&rf->lay, j, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE)));
 			log_warn("scrub: file '%s': its shard on member %u '%s' was missing: put back from the other members",
@@ -330,6 +370,7 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 	if (r < 0) {
 		log_err("scrub: file '%s' cannot be opened: %s", rel, strerror(-r));
 		count_error();
+		note_file(rel, "unreadable", 1, 0, UINT64_MAX);
 		return;
 	}
 	pthread_mutex_lock(&sc_lock);
@@ -361,6 +402,7 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 				if (!failed)
 					count_error();
 				failed = true;
+				note_file(rel, "unreadable", left, 0, s);
 			}
 			b.n = 0;
 			pthread_rwlock_rdlock(&rf->rw);
@@ -371,6 +413,7 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 			log_err("scrub: file '%s': stripes from %" PRIu64 " cannot be read: %s", rel, s, strerror((int)-nb));
 			if (!failed)
 				count_error();
+			note_file(rel, "unreadable", 1, 0, s);
 			break;
 		}
 		if (nb > 0)
@@ -453,11 +496,17 @@ static void *scrub_thread(void *arg)
 	snprintf(info.last_result, sizeof(info.last_result), "%s", msg);
 	info.active = false;
 	info.current[0] = '\0';
+	char detail[256];
+	snprintf(detail, sizeof(detail), "result=%s files=%" PRIu64 " bytes=%" PRIu64 " mismatches=%" PRIu64
+		 " repaired=%" PRIu64 " errors=%" PRIu64 " missing=%" PRIu64 " restored=%" PRIu64 " bad_files=%" PRIu64,
+		 done ? "finished" : "stopped", info.files_done, info.bytes, info.mismatches, info.repaired,
+		 info.errors, info.missing, info.restored, info.bad_files);
 	pthread_mutex_unlock(&sc_lock);
 	if (info.mismatches || info.errors || info.missing)
 		log_warn("array '%s': scrub %s", a->sb.name, msg);
 	else
 		log_info("array '%s': scrub %s", a->sb.name, msg);
+	event_post_detail(a, "ScrubFinished", -1, detail);
 	return NULL;
 }
 
@@ -491,6 +540,7 @@ int scrub_start(struct array *a, bool fix, char *err, size_t errlen)
 		return -EBUSY;
 	}
 	memset(&info, 0, sizeof(info));
+	bad_n = 0;
 	info.active = true;
 	info.repair = fix;
 	stop_why = NULL;
@@ -530,4 +580,18 @@ void scrub_get(struct scrub_info *out)
 	pthread_mutex_lock(&sc_lock);
 	*out = info;
 	pthread_mutex_unlock(&sc_lock);
+}
+
+unsigned scrub_bad_list(struct scrub_bad_file *out, unsigned max)
+{
+	pthread_mutex_lock(&sc_lock);
+	unsigned n = bad_n < max ? bad_n : max;
+	memcpy(out, bad_list, n * sizeof(*out));
+	pthread_mutex_unlock(&sc_lock);
+	return n;
+}
+
+bool scrub_unresolved(const struct scrub_info *si)
+{
+	return !si->active && (si->mismatches > si->repaired || si->errors || si->missing > si->restored);
 }
