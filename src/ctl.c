@@ -1677,15 +1677,21 @@ const char *ctl_resolve(const char *arg, char *buf, size_t len)
 	return found ? buf : arg;
 }
 
+/* ctl_mounts(), or -1 with the reason printed */
+static int mounts_or_say(char ***mnts)
+{
+	int n = ctl_mounts(mnts);
+	if (n < 0)
+		fprintf(stderr, "raidfs: status: cannot read /proc/self/mountinfo: %s\n", strerror(-n));
+	return n < 0 ? -1 : n;
+}
+
 int ctl_status_all(bool list, bool attention)
 {
 	char **mnts;
-	int n = ctl_mounts(&mnts);
-	if (n < 0) {
-		fprintf(stderr, "raidfs: status: cannot read /proc/self/mountinfo: %s\n", strerror(-n));
+	int n = mounts_or_say(&mnts), rc = 0, shown = 0;
+	if (n < 0)
 		return 2;
-	}
-	int rc = 0, shown = 0;
 	for (int i = 0; i < n; i++) {
 		char reply[8192] = "";
 		char req[64];
@@ -1720,6 +1726,33 @@ int ctl_status_all(bool list, bool attention)
 		printf("no raidfs arrays are mounted\n");
 	else if (shown == 0 && attention && !list)
 		printf("all arrays are healthy\n");
+	ctl_mounts_free(mnts, n);
+	return rc;
+}
+
+int ctl_status_all_json(void)
+{
+	char **mnts;
+	int n = mounts_or_say(&mnts), rc = 0, shown = 0;
+	if (n < 0)
+		return 2;
+	char *reply = malloc(1 << 20);
+	printf("[");
+	for (int i = 0; reply && i < n; i++) {
+		reply[0] = '\0';
+		int r = ctl_request(mnts[i], "status-json", true, reply, 1 << 20);
+		if (reply[0] == '{') {
+			reply[strcspn(reply, "\n")] = '\0';
+			printf("%s%s", shown++ ? ", " : "", reply);
+		} else {
+			fprintf(stderr, "raidfs: status: '%s' is not answering (no daemon on its control socket)\n", mnts[i]);
+			r = 2;
+		}
+		if (r > rc)
+			rc = r;
+	}
+	printf("]\n");
+	free(reply);
 	ctl_mounts_free(mnts, n);
 	return rc;
 }

@@ -47,6 +47,9 @@ const char *ctl_resolve(const char *arg, char *buf, size_t len);
  * attention: only the arrays that need it ("all arrays are healthy"
  * otherwise).  Returns the worst exit status of the arrays. */
 int ctl_status_all(bool list, bool attention);
+/* `raidfs status --json` with no mount point: a JSON array of every
+ * array's document (docs/status-json.md), mountinfo order. */
+int ctl_status_all_json(void);
 /* --wait of replace (member: the one replaced) or scrub: poll the status
  * until it ended; prints how.  replace: 0 the member is in service, 1 it
  * is not; scrub: 0 finished with nothing left to repair, 1 finished with

@@ -60,7 +60,8 @@ static void usage(FILE *f)
 "        CKSUM, bytes REPAIRED) and free space; MOUNTPOINT may be any path inside the\n"
 "        mount; -v lists the files the last scrub found problems in; -x only if the\n"
 "        array needs attention; without MOUNTPOINT one line per mounted array\n"
-"        (-x: only those that need attention); --json: docs/status-json.md\n"
+"        (-x: only those that need attention; --json: an array of documents);\n"
+"        --json: docs/status-json.md\n"
 "  list [-x] [MOUNTPOINT]\n"
 "        one line per array for scripts: NAME LEVEL STATE UP/TOTAL HEALTH MOUNTPOINT (tabs)\n"
 "  clear MOUNTPOINT [MEMBER]\n"
@@ -431,12 +432,8 @@ static int cmd_status(int argc, char **argv, bool list)
 		} else
 			mnt = argv[i];
 	}
-	if (!mnt && !json)
-		return ctl_status_all(brief, attention);
-	if (!mnt) {
-		fprintf(stderr, "raidfs: status: --json needs the mount point (or a path inside the mount)\n");
-		return 2;
-	}
+	if (!mnt)
+		return json ? ctl_status_all_json() : ctl_status_all(brief, attention);
 	char buf[PATH_MAX];
 	mnt = ctl_resolve(mnt, buf, sizeof(buf));
 	char req[64];

@@ -53,7 +53,7 @@ mkdir -p "$ma/dir" "$ma/sub/deeper" "$T/ref"
 for i in 1 2 3 4; do head -c $((i * 50000)) /dev/urandom > "$T/ref/f$i"; cp "$T/ref/f$i" "$ma/dir/f$i"; done
 head -c 300000 /dev/urandom > "$mb/g"
 
-# ---- every array, -x, list, a path inside
+# ---- every array (text and JSON), -x, list, a path inside
 expect_rc 0 "$RAIDFS" status
 mine "$OUT" > "$T/lines" || fail "status: no line of ours: $(cat "$OUT")"
 [ "$(wc -l < "$T/lines")" = 2 ] || fail "status: not one line per array: $(cat "$T/lines")"
@@ -63,6 +63,13 @@ grep -qx "sb : raid1 optimal \[2/2\] \[UU\] .* usable on $mb" "$T/lines" || fail
 ! mine "$T/x" || fail "status -x names a healthy array: $(cat "$T/x")"
 grep -q . "$T/x" || fail "status -x printed nothing"
 grep -vq "^all arrays are healthy$" "$T/x" || grep -qx "all arrays are healthy" "$T/x" || fail "status -x: $(cat "$T/x")"
+"$RAIDFS" status --json > "$T/all.json" || true
+"$PY" - "$T/all.json" "$ma" "$mb" <<'EOF' || fail "status --json of every array: $(cat "$T/all.json")"
+import json, sys
+d = {a['mountpoint']: a for a in json.load(open(sys.argv[1]))}
+assert d[sys.argv[2]]['name'] == 'sa' and d[sys.argv[3]]['name'] == 'sb'
+assert d[sys.argv[2]]['output_version'] == 2
+EOF
 expect_rc 0 "$RAIDFS" status -x "$ma"
 grep -qx "array 'sa' is healthy" "$OUT" || fail "status -x MNT: $(cat "$OUT")"
 expect_rc 0 "$RAIDFS" list
