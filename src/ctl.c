@@ -137,10 +137,6 @@ static const char *member_word(const struct array *a, uint32_t j)
 	return member_state_name(a->m[j].state);
 }
 
-/* The -o space_warn threshold (ctl.h). */
-uint32_t ctl_space_warn_pct = 90;
-uint64_t ctl_space_warn_free;
-
 /* The exit status of `raidfs status`: 0 optimal, 1 degraded or a problem
  * the last scrub left, 2 failed. */
 static int status_rc(enum array_state st, bool scrub_errors)
@@ -302,8 +298,7 @@ static void collect_space(struct array *a, struct status *s)
 			min_size = m->fs_size / m->sharing;
 		if (m->fs_free / m->sharing < min_free)
 			min_free = m->fs_free / m->sharing;
-		m->nearly_full = (s->warn_pct && m->fs_used * 100 >= (uint64_t)s->warn_pct * (m->fs_used + m->fs_free)) ||
-				 (s->warn_free && m->fs_free < s->warn_free);
+		m->nearly_full = array_space_low(m->fs_used, m->fs_free);
 		s->nearly_full |= m->nearly_full && (m->online || m->rebuilding);
 	}
 	uint32_t dc = layout_data_chunks(&a->lay);
@@ -370,8 +365,8 @@ static void status_collect(struct array *a, struct status *s)
 	scrub_get(&s->si);
 	cache_get_stats(&s->cs);
 	cachelog_inject_describe(s->log_faults, sizeof(s->log_faults));
-	s->warn_pct = ctl_space_warn_pct;
-	s->warn_free = ctl_space_warn_free;
+	s->warn_pct = array_space_warn_pct;
+	s->warn_free = array_space_warn_free;
 	collect_space(a, s);
 	collect_redundancy(a, s);
 	s->scrub_errors = scrub_unresolved(&s->si);

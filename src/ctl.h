@@ -12,12 +12,6 @@
 
 struct array;
 
-/* -o space_warn: a member is nearly full (status warns; -x lists the
- * array) when its filesystem is at least ctl_space_warn_pct percent used
- * (0: never) or has less than ctl_space_warn_free bytes free (0: never).
- * Set once by main before the mount. */
-extern uint32_t ctl_space_warn_pct;
-extern uint64_t ctl_space_warn_free;
 
 /* The socket is found from the mount point without entering the mount
  * (the parent directory is canonicalised, not the mount point itself), so

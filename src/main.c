@@ -298,13 +298,13 @@ static int parse_space_warn(const char *v)
 	unsigned long p = strtoul(v, &end, 10);
 	uint64_t sz;
 	if (*v >= '0' && *v <= '9' && !errno && (!strcmp(end, "%") || !*end) && p <= 100) {
-		ctl_space_warn_pct = (uint32_t)p;
-		ctl_space_warn_free = 0;
+		array_space_warn_pct = (uint32_t)p;
+		array_space_warn_free = 0;
 		return 0;
 	}
 	if (parse_size(v, &sz) == 0) {
-		ctl_space_warn_pct = 0;
-		ctl_space_warn_free = sz;
+		array_space_warn_pct = 0;
+		array_space_warn_free = sz;
 		return 0;
 	}
 	fprintf(stderr, "raidfs: mount: bad space_warn '%s': give a percentage used (90%%) or a size left free (10G)\n", v);

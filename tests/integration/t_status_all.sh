@@ -15,7 +15,8 @@
 #     `-x` names that array and not the other; `replace --wait` returns
 #     with the member online and the last rebuild's bytes and duration;
 #   - raid1 with one copy left: no redundancy left either;
-#   - -o space_warn: a member nearly full is a state and an action.
+#   - -o space_warn: a member nearly full is a state, an action and the
+#     monitor's NearlyFull event.
 # Other arrays may be mounted on this machine (other tests, benchmarks):
 # only the lines of this scenario's mount points are looked at.
 . "$(dirname "$0")/lib.sh"
@@ -180,7 +181,8 @@ for i in 1 2 3 4; do cmp "$T/ref/f$i" "$ma/dir/f$i" || fail "f$i differs after t
 
 rfs_unmount_wait "$mb" || fail "unmount b"
 # ---- a member nearly full (-o space_warn)
-rfs_mount "$(join_members $memb)" "$mb" -o space_warn=1% || fail "mount b again"
+rm -f "$T/events"
+rfs_mount "$(join_members $memb)" "$mb" -o "space_warn=1%,event_program=$T/ev.sh" || fail "mount b again"
 expect_rc 0 "$RAIDFS" status "$mb"
 grep -q "^space:   member 0: .*  NEARLY FULL$" "$OUT" || fail "nearly full: $(cat "$OUT")"
 grep -q "^action:  member 0 ('.*') is nearly full: .* (the warning is at 1% used, -o space_warn)" "$OUT" ||
@@ -190,6 +192,8 @@ assert j['nearly_full'] is True and j['members'][0]['nearly_full'] is True and '
 "
 "$RAIDFS" status -x > "$T/x"
 mine "$T/x" | grep -q "^sb : raid1 .* usable on $mb  (nearly-full)$" || fail "status -x: nearly full: $(cat "$T/x")"
+for _ in $(seq 1 50); do [ "$(grep -c "^NearlyFull [01] " "$T/events" 2>/dev/null)" = 2 ] && break; sleep 0.1; done
+[ "$(grep -c "^NearlyFull [01] " "$T/events")" = 2 ] || fail "no NearlyFull event for each member: $(cat "$T/events" 2>&1)"
 # ---- raid1 with one copy left
 expect_rc 0 "$RAIDFS" fail "$mb" 0
 expect_rc 1 "$RAIDFS" status "$mb"
