@@ -970,8 +970,9 @@ static void status_json(const struct status *s, struct out *o)
 	if (r)
 		json_object_set_new(r, "last", json_last_rebuild(&s->ri));
 	if (sc)
-		json_object_update_new(sc, json_pack("{s:I, s:b, s:o}", "bad_files", JU(s->si.bad_files), "unresolved",
-						 s->scrub_errors, "files", json_bad_files(s)));
+		json_object_update_new(sc, json_pack("{s:I, s:b, s:o, s:I}", "bad_files", JU(s->si.bad_files), "unresolved",
+						 s->scrub_errors, "files", json_bad_files(s), "ended",
+						 (json_int_t)s->si.ended));
 	/* the state in words, the actions, what is left, space, the daemon */
 	struct out acts = { NULL, 0, 0 };
 	text_actions(s, &acts);

@@ -223,6 +223,7 @@ int mount_main(char *members, const char *mountpoint, struct mount_opts *o)
 	a->csum = a->sb.csum == SB_CSUM_CRC32C;
 	if (repair(a, mountpoint, o, r, err, sizeof(err), &offline))
 		return 1;
+	scrub_load(a);	/* (what the last scrub found, for status) */
 	rfile_table_init();
 
 	struct fuse *f = fuse_up(a, mountpoint, o);

@@ -38,6 +38,8 @@ struct scrub_info {
 	uint64_t restored;		/* of those, put back (--repair) */
 	uint64_t bad_files;		/* files with a problem above (all, also
 					 * those past the list) */
+	int64_t ended;			/* when the last one ended (Unix time; 0:
+					 * none known) */
 	double elapsed, rate;		/* s, bytes/s */
 	char current[256];		/* file being compared */
 	char last_result[512];		/* how the last scrub ended */
@@ -67,6 +69,17 @@ unsigned scrub_bad_list(struct scrub_bad_file *out, unsigned max);
 /* Did the last scrub, finished or stopped, leave a problem it did not
  * repair (a mismatch, an unreadable file, a shard not put back)? */
 bool scrub_unresolved(const struct scrub_info *si);
+
+/*
+ * The result lasts: when a scrub ends, its counts, its result and its file
+ * list are written to SCRUB_FILE on every member in service (JSON,
+ * replaced atomically; docs/format.md), and scrub_load() at mount takes
+ * the newest of them, so that an unmount does not forget what the last
+ * scrub found.  A read-only mount writes nothing.
+ */
+#define SCRUB_FILE ".raidfs/scrub"
+#define SCRUB_TMP ".raidfs/scrub.tmp"
+void scrub_load(struct array *a);
 
 /* Start a scrub of a (0), or -errno with a message in err. */
 int scrub_start(struct array *a, bool repair, char *err, size_t errlen);

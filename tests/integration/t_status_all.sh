@@ -9,7 +9,8 @@
 #   - a scrub that finds a mismatch (an array without checksums, a data
 #     chunk flipped on a member): the errors line, `status -v` names the
 #     file and stripe, exit 1 of status and of `scrub --wait`, the
-#     ScrubFinished event with its counts; `scrub --repair --wait` clears it;
+#     ScrubFinished event with its counts, all of it still there after a
+#     remount; `scrub --repair --wait` clears it;
 #   - raid6 with two members failed: "degraded, no redundancy left" (text
 #     and JSON), the action line names both in the order to replace them,
 #     `-x` names that array and not the other; `replace --wait` returns
@@ -133,6 +134,13 @@ mine "$T/x" | grep -q "^sa : raid6 optimal \[4/4\] \[UUUU\] .* usable on $ma  (s
 ! mine "$T/x" | grep -q "^sb " || fail "status -x names sb: $(cat "$T/x")"
 for _ in $(seq 1 50); do grep -q "^ScrubFinished" "$T/events" 2>/dev/null && break; sleep 0.1; done
 grep -qx "ScrubFinished  finished 1 1 4" "$T/events" || fail "ScrubFinished event: $(cat "$T/events" 2>&1)"
+# the result lasts across an unmount
+rfs_unmount_wait "$ma" || fail "unmount a"
+rfs_mount "$(join_members $mema)" "$ma" -o "event_program=$T/ev.sh,space_warn=100%" || fail "mount a again"
+expect_rc 1 "$RAIDFS" status -v "$ma"
+grep -qx "         dir/f3: mismatch, 1 stripe (1)" "$OUT" || fail "the scrub's result did not last a remount: $(cat "$OUT")"
+grep -q "^scrub:   finished: 4 of 4 files, .* 1 stripe did not match" "$OUT" || fail "remount: scrub line: $(cat "$OUT")"
+[ "$(json "$ma" '["scrub"]["ended"]')" -gt 0 ] || fail "no scrub.ended"
 expect_rc 0 "$RAIDFS" scrub "$ma" --repair --wait
 expect_rc 0 "$RAIDFS" status "$ma"
 ! grep -q "^errors:" "$OUT" || fail "errors line after the repair: $(cat "$OUT")"
