@@ -61,7 +61,7 @@ static void usage(FILE *f)
 "        mount; -v lists the files the last scrub found problems in; -x only if the\n"
 "        array needs attention; without MOUNTPOINT one line per mounted array\n"
 "        (-x: only those that need attention; --json: an array of documents);\n"
-"        --json: docs/status-json.md\n"
+"        (the JSON's fields: docs/status-json.md)\n"
 "  list [-x] [MOUNTPOINT]\n"
 "        one line per array for scripts: NAME LEVEL STATE UP/TOTAL HEALTH MOUNTPOINT (tabs)\n"
 "  clear MOUNTPOINT [MEMBER]\n"
@@ -216,7 +216,8 @@ static int cmd_create(int argc, char **argv)
  */
 enum {
 	KEY_FOREGROUND, KEY_HELP, KEY_LOG, KEY_NODEGRADED, KEY_FORCE, KEY_RO, KEY_EVENT_PROGRAM,
-	KEY_READ_ERRORS, KEY_CKSUM_ERRORS, KEY_REBUILD_MIN, KEY_REBUILD_MAX, KEY_SPACE_WARN,
+	KEY_READ_ERRORS, KEY_CKSUM_ERRORS, KEY_REBUILD_MIN, KEY_REBUILD_MAX,
+	KEY_SPACE_WARN,		/* (status: docs/operations.md part 2) */
 };
 static const struct fuse_opt mount_opt_table[] = {
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
@@ -230,9 +231,9 @@ static const struct fuse_opt mount_opt_table[] = {
 	FUSE_OPT_KEY("event_program=", KEY_EVENT_PROGRAM),
 	FUSE_OPT_KEY("read_error_threshold=", KEY_READ_ERRORS),
 	FUSE_OPT_KEY("cksum_error_threshold=", KEY_CKSUM_ERRORS),
+	FUSE_OPT_KEY("space_warn=", KEY_SPACE_WARN),
 	FUSE_OPT_KEY("rebuild_min_rate=", KEY_REBUILD_MIN),
 	FUSE_OPT_KEY("rebuild_max_rate=", KEY_REBUILD_MAX),
-	FUSE_OPT_KEY("space_warn=", KEY_SPACE_WARN),
 	/* mount(8) helper flags: no mtab, sloppy, verbose */
 	FUSE_OPT_KEY("-n", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("-s", FUSE_OPT_KEY_DISCARD),
