@@ -1806,6 +1806,14 @@ void array_clear_dirty(struct array *a, uint64_t id, const char *path)
 /* ------------------------------------------------------ runtime failures */
 
 uint32_t array_read_error_threshold = 20;	/* as md's max_corrected_read_errors */
+uint32_t array_space_warn_pct = 90;
+uint64_t array_space_warn_free;
+
+bool array_space_low(uint64_t used, uint64_t avail)
+{
+	return (array_space_warn_pct && used * 100 >= (uint64_t)array_space_warn_pct * (used + avail)) ||
+	       (array_space_warn_free && avail < array_space_warn_free);
+}
 uint32_t array_cksum_error_threshold = ARRAY_CKSUM_ERROR_THRESHOLD;
 
 /* ------------------------------------------------------ error counters */

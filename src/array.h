@@ -85,6 +85,7 @@ struct member {
 	enum member_state state;	/* atomic reads; changed under a->lock */
 	bool stale;			/* present but its superblock is behind */
 	uint64_t reads, writes, errors;	/* counters (atomic) */
+	uint64_t read_bytes, written_bytes;	/* bytes those moved (atomic) */
 	uint64_t corrected;		/* read errors repaired from redundancy */
 	/* error counters as `zpool status` shows them (READ, WRITE, CKSUM,
 	 * repaired bytes; counters.h), atomic; kept on the member's own
@@ -105,6 +106,8 @@ struct member {
 					 * absent at mount): re-added by itself
 					 * when it comes back */
 	bool readd_told;		/* the monitor said why it cannot */
+	bool space_low_told;		/* the monitor posted NearlyFull (until
+					 * it has room again) */
 	bool partial;			/* failed during its rebuild: its directory
 					 * holds a partial copy */
 	char fail_reason[128];		/* why it was failed (under a->lock) */
@@ -452,6 +455,15 @@ extern uint32_t array_read_error_threshold;
  * says why 50 */
 #define ARRAY_CKSUM_ERROR_THRESHOLD 50
 extern uint32_t array_cksum_error_threshold;
+/* -o space_warn: a member is nearly full when its filesystem is at least
+ * array_space_warn_pct percent used (0: never) or has less than
+ * array_space_warn_free bytes free (0: never).  Status warns, -x lists
+ * the array, the monitor posts NearlyFull. */
+extern uint32_t array_space_warn_pct;
+extern uint64_t array_space_warn_free;
+/* Is a filesystem with `used` bytes used and `avail` left for users past
+ * -o space_warn?  (Use as df counts it: used / (used + avail).)  Pure. */
+bool array_space_low(uint64_t used, uint64_t avail);
 
 /* The user-I/O clock: the data path notes every user request; the
  * rebuild and the scrub, while they watch, slow down to their busy rates

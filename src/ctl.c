@@ -2,8 +2,10 @@
  * ctl.c - the control plane: a Unix socket per mount, served by its own
  * thread, separate from the FUSE data path (decision 10).
  *
- * Protocol: the client connects, writes one request line ("status" or
- * "status-json" or "pid") and reads the reply until EOF.  The reply's
+ * Protocol: the client connects, writes one request line (words separated
+ * by tabs: "status" [-v] [-x], "status-json", "status-brief" [-x] (the
+ * line of `raidfs status` with no mount point), "status-list" [-x]
+ * (`raidfs list`), "pid", or a command) and reads the reply until EOF.  The reply's
  * first line is "rc N" (the exit status the CLI should return), the rest is
  * printed as is.
  *
@@ -135,23 +137,11 @@ static const char *member_word(const struct array *a, uint32_t j)
 	return member_state_name(a->m[j].state);
 }
 
-static uint64_t usable_bytes(const struct array *a)
+/* The exit status of `raidfs status`: 0 optimal, 1 degraded or a problem
+ * the last scrub left, 2 failed. */
+static int status_rc(enum array_state st, bool scrub_errors)
 {
-	uint64_t min = UINT64_MAX;
-	struct statvfs sv;
-	for (uint32_t j = 0; j < a->width; j++) {
-		if (!member_present(a, j) || fstatvfs(a->m[j].dirfd, &sv) < 0)
-			continue;
-		uint64_t t = (uint64_t)sv.f_blocks * sv.f_frsize;
-		if (t < min)
-			min = t;
-	}
-	return min == UINT64_MAX ? 0 : min * layout_data_chunks(&a->lay);
-}
-
-static int status_rc(enum array_state st)
-{
-	return st == ARRAY_OPTIMAL ? 0 : st == ARRAY_DEGRADED ? 1 : 2;
+	return st == ARRAY_FAILED ? 2 : st == ARRAY_DEGRADED || scrub_errors ? 1 : 0;
 }
 
 /* The state word users see: "rebuilding" while a degraded array is
@@ -175,6 +165,16 @@ struct status_member {
 	const char *word;		/* member_word() */
 	const char *path;
 	uint64_t reads, writes, errors, corrected;
+	uint64_t read_bytes, written_bytes;
+	/* its filesystem (fstatvfs of the member's directory; fs_known
+	 * false when it is absent): size and room for an unprivileged
+	 * writer, the members on the same one (st_dev) counted in `sharing`
+	 * (itself included) and listed in shared_mask */
+	bool fs_known, nearly_full;
+	uint64_t fs_size, fs_free, fs_used;	/* used: as df counts it */
+	dev_t dev;
+	uint32_t sharing;
+	uint64_t shared_mask;
 	/* the error counters (counters.h): READ WRITE CKSUM, repaired */
 	uint64_t read_errors, write_errors, cksum_errors, repaired_bytes;
 	const char *fail_reason;	/* "" if none */
@@ -203,6 +203,21 @@ struct status {
 	struct scrub_info si;
 	struct cache_stats cs;
 	char log_faults[256];		/* injected on the cache log, "" if none (or no log) */
+	/* what is left, and what to do */
+	int redundancy_left;		/* members each group can still lose (the
+					 * worst group's); -1 when failed */
+	char state_text[96];		/* "degraded, no redundancy left" */
+	uint32_t nout, order[LAYOUT_MAX_WIDTH];	/* members out of service, in
+					 * the order to replace them */
+	bool scrub_errors;		/* scrub_unresolved() */
+	unsigned nbad;			/* the scrub's file list */
+	struct scrub_bad_file bad[SCRUB_LIST_FILES];
+	/* space (collect_space()) */
+	uint64_t free;			/* what more the array can take */
+	bool shared_fs, nearly_full;
+	uint32_t warn_pct;
+	uint64_t warn_free;
+	int pid;
 };
 
 static void collect_member(struct array *a, uint32_t j, int shadow, struct status_member *m)
@@ -213,6 +228,8 @@ static void collect_member(struct array *a, uint32_t j, int shadow, struct statu
 	m->writes = __atomic_load_n(&a->m[j].writes, __ATOMIC_RELAXED);
 	m->errors = __atomic_load_n(&a->m[j].errors, __ATOMIC_RELAXED);
 	m->corrected = __atomic_load_n(&a->m[j].corrected, __ATOMIC_RELAXED);
+	m->read_bytes = __atomic_load_n(&a->m[j].read_bytes, __ATOMIC_RELAXED);
+	m->written_bytes = __atomic_load_n(&a->m[j].written_bytes, __ATOMIC_RELAXED);
 	m->read_errors = __atomic_load_n(&a->m[j].read_errors, __ATOMIC_RELAXED);
 	m->write_errors = __atomic_load_n(&a->m[j].write_errors, __ATOMIC_RELAXED);
 	m->cksum_errors = __atomic_load_n(&a->m[j].cksum_errors, __ATOMIC_RELAXED);
@@ -231,6 +248,96 @@ static void collect_member(struct array *a, uint32_t j, int shadow, struct statu
 	m->given = a->m[j].given;
 }
 
+/* A filesystem's use in percent, as df says it: used / (used + what an
+ * unprivileged writer may still take). */
+static double used_pct(const struct status_member *m)
+{
+	return m->fs_used + m->fs_free ? 100.0 * m->fs_used / (m->fs_used + m->fs_free) : 0.0;
+}
+
+/*
+ * Space.  Shards are dense and every member of a file holds as many
+ * chunks as the others, so the array can take what its fullest member
+ * can: members that share one filesystem (same st_dev) share its room, a
+ * 1/n part each.  `size` counts the filesystems' sizes that way, `free`
+ * their room; both in data bytes (the smallest part times the data
+ * chunks of a stripe).  A member is nearly full past -o space_warn (a
+ * share of its filesystem used, or less room left than a size).
+ */
+static void collect_space(struct array *a, struct status *s)
+{
+	struct statvfs sv;
+	struct stat st;
+	for (uint32_t j = 0; j < s->width; j++) {
+		struct status_member *m = &s->m[j];
+		m->fs_known = member_present(a, j) && a->m[j].dirfd >= 0 && fstatvfs(a->m[j].dirfd, &sv) == 0 &&
+			      fstat(a->m[j].dirfd, &st) == 0;
+		if (!m->fs_known)
+			continue;
+		m->fs_size = (uint64_t)sv.f_blocks * sv.f_frsize;
+		m->fs_free = (uint64_t)sv.f_bavail * sv.f_frsize;
+		m->fs_used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+		m->dev = st.st_dev;
+	}
+	uint64_t min_size = UINT64_MAX, min_free = UINT64_MAX;
+	s->shared_fs = s->nearly_full = false;
+	for (uint32_t j = 0; j < s->width; j++) {
+		struct status_member *m = &s->m[j];
+		m->sharing = 0;
+		m->shared_mask = 0;
+		m->nearly_full = false;
+		if (!m->fs_known)
+			continue;
+		for (uint32_t i = 0; i < s->width; i++)
+			if (s->m[i].fs_known && s->m[i].dev == m->dev) {
+				m->sharing++;
+				m->shared_mask |= 1ull << i;
+			}
+		s->shared_fs |= m->sharing > 1;
+		if (m->fs_size / m->sharing < min_size)
+			min_size = m->fs_size / m->sharing;
+		if (m->fs_free / m->sharing < min_free)
+			min_free = m->fs_free / m->sharing;
+		m->nearly_full = array_space_low(m->fs_used, m->fs_free);
+		s->nearly_full |= m->nearly_full && (m->online || m->rebuilding);
+	}
+	uint32_t dc = layout_data_chunks(&a->lay);
+	s->size = min_size == UINT64_MAX ? 0 : min_size * dc;
+	s->free = min_free == UINT64_MAX ? 0 : min_free * dc;
+}
+
+/* How much redundancy is left, the state text, and the order in which
+ * to replace the members out of service: the one being rebuilt first,
+ * then those of the groups with the least redundancy left, by index. */
+static void collect_redundancy(const struct array *a, struct status *s)
+{
+	const struct layout *l = &a->lay;
+	int left[LAYOUT_MAX_WIDTH];
+	s->redundancy_left = (int)l->m;
+	for (uint32_t g = 0; g < l->groups; g++) {
+		uint32_t lost = 0;
+		for (uint32_t p = 0; p < l->gw; p++)
+			lost += !s->m[g * l->gw + p].online;
+		left[g] = (int)l->m - (int)lost;
+		if (left[g] < s->redundancy_left)
+			s->redundancy_left = left[g];
+	}
+	if (s->redundancy_left < 0)
+		s->redundancy_left = -1;
+	s->nout = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (int want = -1; want <= (int)l->m; want++)
+			for (uint32_t j = 0; j < s->width; j++) {
+				const struct status_member *m = &s->m[j];
+				if (m->online || (pass == 0) != (m->rebuilding && s->ri.active && s->ri.member == (int)j) ||
+				    (left[j / l->gw] < -1 ? -1 : left[j / l->gw]) != want)
+					continue;
+				s->order[s->nout++] = j;
+			}
+	snprintf(s->state_text, sizeof(s->state_text), "%s%s", s->state,
+		 s->st == ARRAY_DEGRADED && s->redundancy_left == 0 ? ", no redundancy left" : "");
+}
+
 /* a->lock held */
 static void status_collect(struct array *a, struct status *s)
 {
@@ -245,7 +352,6 @@ static void status_collect(struct array *a, struct status *s)
 	s->chunk = a->lay.chunk;
 	s->csum = a->sb.csum;
 	s->parity = a->lay.m;
-	s->size = usable_bytes(a);
 	s->events = a->sb.events;
 	s->readonly = a->readonly;
 	s->cache_offline = cache_offline();
@@ -259,6 +365,13 @@ static void status_collect(struct array *a, struct status *s)
 	scrub_get(&s->si);
 	cache_get_stats(&s->cs);
 	cachelog_inject_describe(s->log_faults, sizeof(s->log_faults));
+	s->warn_pct = array_space_warn_pct;
+	s->warn_free = array_space_warn_free;
+	collect_space(a, s);
+	collect_redundancy(a, s);
+	s->scrub_errors = scrub_unresolved(&s->si);
+	s->nbad = scrub_bad_list(s->bad, SCRUB_LIST_FILES);
+	s->pid = (int)getpid();
 }
 
 /* -------------------------------------------------------- status as text */
@@ -284,9 +397,78 @@ static void text_array(const struct status *s, struct out *o)
 	if (s->level == LEVEL_RAID50 || s->level == LEVEL_RAID60)
 		outf(o, " in %u groups", s->groups);
 	outf(o, ", chunk %s, checksums %s\n", fmt_size(s->chunk, ch, sizeof(ch)), sb_csum_name(s->csum));
-	outf(o, "size:    %s usable\n", fmt_size(s->size, sz, sizeof(sz)));
-	outf(o, "state:   %s%s%s\n", s->state, s->readonly ? " (read-only)" : "",
+	char fr[32];
+	outf(o, "size:    %s usable, %s free\n", fmt_size(s->size, sz, sizeof(sz)), fmt_size(s->free, fr, sizeof(fr)));
+	outf(o, "state:   %s%s%s\n", s->state_text, s->readonly ? " (read-only)" : "",
 	     s->cache_offline ? " (offline: preserved cache)" : "");
+}
+
+/* The space lines: each member's filesystem, and the members that share
+ * one (their part of it is what the usable size counts). */
+static void text_space(const struct status *s, struct out *o)
+{
+	const char *head = "space:   ";
+	for (uint32_t j = 0; j < s->width; j++) {
+		const struct status_member *m = &s->m[j];
+		char fr[32], sz[32];
+		if (!m->fs_known)
+			continue;
+		outf(o, "%smember %u: %s free of %s (%.0f%% used)%s\n", head, j, fmt_size(m->fs_free, fr, sizeof(fr)),
+		     fmt_size(m->fs_size, sz, sizeof(sz)), used_pct(m),
+		     m->nearly_full ? "  NEARLY FULL" : "");
+		head = "         ";
+	}
+	uint64_t told = 0;
+	for (uint32_t j = 0; j < s->width; j++) {
+		const struct status_member *m = &s->m[j];
+		if (m->sharing < 2 || (told & m->shared_mask))
+			continue;
+		told |= m->shared_mask;
+		outf(o, "%smembers", head);
+		for (uint32_t i = 0, k = 0; i < s->width; i++)
+			if (m->shared_mask >> i & 1)
+				outf(o, "%s %u", k++ ? "," : "", i);
+		outf(o, " share one filesystem: the usable size counts a 1/%u part of it for each\n", m->sharing);
+		head = "         ";
+	}
+}
+
+/* The scrub's lasting result: an "errors:" line when the last scrub left
+ * a problem; with -v its files, the stripes and what was repaired. */
+static void text_errors(const struct status *s, bool verbose, struct out *o)
+{
+	const struct scrub_info *si = &s->si;
+	if (!s->scrub_errors && !(verbose && s->nbad))
+		return;
+	if (s->scrub_errors)
+		outf(o, "errors:  the last scrub left problems in %" PRIu64 " file%s: %" PRIu64 " stripe%s not matching "
+			"their redundancy, %" PRIu64 " file%s not compared, %" PRIu64 " missing shard%s%s\n",
+		     si->bad_files, si->bad_files == 1 ? "" : "s", si->mismatches - si->repaired,
+		     si->mismatches - si->repaired == 1 ? "" : "s", si->errors, si->errors == 1 ? "" : "s",
+		     si->missing - si->restored, si->missing - si->restored == 1 ? "" : "s",
+		     verbose ? "" : " ('raidfs status -v' lists them)");
+	else
+		outf(o, "errors:  none left: the last scrub repaired what it found\n");
+	if (!verbose)
+		return;
+	for (unsigned i = 0; i < s->nbad; i++) {
+		const struct scrub_bad_file *b = &s->bad[i];
+		outf(o, "         %s: %s", b->path, b->kind);
+		if (b->nstripes) {
+			outf(o, ", %" PRIu64 " stripe%s (", b->count, b->count == 1 ? "" : "s");
+			for (unsigned k = 0; k < b->nstripes; k++)
+				outf(o, "%s%" PRIu64, k ? " " : "", b->stripe[k]);
+			outf(o, "%s)", b->count > b->nstripes ? " ..." : "");
+		} else if (b->count > 1) {
+			outf(o, " (%" PRIu64 ")", b->count);
+		}
+		if (b->fixed)
+			outf(o, ", %" PRIu64 " repaired", b->fixed);
+		outf(o, "\n");
+	}
+	if (si->bad_files > s->nbad)
+		outf(o, "         ... and %" PRIu64 " more file%s (the log names them)\n", si->bad_files - s->nbad,
+		     si->bad_files - s->nbad == 1 ? "" : "s");
 }
 
 /* One member's line: index, state, the error counters in zpool's
@@ -458,10 +640,18 @@ static void text_member_actions(const struct status *s, struct out *o)
 	}
 	if (s->st != ARRAY_DEGRADED)
 		return;
-	for (uint32_t j = 0; j < s->width; j++) {
+	if (s->nout > 1) {
+		outf(o, "action:  %u members are out of service (%s)%s: replace them one at a time, in this order:", s->nout,
+		     s->redundancy_left == 0 ? "no redundancy is left: one more loss loses data"
+					     : "the array has less redundancy",
+		     s->ri.active ? ", the first is being rebuilt" : "");
+		for (uint32_t k = 0; k < s->nout; k++)
+			outf(o, "%s %u ('%s')", k ? "," : "", s->order[k], s->m[s->order[k]].path);
+		outf(o, "\n");
+	}
+	for (uint32_t k = 0; k < s->nout; k++) {
+		uint32_t j = s->order[k];
 		const struct status_member *m = &s->m[j];
-		if (m->online)
-			continue;
 		if (m->rebuilding && !ri->active && ri->failed_files && ri->member == (int)j)
 			outf(o, "action:  the rebuild of member %u onto '%s' could not rebuild %d file%s (see above and the log); "
 				"an I/O error there means the members left do not hold all of its data: restore the file from a copy "
@@ -482,24 +672,138 @@ static void text_member_actions(const struct status *s, struct out *o)
 		else
 			outf(o, "action:  member %u ('%s') is %s: replace it with 'raidfs replace %s %u NEWDIR' (an empty directory on a new disk), or if the disk is sound (pulled by mistake) put it back with 'raidfs add %s %s' (resyncs only what changed)\n",
 			     j, m->path, m->word, s->mountpoint, j, s->mountpoint, m->path);
-		return;
 	}
 }
 
-static void status_text(const struct status *s, struct out *o)
+/* "action:" lines of members whose filesystem is nearly full */
+static void text_space_actions(const struct status *s, struct out *o)
 {
-	outf(o, "rc %d\n", status_rc(s->st));
+	char fr[32], w[32];
+	for (uint32_t j = 0; j < s->width; j++) {
+		const struct status_member *m = &s->m[j];
+		if (!m->nearly_full || !(m->online || m->rebuilding))
+			continue;
+		outf(o, "action:  member %u ('%s') is nearly full: %.0f%% used, %s free (the warning is at ", j, m->path,
+		     used_pct(m), fmt_size(m->fs_free, fr, sizeof(fr)));
+		if (s->warn_pct)
+			outf(o, "%u%% used%s", s->warn_pct, s->warn_free ? " or " : "");
+		if (s->warn_free)
+			outf(o, "%s free", fmt_size(s->warn_free, w, sizeof(w)));
+		outf(o, ", -o space_warn): free space on its filesystem or move it to a bigger disk with 'raidfs replace %s %u NEWDIR'; writes that do not fit fail with ENOSPC\n",
+		     s->mountpoint, j);
+	}
+}
+
+/* Every "action:" line, in the order status shows them. */
+static void text_actions(const struct status *s, struct out *o)
+{
+	text_cache_actions(s, o);
+	text_scrub_actions(s, o);
+	text_member_actions(s, o);
+	text_space_actions(s, o);
+}
+
+/* What needs attention, as short words (`raidfs list`, JSON
+ * "conditions"); none: the array is healthy. */
+static int conditions(const struct status *s, const char **c, int max)
+{
+	int n = 0;
+#define COND(x) do { if (n < max) c[n++] = (x); } while (0)
+	if (s->st == ARRAY_FAILED)
+		COND("failed");
+	if (s->st == ARRAY_DEGRADED)
+		COND(s->ri.active ? "rebuilding" : "degraded");
+	if (s->st == ARRAY_DEGRADED && s->redundancy_left == 0)
+		COND("no-redundancy");
+	if (s->scrub_errors)
+		COND("scrub-errors");
+	if (s->nearly_full)
+		COND("nearly-full");
+	if (s->cache_offline || s->cs.log_error || s->cs.bbu_state == BBU_FAILED)
+		COND("cache");
+#undef COND
+	return n;
+}
+
+static void status_text(const struct status *s, bool verbose, struct out *o)
+{
+	outf(o, "rc %d\n", status_rc(s->st, s->scrub_errors));
 	text_array(s, o);
 	text_members(s, o);
+	text_space(s, o);
 	if (s->ri.active)
 		text_rebuild_progress(&s->ri, o);
 	else if (s->ri.last_result[0])
 		outf(o, "rebuild: %s\n", s->ri.last_result);
 	text_scrub(&s->si, o);
+	text_errors(s, verbose, o);
 	text_cache(s, o);
-	text_cache_actions(s, o);
-	text_scrub_actions(s, o);
-	text_member_actions(s, o);
+	text_actions(s, o);
+}
+
+/* Indent every line of `from` (not "now:" lines) by `ind` onto o. */
+static void indent_lines(const struct out *from, const char *ind, struct out *o)
+{
+	for (size_t off = 0; off < from->len;) {
+		const char *l = from->buf + off, *nl = memchr(l, '\n', from->len - off);
+		size_t n = nl ? (size_t)(nl - l) : from->len - off;
+		if (strncmp(l, "         now: ", 14))
+			outf(o, "%s%.*s\n", ind, (int)n, l);
+		off += n + 1;
+	}
+}
+
+/* One line, as /proc/mdstat has one per array: name, level, state,
+ * members in service of all ([UU_U]: U in service, _ out), size, mount
+ * point; under it the bar of a rebuild or scrub that runs.  With
+ * `attention_only` nothing for a healthy array (status -x). */
+static void status_brief(const struct status *s, bool attention_only, struct out *o)
+{
+	const char *c[8];
+	int nc = conditions(s, c, 8);
+	outf(o, "rc %d\n", status_rc(s->st, s->scrub_errors));
+	if (attention_only && nc == 0)
+		return;
+	char sz[32];
+	uint32_t up = 0;
+	for (uint32_t j = 0; j < s->width; j++)
+		up += s->m[j].online;
+	outf(o, "%s : %s %s%s [%u/%u] [", s->name, layout_level_name(s->level), s->state_text,
+	     s->readonly ? " (read-only)" : "", up, s->width);
+	for (uint32_t j = 0; j < s->width; j++)
+		outf(o, "%c", s->m[j].online ? 'U' : '_');
+	outf(o, "] %s usable on %s", fmt_size(s->size, sz, sizeof(sz)), s->mountpoint);
+	/* (the conditions the state does not already say) */
+	int told = 0;
+	for (int i = 0; i < nc; i++)
+		if (strcmp(c[i], "failed") && strcmp(c[i], "degraded") && strcmp(c[i], "rebuilding") &&
+		    strcmp(c[i], "no-redundancy"))
+			outf(o, "%s%s", told++ ? ", " : "  (", c[i]);
+	outf(o, "%s\n", told ? ")" : "");
+	struct out bar = { NULL, 0, 0 };
+	if (s->ri.active)
+		text_rebuild_progress(&s->ri, &bar);
+	if (s->si.active)
+		text_scrub(&s->si, &bar);
+	indent_lines(&bar, "    ", o);
+	free(bar.buf);
+}
+
+/* One line for scripts (raidfs list): NAME LEVEL STATE UP/TOTAL HEALTH
+ * MOUNTPOINT, separated by tabs; HEALTH is "ok" or the conditions()
+ * joined by commas. */
+static void status_list(const struct status *s, struct out *o)
+{
+	const char *c[8];
+	int nc = conditions(s, c, 8);
+	uint32_t up = 0;
+	for (uint32_t j = 0; j < s->width; j++)
+		up += s->m[j].online;
+	outf(o, "rc %d\n%s\t%s\t%s\t%u/%u\t", status_rc(s->st, s->scrub_errors), s->name, layout_level_name(s->level),
+	     s->state, up, s->width);
+	for (int i = 0; i < nc; i++)
+		outf(o, "%s%s", i ? "," : "", c[i]);
+	outf(o, "%s\t%s\n", nc ? "" : "ok", s->mountpoint);
 }
 
 /* -------------------------------------------------------- status as JSON */
@@ -549,6 +853,17 @@ static json_t *json_members(const struct status *s)
 				      "faults", jstr(m->faults), "replacement", jstr(m->replacement),
 				      "replacement_faults", jstr(m->replacement ? m->replacement_faults : NULL),
 				      "given", m->given);
+		json_t *shared = json_array();
+		for (uint32_t i = 0; shared && i < s->width; i++)
+			if (i != j && (m->shared_mask >> i & 1))
+				json_array_append_new(shared, json_integer(i));
+		if (e)	/* (added after the keys above: scripts grep their order) */
+			json_object_update_new(e, json_pack("{s:I, s:I, s:o, s:o, s:o, s:b}",
+							"read_bytes", JU(m->read_bytes), "written_bytes", JU(m->written_bytes),
+							"fs_size", m->fs_known ? json_integer(JU(m->fs_size)) : json_null(),
+							"fs_free", m->fs_known ? json_integer(JU(m->fs_free)) : json_null(),
+							"shares_filesystem_with", shared ? shared : json_null(),
+							"nearly_full", m->nearly_full));
 		if (json_array_append_new(arr, e) < 0) {
 			json_decref(arr);
 			return NULL;
@@ -581,6 +896,33 @@ static json_t *json_rebuild(const struct rebuild_info *ri)
 			 "failed_files", ri->failed_files);
 }
 
+/* the last finished rebuild (null: none since the mount) */
+static json_t *json_last_rebuild(const struct rebuild_info *ri)
+{
+	if (ri->last_member < 0)
+		return json_null();
+	return json_pack("{s:i, s:s, s:b, s:f, s:I, s:I, s:o}", "member", ri->last_member,
+			 "kind", ri->last_replace ? "replace" : ri->last_readd ? "re-add" : "rebuild", "ok", ri->last_ok,
+			 "elapsed", ri->last_elapsed, "bytes", JU(ri->last_bytes), "ended", (json_int_t)ri->last_end,
+			 "result", jstr(ri->last_result));
+}
+
+/* the scrub's file list (scrub.h) */
+static json_t *json_bad_files(const struct status *s)
+{
+	json_t *arr = json_array();
+	for (unsigned i = 0; arr && i < s->nbad; i++) {
+		const struct scrub_bad_file *b = &s->bad[i];
+		json_t *st = json_array();
+		for (unsigned k = 0; st && k < b->nstripes; k++)
+			json_array_append_new(st, json_integer(JU(b->stripe[k])));
+		json_array_append_new(arr, json_pack("{s:o, s:s, s:I, s:I, s:o}", "path", jstr(b->path), "kind", b->kind,
+						     "count", JU(b->count), "fixed", JU(b->fixed),
+						     "stripes", st ? st : json_null()));
+	}
+	return arr;
+}
+
 static json_t *json_scrub(const struct scrub_info *si)
 {
 	return json_pack("{s:b, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
@@ -611,28 +953,90 @@ static json_t *json_cache(const struct status *s)
 }
 
 /* One line of JSON, keys in this order (scripts grep it: see
- * tests/integration); reals with one decimal as "%.1f" wrote them. */
+ * tests/integration); reals with one decimal as "%.1f" wrote them.
+ * docs/status-json.md documents every field; a change there that is not
+ * only a new field raises STATUS_JSON_VERSION. */
+#define STATUS_JSON_VERSION 2
 static void status_json(const struct status *s, struct out *o)
 {
+	json_t *top = json_pack("{s:i}", "output_version", STATUS_JSON_VERSION);
 	json_t *doc = json_pack("{s:o, s:s, s:o, s:s, s:I, s:I, s:I, s:s, s:I, s:s, s:b, s:I, s:o, s:o, s:o, s:o, s:o}",
 				"name", jstr(s->name), "uuid", s->uuid, "mountpoint", jstr(s->mountpoint),
 				"level", layout_level_name(s->level), "width", JU(s->width), "groups", JU(s->groups),
 				"chunk", JU(s->chunk), "checksum", sb_csum_name(s->csum), "size", JU(s->size), "state", s->state, "readonly", s->readonly,
 				"events", JU(s->events), "members", json_members(s), "spares", json_spares(s),
 				"rebuild", json_rebuild(&s->ri), "scrub", json_scrub(&s->si), "cache", json_cache(s));
-	char *text = doc ? json_dumps(doc, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
+	json_t *r = doc ? json_object_get(doc, "rebuild") : NULL, *sc = doc ? json_object_get(doc, "scrub") : NULL;
+	if (r)
+		json_object_set_new(r, "last", json_last_rebuild(&s->ri));
+	if (sc)
+		json_object_update_new(sc, json_pack("{s:I, s:b, s:o, s:I}", "bad_files", JU(s->si.bad_files), "unresolved",
+						 s->scrub_errors, "files", json_bad_files(s), "ended",
+						 (json_int_t)s->si.ended));
+	/* the state in words, the actions, what is left, space, the daemon */
+	struct out acts = { NULL, 0, 0 };
+	text_actions(s, &acts);
+	json_t *actions = json_array(), *order = json_array(), *conds = json_array();
+	for (size_t off = 0; actions && off < acts.len;) {
+		const char *l = acts.buf + off, *nl = memchr(l, '\n', acts.len - off);
+		size_t n = nl ? (size_t)(nl - l) : acts.len - off;
+		char *line = strndup(l, n);
+		const char *t = line && !strncmp(line, "action:  ", 9) ? line + 9 : line;
+		if (t)
+			json_array_append_new(actions, jstr(t));
+		free(line);
+		off += n + 1;
+	}
+	free(acts.buf);
+	for (uint32_t k = 0; order && k < s->nout; k++)
+		json_array_append_new(order, json_integer(s->order[k]));
+	const char *c[8];
+	int nc = conditions(s, c, 8);
+	for (int i = 0; conds && i < nc; i++)
+		json_array_append_new(conds, json_string(c[i]));
+	if (doc && top) {
+		json_object_update(top, doc);
+		json_object_update_new(top, json_pack("{s:s, s:i, s:b, s:o, s:o, s:o, s:I, s:b, s:b, s:{s:i, s:I}, s:i}",
+						   "state_text", s->state_text, "redundancy_left", s->redundancy_left,
+						   "needs_attention", nc > 0, "conditions", conds ? conds : json_null(),
+						   "actions", actions ? actions : json_null(),
+						   "replace_order", order ? order : json_null(), "free", JU(s->free),
+						   "shared_filesystem", s->shared_fs, "nearly_full", s->nearly_full,
+						   "space_warn", "used_pct", (int)s->warn_pct, "min_free", JU(s->warn_free),
+						   "pid", s->pid));
+	} else {
+		json_decref(conds);
+		json_decref(actions);
+		json_decref(order);
+	}
+	char *text = doc && top ? json_dumps(top, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
 	if (text)
-		outf(o, "rc %d\n%s\n", status_rc(s->st), text);
+		outf(o, "rc %d\n%s\n", status_rc(s->st, s->scrub_errors), text);
 	else
 		outf(o, "rc 2\nraidfs: status: the daemon ran out of memory writing the status as JSON\n");
 	free(text);
 	json_decref(doc);
+	json_decref(top);
 }
 
-/* status or status-json: collected and rendered under a->lock (a member
- * taking a slot changes its path under that lock) */
-static void cmd_status(struct array *a, bool json, struct out *o)
+/* status [-v] [-x], status-brief [-x], status-list [-x], status-json:
+ * collected and rendered under a->lock (a member taking a slot changes
+ * its path under that lock).  -x: an array that needs no attention says
+ * so in one line (brief and list: nothing). */
+static void cmd_status(struct array *a, const char *cmd, int argc, char **argv, struct out *o)
 {
+	bool json = !strcmp(cmd, "status-json"), brief = !strcmp(cmd, "status-brief"), list = !strcmp(cmd, "status-list");
+	bool verbose = false, attention = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-v"))
+			verbose = true;
+		else if (!strcmp(argv[i], "-x"))
+			attention = true;
+		else {
+			outf(o, "rc 2\nraidfs: status: unknown option '%s' (is the daemon older than this raidfs?)\n", argv[i]);
+			return;
+		}
+	}
 	struct status *s = malloc(sizeof(*s));
 	if (!s) {
 		outf(o, "rc 2\nraidfs: status: the daemon ran out of memory\n");
@@ -640,10 +1044,19 @@ static void cmd_status(struct array *a, bool json, struct out *o)
 	}
 	pthread_mutex_lock(&a->lock);
 	status_collect(a, s);
+	const char *c[8];
 	if (json)
 		status_json(s, o);
+	else if (list && attention && conditions(s, c, 8) == 0)
+		outf(o, "rc %d\n", status_rc(s->st, s->scrub_errors));
+	else if (list)
+		status_list(s, o);
+	else if (brief)
+		status_brief(s, attention, o);
+	else if (attention && conditions(s, c, 8) == 0)
+		outf(o, "rc %d\narray '%s' is healthy\n", status_rc(s->st, s->scrub_errors), s->name);
 	else
-		status_text(s, o);
+		status_text(s, verbose, o);
 	pthread_mutex_unlock(&a->lock);
 	free(s);
 }
@@ -946,8 +1359,9 @@ static void cmd_scrub(struct array *a, int argc, char **argv, struct out *o)
 static void dispatch(struct array *a, int argc, char **argv, struct out *o)
 {
 	const char *cmd = argv[0];
-	if (!strcmp(cmd, "status") || !strcmp(cmd, "status-json")) {
-		cmd_status(a, cmd[6] == '-', o);
+	if (!strcmp(cmd, "status") || !strcmp(cmd, "status-json") || !strcmp(cmd, "status-brief") ||
+	    !strcmp(cmd, "status-list")) {
+		cmd_status(a, cmd, argc, argv, o);
 	} else if (!strcmp(cmd, "pid")) {
 		outf(o, "rc 0\n%d\n", (int)getpid());
 	} else if (!strcmp(cmd, "fail")) {
@@ -1163,4 +1577,244 @@ int ctl_request(const char *mountpoint, const char *req, bool quiet, char *reply
 		fputs(body, error ? stderr : stdout);
 	free(o.buf);
 	return rc;
+}
+
+/* ------------------------------------------------- client: every array */
+
+/* A mount point as /proc/self/mountinfo writes it (space, tab, newline
+ * and backslash as \ooo) decoded in place. */
+static void unescape_octal(char *p)
+{
+	char *o = p;
+	for (; *p; p++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
+		    p[3] <= '7') {
+			*o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+			p += 3;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+}
+
+int ctl_mounts(char ***mnts, char ***srcs)
+{
+	*mnts = NULL;
+	if (srcs)
+		*srcs = NULL;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return -errno;
+	char *line = NULL, **list = NULL, **from = NULL;
+	size_t cap = 0, cap2 = 0, lcap = 0;
+	int n = 0, r = 0;
+	while (r == 0 && getline(&line, &lcap, f) > 0) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+		char *sep = strstr(line, " - "), *save = NULL;
+		if (!sep)
+			continue;
+		*sep = '\0';
+		char *type = strtok_r(sep + 3, " \n", &save), *src = type ? strtok_r(NULL, " \n", &save) : NULL;
+		if (!src || strcmp(type, "fuse.raidfs"))
+			continue;
+		char *w = strtok_r(line, " ", &save);
+		for (int i = 0; w && i < 4; i++)
+			w = strtok_r(NULL, " ", &save);
+		if (!w)
+			continue;
+		unescape_octal(w);
+		unescape_octal(src);
+		char *copy = strdup(w), *copy2 = srcs ? strdup(src) : NULL;
+		if (!copy || (srcs && !copy2) || util_grow(&list, &cap, (size_t)n + 1, sizeof(*list)) < 0 ||
+		    (srcs && util_grow(&from, &cap2, (size_t)n + 1, sizeof(*from)) < 0)) {
+			free(copy);
+			free(copy2);
+			r = -ENOMEM;
+			break;
+		}
+		list[n] = copy;
+		if (srcs)
+			from[n] = copy2;
+		n++;
+	}
+	free(line);
+	fclose(f);
+	if (r < 0) {
+		ctl_mounts_free(list, n);
+		ctl_mounts_free(from, srcs ? n : 0);
+		return r;
+	}
+	*mnts = list;
+	if (srcs)
+		*srcs = from;
+	return n;
+}
+
+void ctl_mounts_free(char **list, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
+const char *ctl_resolve(const char *arg, char *buf, size_t len)
+{
+	char **mnts, canon[PATH_MAX];
+	int n = ctl_mounts(&mnts, NULL);
+	if (n <= 0)
+		return arg;
+	/* the mount point itself: found without entering the mount */
+	ctl_canonical(arg, canon, sizeof(canon));
+	for (int i = 0; i < n; i++)
+		if (!strcmp(canon, mnts[i])) {
+			ctl_mounts_free(mnts, n);
+			return arg;
+		}
+	/* a path inside one (".", a subdirectory): the longest mount point
+	 * that holds it */
+	const char *found = NULL;
+	size_t best = 0;
+	char *rp = realpath(arg, NULL);
+	for (int i = 0; rp && i < n; i++) {
+		size_t l = strlen(mnts[i]);
+		if (l > best && !strncmp(rp, mnts[i], l) && (rp[l] == '/' || rp[l] == '\0' || l == 1)) {
+			best = l;
+			found = mnts[i];
+		}
+	}
+	if (found)
+		snprintf(buf, len, "%s", found);
+	free(rp);
+	ctl_mounts_free(mnts, n);
+	return found ? buf : arg;
+}
+
+/* ctl_mounts(), or -1 with the reason printed */
+static int mounts_or_say(char ***mnts)
+{
+	int n = ctl_mounts(mnts, NULL);
+	if (n < 0)
+		fprintf(stderr, "raidfs: status: cannot read /proc/self/mountinfo: %s\n", strerror(-n));
+	return n < 0 ? -1 : n;
+}
+
+int ctl_status_all(bool list, bool attention)
+{
+	char **mnts;
+	int n = mounts_or_say(&mnts), rc = 0, shown = 0;
+	if (n < 0)
+		return 2;
+	for (int i = 0; i < n; i++) {
+		char reply[8192] = "";
+		char req[64];
+		snprintf(req, sizeof(req), "%s%s", list ? "status-list" : "status-brief", attention ? "\t-x" : "");
+		int r = ctl_request(mnts[i], req, true, reply, sizeof(reply));
+		if (r == 2 && !strncmp(reply, "raidfs: unknown control request", 31)) {
+			/* (a daemon started from an older raidfs) */
+			if (list)
+				printf("-\t-\tunknown\t-\tunknown\t%s\n", mnts[i]);
+			else
+				printf("%s : served by an older raidfs daemon: 'raidfs status %s' shows its state (remount it "
+				       "to see it here)\n", mnts[i], mnts[i]);
+			shown++;
+			continue;
+		}
+		if (r == 2 && !reply[0]) {
+			/* (a mount whose daemon is gone: ENOTCONN for users) */
+			if (list)
+				printf("-\t-\tnot-answering\t-\tnot-answering\t%s\n", mnts[i]);
+			else
+				printf("%s : not answering: no daemon on its control socket (gone? 'fusermount3 -u %s')\n",
+				       mnts[i], mnts[i]);
+			shown++;
+		} else if (reply[0]) {
+			fputs(reply, stdout);
+			shown++;
+		}
+		if (r > rc)
+			rc = r;
+	}
+	if (n == 0 && !list)
+		printf("no raidfs arrays are mounted\n");
+	else if (shown == 0 && attention && !list)
+		printf("all arrays are healthy\n");
+	ctl_mounts_free(mnts, n);
+	return rc;
+}
+
+int ctl_status_all_json(void)
+{
+	char **mnts;
+	int n = mounts_or_say(&mnts), rc = 0, shown = 0;
+	if (n < 0)
+		return 2;
+	char *reply = malloc(1 << 20);
+	printf("[");
+	for (int i = 0; reply && i < n; i++) {
+		reply[0] = '\0';
+		int r = ctl_request(mnts[i], "status-json", true, reply, 1 << 20);
+		if (reply[0] == '{') {
+			reply[strcspn(reply, "\n")] = '\0';
+			printf("%s%s", shown++ ? ", " : "", reply);
+		} else {
+			fprintf(stderr, "raidfs: status: '%s' is not answering (no daemon on its control socket)\n", mnts[i]);
+			r = 2;
+		}
+		if (r > rc)
+			rc = r;
+	}
+	printf("]\n");
+	free(reply);
+	ctl_mounts_free(mnts, n);
+	return rc;
+}
+
+/* ------------------------------------------------ client: --wait */
+
+/* The daemon's status as parsed JSON, or NULL when it does not answer. */
+static json_t *status_doc(const char *mountpoint)
+{
+	char *reply = malloc(1 << 20);
+	if (!reply)
+		return NULL;
+	reply[0] = '\0';
+	ctl_request(mountpoint, "status-json", true, reply, 1 << 20);
+	json_t *doc = reply[0] == '{' ? json_loads(reply, 0, NULL) : NULL;
+	free(reply);
+	return doc;
+}
+
+int ctl_wait(const char *mountpoint, bool scrub, int member)
+{
+	for (unsigned n = 0;; n++) {
+		json_t *doc = status_doc(mountpoint);
+		if (!doc) {
+			fprintf(stderr, "raidfs: the daemon serving '%s' stopped answering while waiting\n", mountpoint);
+			return 2;
+		}
+		json_t *part = json_object_get(doc, scrub ? "scrub" : "rebuild");
+		if (!json_is_true(json_object_get(part, "active"))) {
+			int rc;
+			const char *res = json_string_value(json_object_get(part, "last_result"));
+			if (scrub) {
+				/* 0 clean (or all repaired), 1 problems left, 3 stopped */
+				bool unresolved = json_is_true(json_object_get(part, "unresolved"));
+				rc = res && !strncmp(res, "finished", 8) ? (unresolved ? 1 : 0) : 3;
+				printf("scrub %s\n", res ? res : "ended");
+			} else {
+				/* 0 the member in service, 1 not */
+				json_t *last = json_object_get(part, "last");
+				bool ok = json_is_true(json_object_get(last, "ok")) &&
+					  (member < 0 || json_integer_value(json_object_get(last, "member")) == member);
+				rc = ok ? 0 : 1;
+				printf("%s\n", res && res[0] ? res : "no rebuild ran");
+			}
+			json_decref(doc);
+			return rc;
+		}
+		json_decref(doc);
+		(void)n;
+		util_sleep_ms(200);
+	}
 }

@@ -6,9 +6,12 @@
  */
 #include "event.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,7 +26,9 @@ const char *event_program;
  * and must not wait for a user's script.
  */
 #define EVQ 64
-static struct { char event[24]; int member; } evq[EVQ];
+#define EV_DETAIL 256
+static struct { char event[24]; int member; char detail[EV_DETAIL]; } evq[EVQ];
+extern char **environ;
 static unsigned evq_head, evq_tail;
 static pthread_mutex_t evq_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t evq_cond = PTHREAD_COND_INITIALIZER;
@@ -47,6 +52,55 @@ static void event_thread_start_locked(struct array *a)
 	}
 }
 
+/* The event program's environment: ours, then RAIDFS_EVENT_DETAIL and a
+ * RAIDFS_<KEY> per pair of `detail`.  Built before the fork (the child of
+ * a threaded process may not allocate).  NULL when out of memory. */
+static char **detail_env(const char *detail)
+{
+	size_t n = 0, pairs = 1;
+	while (environ[n])
+		n++;
+	for (const char *p = detail; *p; p++)
+		pairs += *p == ' ';
+	char **env = calloc(n + pairs + 2, sizeof(*env));
+	if (!env)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "RAIDFS_", 7))
+			env[k++] = strdup(environ[i]);
+	size_t len = strlen("RAIDFS_EVENT_DETAIL=") + strlen(detail) + 1;
+	if ((env[k] = malloc(len)))
+		snprintf(env[k++], len, "RAIDFS_EVENT_DETAIL=%s", detail);
+	char copy[EV_DETAIL], *save = NULL;
+	snprintf(copy, sizeof(copy), "%s", detail);
+	for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(w, '=');
+		if (!eq || eq == w || !(env[k] = malloc(strlen(w) + 8)))
+			continue;
+		char *o = env[k] + sprintf(env[k], "RAIDFS_");
+		k++;
+		for (const char *c = w; c < eq; c++)
+			*o++ = (char)toupper((unsigned char)*c);
+		strcpy(o, eq);
+	}
+	for (size_t i = 0; i < k; i++)
+		if (!env[i]) {	/* (a strdup that failed: leave it out) */
+			memmove(&env[i], &env[i + 1], (k - i) * sizeof(*env));
+			k--;
+			i--;
+		}
+	env[k] = NULL;
+	return env;
+}
+
+static void env_free(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
 static void *event_thread(void *arg)
 {
 	struct array *a = arg;
@@ -54,36 +108,46 @@ static void *event_thread(void *arg)
 		pthread_mutex_lock(&evq_lock);
 		while (evq_head == evq_tail)
 			pthread_cond_wait(&evq_cond, &evq_lock);
-		char event[24], mem[16] = "";
+		char event[24], mem[16] = "", detail[EV_DETAIL];
 		snprintf(event, sizeof(event), "%s", evq[evq_tail % EVQ].event);
+		snprintf(detail, sizeof(detail), "%s", evq[evq_tail % EVQ].detail);
 		if (evq[evq_tail % EVQ].member >= 0)
 			snprintf(mem, sizeof(mem), "%d", evq[evq_tail % EVQ].member);
 		evq_tail++;
 		pthread_mutex_unlock(&evq_lock);
+		char **env = detail[0] ? detail_env(detail) : NULL;
 		pid_t pid = fork();
 		if (pid == 0) {
-			execl(event_program, event_program, event,
-			      a->mountpoint, mem, (char *)NULL);
+			if (env)
+				execve(event_program, (char *[]){ (char *)event_program, event, a->mountpoint,
+								   mem, NULL }, env);
+			else
+				execl(event_program, event_program, event, a->mountpoint, mem, (char *)NULL);
 			_exit(127);
 		}
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
+		env_free(env);
 	}
 	return NULL;
 }
 
-void event_post(struct array *a, const char *event, int member)
+void event_post_detail(struct array *a, const char *event, int member, const char *detail)
 {
 	char mem[16] = "";
+	if (!detail)
+		detail = "";
 	if (member >= 0)
 		snprintf(mem, sizeof(mem), "%d", member);
-	log_info("event %s%s%s on %s", event, member >= 0 ? " member " : "", mem, a->mountpoint);
+	log_info("event %s%s%s on %s%s%s", event, member >= 0 ? " member " : "", mem, a->mountpoint,
+		 detail[0] ? ": " : "", detail);
 	if (!event_program)
 		return;
 	pthread_mutex_lock(&evq_lock);
 	event_thread_start_locked(a);
 	if (evq_head - evq_tail < EVQ) {
 		snprintf(evq[evq_head % EVQ].event, sizeof(evq[0].event), "%s", event);
+		snprintf(evq[evq_head % EVQ].detail, sizeof(evq[0].detail), "%s", detail);
 		evq[evq_head % EVQ].member = member;
 		evq_head++;
 		pthread_cond_signal(&evq_cond);
@@ -91,6 +155,11 @@ void event_post(struct array *a, const char *event, int member)
 		log_warn("event queue full: event program not run for %s", event);
 	}
 	pthread_mutex_unlock(&evq_lock);
+}
+
+void event_post(struct array *a, const char *event, int member)
+{
+	event_post_detail(a, event, member, NULL);
 }
 
 void event_start(struct array *a)

@@ -2,7 +2,8 @@
  * event.h - the array's events (layer 2, beside array.h).
  *
  * event_post() logs an event ("Fail", "DegradedArray", "RebuildStarted",
- * ...; the list is in the README) and, when event_program is set, queues
+ * "ScrubFinished", ...; the list is in the README) and, when event_program
+ * is set, queues
  * it for that program.  The program runs one event at a time, in order,
  * on the queue's own thread, so the thread that posts (maybe in the
  * middle of a write, holding locks) never waits for a user's script.
@@ -27,6 +28,14 @@ extern const char *event_program;
 /* Log `event` for member `member` (-1: the array) and queue it for the
  * event program. */
 void event_post(struct array *a, const char *event, int member);
+
+/* event_post() with details: `detail` is "KEY=VALUE KEY=VALUE ..." (keys
+ * in lowercase letters, digits and '_', values without spaces), logged
+ * with the event and given to the event program in its environment:
+ * RAIDFS_EVENT_DETAIL holds the whole string and each pair is also one
+ * variable RAIDFS_<KEY in uppercase> (ScrubFinished: RAIDFS_MISMATCHES=3
+ * ...).  NULL or "": as event_post(). */
+void event_post_detail(struct array *a, const char *event, int member, const char *detail);
 
 /* The daemon is in the background: the event program may run now. */
 void event_start(struct array *a);

@@ -5,7 +5,8 @@
  *   raidfs mount [-f] [-o OPTIONS] DIR[:DIR...]|UUID=UUID|NAME MOUNTPOINT
  *   raidfs DIR[:DIR...]|UUID=UUID|NAME MOUNTPOINT [-o OPTIONS]   (mount(8) / fstab form)
  *   raidfs scan [--json] [GLOB...]
- *   raidfs status [--json] MOUNTPOINT
+ *   raidfs status [--json] [-v] [-x] [--brief] [MOUNTPOINT]
+ *   raidfs list [-x] [MOUNTPOINT]
  *   raidfs clear MOUNTPOINT [MEMBER]
  *   raidfs unmount MOUNTPOINT
  *   raidfs check DIR[:DIR...]
@@ -49,6 +50,8 @@ static void usage(FILE *f)
 "        options: scan=GLOB (more directories to look in, with UUID= or NAME),\n"
 "        nodegraded, force, ro, log=FILE, event_program=PATH,\n"
 "        read_error_threshold=N (20), cksum_error_threshold=N (50, 0: never fail),\n"
+"        space_warn=PCT%%|SIZE (90%%: a member's filesystem that full, or with less free, is\n"
+"        nearly full; 0: never),\n"
 "        rebuild_min_rate=MB/s, rebuild_max_rate=MB/s,\n"
 "        allow_other and other FUSE options; the cache:\n"
 "        cache_size=SIZE (256M), write_policy=writeback|writethrough|always-writeback,\n"
@@ -60,9 +63,16 @@ static void usage(FILE *f)
 "        those of the 'scan GLOB' lines of /etc/raidfs.conf, or of $RAIDFS_CONF): each\n"
 "        member's state (present, stale, missing...), where it is mounted, the command\n"
 "        that mounts it (exit 0 arrays found, 1 none, 2 error)\n"
-"  status [--json] MOUNTPOINT\n"
-"        show the array's state (exit 0 optimal, 1 degraded, 2 failed or not mounted)\n"
-"        and each member's error counters: READ WRITE CKSUM, bytes REPAIRED\n"
+"  status [--json] [-v] [-x] [--brief] [MOUNTPOINT]\n"
+"        show the array's state (exit 0 optimal, 1 degraded or errors left by the last\n"
+"        scrub, 2 failed or not mounted), each member's error counters (READ WRITE\n"
+"        CKSUM, bytes REPAIRED) and free space; MOUNTPOINT may be any path inside the\n"
+"        mount; -v lists the files the last scrub found problems in; -x only if the\n"
+"        array needs attention; without MOUNTPOINT one line per mounted array\n"
+"        (-x: only those that need attention; --json: an array of documents);\n"
+"        (the JSON's fields: docs/status-json.md)\n"
+"  list [-x] [MOUNTPOINT]\n"
+"        one line per array for scripts: NAME LEVEL STATE UP/TOTAL HEALTH MOUNTPOINT (tabs)\n"
 "  clear MOUNTPOINT [MEMBER]\n"
 "        reset the error counters of every member, or of one (index or path)\n"
 "  unmount MOUNTPOINT\n"
@@ -75,14 +85,16 @@ static void usage(FILE *f)
 "        take a faulty or missing member (or a spare) out of the array; its directory is let go\n"
 "  add MOUNTPOINT DIR\n"
 "        add an empty directory as a hot spare (taken at once if the array is degraded)\n"
-"  replace MOUNTPOINT MEMBER NEWDIR\n"
+"  replace MOUNTPOINT MEMBER NEWDIR [--wait]\n"
 "        rebuild a faulty or missing member onto an empty directory, online; a healthy\n"
-"        member is copied and keeps serving until the copy is complete\n"
+"        member is copied and keeps serving until the copy is complete; --wait: until\n"
+"        it ends (exit 0 the member is in service, 1 not)\n"
 "  rebuild MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s\n"
 "        control a running rebuild (max 0: no limit)\n"
-"  scrub MOUNTPOINT [--repair | stop]\n"
+"  scrub MOUNTPOINT [--repair | stop] [--wait]\n"
 "        compare every file's data with its redundancy while mounted (progress in status);\n"
-"        --repair recomputes the redundancy where it does not match\n"
+"        --repair recomputes the redundancy where it does not match; --wait: until it\n"
+"        ends (exit 0 nothing left to repair, 1 problems left, 3 stopped)\n"
 "  cache MOUNTPOINT [write_policy=POLICY [--force] | read_policy=POLICY | flush | discard --force]\n"
 "        show or change the cache (always-writeback needs --force: it risks data)\n"
 "  bbu MOUNTPOINT [show|learn|fail|restore]\n"
@@ -216,6 +228,7 @@ static int cmd_create(int argc, char **argv)
 enum {
 	KEY_FOREGROUND, KEY_HELP, KEY_LOG, KEY_NODEGRADED, KEY_FORCE, KEY_RO, KEY_EVENT_PROGRAM,
 	KEY_READ_ERRORS, KEY_CKSUM_ERRORS, KEY_REBUILD_MIN, KEY_REBUILD_MAX, KEY_SCAN,
+	KEY_SPACE_WARN,		/* (status: docs/operations.md part 2) */
 };
 static const struct fuse_opt mount_opt_table[] = {
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
@@ -229,6 +242,7 @@ static const struct fuse_opt mount_opt_table[] = {
 	FUSE_OPT_KEY("event_program=", KEY_EVENT_PROGRAM),
 	FUSE_OPT_KEY("read_error_threshold=", KEY_READ_ERRORS),
 	FUSE_OPT_KEY("cksum_error_threshold=", KEY_CKSUM_ERRORS),
+	FUSE_OPT_KEY("space_warn=", KEY_SPACE_WARN),
 	FUSE_OPT_KEY("rebuild_min_rate=", KEY_REBUILD_MIN),
 	FUSE_OPT_KEY("rebuild_max_rate=", KEY_REBUILD_MAX),
 	FUSE_OPT_KEY("scan=", KEY_SCAN),
@@ -289,6 +303,28 @@ static int parse_count(const char *opt, const char *v, const char *what, uint32_
 	return 0;
 }
 
+/* -o space_warn=PCT% (or a bare number: a percentage used) or =SIZE
+ * (less free than that); 0 turns the warning off. */
+static int parse_space_warn(const char *v)
+{
+	char *end;
+	errno = 0;
+	unsigned long p = strtoul(v, &end, 10);
+	uint64_t sz;
+	if (*v >= '0' && *v <= '9' && !errno && (!strcmp(end, "%") || !*end) && p <= 100) {
+		array_space_warn_pct = (uint32_t)p;
+		array_space_warn_free = 0;
+		return 0;
+	}
+	if (parse_size(v, &sz) == 0) {
+		array_space_warn_pct = 0;
+		array_space_warn_free = sz;
+		return 0;
+	}
+	fprintf(stderr, "raidfs: mount: bad space_warn '%s': give a percentage used (90%%) or a size left free (10G)\n", v);
+	return -1;
+}
+
 /* fuse_opt_parse() callback for mount_opt_table: 0 taken, 1 kept (for
  * the cache's table, then FUSE), -1 refused (message printed). */
 static int mount_opt(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -332,6 +368,7 @@ static int mount_opt(void *data, const char *arg, int key, struct fuse_args *out
 			return -1;
 		}
 		return 0;
+	case KEY_SPACE_WARN: return parse_space_warn(v);
 	case KEY_REBUILD_MIN: set_rebuild_rate(true, strtoul(v, NULL, 10)); return 0;
 	case KEY_REBUILD_MAX: set_rebuild_rate(false, strtoul(v, NULL, 10)); return 0;
 	case KEY_LOG:
@@ -488,24 +525,36 @@ static int cmd_scan(int argc, char **argv)
 
 /* ---------------------------------------------------------- status, unmount */
 
-static int cmd_status(int argc, char **argv)
+/* status [--json] [-v] [-x] [--brief] [MOUNTPOINT | PATH]: one array
+ * (a path inside the mount finds it), or every mounted array; list. */
+static int cmd_status(int argc, char **argv, bool list)
 {
-	bool json = false;
+	bool json = false, verbose = false, attention = false, brief = list;
 	const char *mnt = NULL;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
+		if (!strcmp(argv[i], "--json") && !list)
 			json = true;
-		else if (argv[i][0] == '-') {
-			fprintf(stderr, "raidfs: status: unknown option '%s'\n", argv[i]);
+		else if (!strcmp(argv[i], "-v") && !list)
+			verbose = true;
+		else if (!strcmp(argv[i], "-x"))
+			attention = true;
+		else if (!strcmp(argv[i], "--brief"))
+			brief = true;
+		else if (argv[i][0] == '-' || mnt) {
+			fprintf(stderr, "raidfs: %s: unknown option '%s' (usage: raidfs %s)\n", argv[0], argv[i],
+				list ? "list [-x] [MOUNTPOINT]" : "status [--json] [-v] [-x] [--brief] [MOUNTPOINT]");
 			return 2;
 		} else
 			mnt = argv[i];
 	}
-	if (!mnt) {
-		fprintf(stderr, "raidfs: status: give the mount point\n");
-		return 2;
-	}
-	return ctl_request(mnt, json ? "status-json" : "status", false, NULL, 0);
+	if (!mnt)
+		return json ? ctl_status_all_json() : ctl_status_all(brief, attention);
+	char buf[PATH_MAX];
+	mnt = ctl_resolve(mnt, buf, sizeof(buf));
+	char req[64];
+	snprintf(req, sizeof(req), "%s%s%s", json ? "status-json" : brief ? "status-list" : "status",
+		 verbose && !brief ? "\t-v" : "", attention && !json ? "\t-x" : "");
+	return ctl_request(mnt, req, false, NULL, 0);
 }
 
 /* running, and not a zombie waiting for its parent (init) to reap it */
@@ -558,7 +607,38 @@ static int cmd_control(const char *cmd, int argc, char **argv, int min_args, uns
 		fprintf(stderr, "raidfs: %s: arguments too long\n", cmd);
 		return 1;
 	}
-	return ctl_request(argv[1], req, false, NULL, 0);
+	char mnt[PATH_MAX];
+	return ctl_request(ctl_resolve(argv[1], mnt, sizeof(mnt)), req, false, NULL, 0);
+}
+
+/* replace and scrub with --wait (anywhere after the command): the
+ * request without it, then ctl_wait() until it ended (like btrfs replace
+ * start -B). */
+static int cmd_waitable(const char *cmd, int argc, char **argv, int min_args, unsigned dirs, unsigned members,
+			const char *usage_line)
+{
+	char *args[64];
+	int n = 0;
+	bool wait = false;
+	for (int i = 0; i < argc && n < 63; i++) {
+		if (i > 0 && !strcmp(argv[i], "--wait"))
+			wait = true;
+		else
+			args[n++] = argv[i];
+	}
+	args[n] = NULL;
+	int rc = cmd_control(cmd, n, args, min_args, dirs, members, usage_line);
+	if (rc != 0 || !wait)
+		return rc;
+	bool scrub = !strcmp(cmd, "scrub");
+	if (scrub && n > 2 && !strcmp(args[2], "stop"))
+		return rc;
+	int member = -1;
+	if (!scrub && args[2][strspn(args[2], "0123456789")] == '\0')
+		member = atoi(args[2]);
+	char mnt[PATH_MAX];
+	fflush(stdout);
+	return ctl_wait(ctl_resolve(args[1], mnt, sizeof(mnt)), scrub, member);
 }
 
 static int cmd_unmount(int argc, char **argv)
@@ -612,8 +692,8 @@ int main(int argc, char **argv)
 		return cmd_create(argc - 1, argv + 1);
 	if (!strcmp(cmd, "mount"))
 		return cmd_mount(argc - 1, argv + 1);
-	if (!strcmp(cmd, "status"))
-		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(cmd, "status") || !strcmp(cmd, "list"))
+		return cmd_status(argc - 1, argv + 1, cmd[0] == 'l');
 	if (!strcmp(cmd, "scan"))
 		return cmd_scan(argc - 1, argv + 1);
 	if (!strcmp(cmd, "unmount") || !strcmp(cmd, "umount"))
@@ -631,12 +711,12 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "add"))
 		return cmd_control("add", argc - 1, argv + 1, 1, 0x1, 0, "add MOUNTPOINT DIR");
 	if (!strcmp(cmd, "replace"))
-		return cmd_control("replace", argc - 1, argv + 1, 2, 0x2, 0x1, "replace MOUNTPOINT MEMBER NEWDIR");
+		return cmd_waitable("replace", argc - 1, argv + 1, 2, 0x2, 0x1, "replace MOUNTPOINT MEMBER NEWDIR [--wait]");
 	if (!strcmp(cmd, "rebuild"))
 		return cmd_control("rebuild", argc - 1, argv + 1, 1, 0, 0,
 				   "rebuild MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s");
 	if (!strcmp(cmd, "scrub"))
-		return cmd_control("scrub", argc - 1, argv + 1, 0, 0, 0, "scrub MOUNTPOINT [--repair | stop]");
+		return cmd_waitable("scrub", argc - 1, argv + 1, 0, 0, 0, "scrub MOUNTPOINT [--repair | stop] [--wait]");
 	if (!strcmp(cmd, "cache"))
 		return cmd_control("cache", argc - 1, argv + 1, 0, 0, 0,
 				   "cache MOUNTPOINT [write_policy=writeback|writethrough|always-writeback [--force] | read_policy=ra|nora|adaptive | flush | discard --force]");

@@ -117,6 +117,7 @@ ssize_t member_pread(struct array *a, uint32_t j, int fd, void *buf, size_t len,
 		return n;
 	}
 	__atomic_add_fetch(&a->m[j].reads, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&a->m[j].read_bytes, (uint64_t)n, __ATOMIC_RELAXED);
 	struct member *m = &a->m[j];
 	if (__atomic_load_n(&m->fault.any, __ATOMIC_ACQUIRE) && len) {
 		pthread_mutex_lock(&m->fault_lock);
@@ -145,6 +146,10 @@ int member_pwritev(struct array *a, uint32_t j, int fd, const struct iovec *iov,
 		return e;
 	}
 	__atomic_add_fetch(&a->m[j].writes, 1, __ATOMIC_RELAXED);
+	uint64_t bytes = 0;
+	for (int i = 0; i < n; i++)
+		bytes += iov[i].iov_len;
+	__atomic_add_fetch(&a->m[j].written_bytes, bytes, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /*
  * member.h - every data-path system call on a member goes through here.
  *
- * Why one place: counting (status shows reads, writes, errors per member),
+ * Why one place: counting (status shows reads, writes - operations and bytes -
+ * and errors per member),
  * fault injection (decision 11: errors, latency, silent corruption,
  * disappearance, set from the CLI at runtime), and classifying errors so a
  * member that misbehaves is failed instead of the caller seeing an error

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -49,6 +50,27 @@ static void record_sizes(struct array *a)
 		__atomic_store_n(&a->sizes_due, false, __ATOMIC_RELEASE);
 		if (!rfile_record_acked_all())
 			__atomic_store_n(&a->sizes_due, true, __ATOMIC_RELEASE);
+	}
+}
+
+/* A member in service whose filesystem passed -o space_warn: logged and
+ * posted (NearlyFull) once, again only after it had room. */
+static void watch_space(struct array *a)
+{
+	for (uint32_t j = 0; j < a->width; j++) {
+		struct statvfs sv;
+		struct member *m = &a->m[j];
+		if (!(member_online(a, j) || member_rebuilding(a, j)) || m->dirfd < 0 || fstatvfs(m->dirfd, &sv) < 0)
+			continue;
+		uint64_t used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize, avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+		bool low = array_space_low(used, avail);
+		if (low && !m->space_low_told) {
+			char fr[32];
+			log_warn("array '%s': member %u '%s' is nearly full: %s free, %.0f%% used (-o space_warn)", a->sb.name, j,
+				 m->path, fmt_size(avail, fr, sizeof(fr)), used + avail ? 100.0 * used / (used + avail) : 0.0);
+			event_post(a, "NearlyFull", (int)j);
+		}
+		m->space_low_told = low;
 	}
 }
 
@@ -128,6 +150,7 @@ static void *monitor(void *arg)
 		if (monitor_run && a->tick)
 			a->tick(a);
 		array_counters_flush(a);	/* (error counters that changed: at most once a second) */
+		watch_space(a);
 		/* a member whose disk went away and is back at its path (same
 		 * array, same index) is re-added: hot-plug, as md's udev rules.
 		 * Only a path this mount was given: the one the superblocks

@@ -13,6 +13,8 @@
  *   - lets an offline mount (preserved cache) come up when it can
  *     (cache_monitor());
  *   - re-adds a member whose disk went away and is back at its path;
+ *   - posts NearlyFull for a member in service whose filesystem passed
+ *     -o space_warn (once, again after it had room);
  *   - every 100 ms, records the sizes of open files after a member failed
  *     (rfile_record_acked_all()), when a battery keeps the cache.
  * A look at a dying disk may hang: each member is looked at without the

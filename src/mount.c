@@ -282,6 +282,7 @@ int mount_paths(char **paths, int n, const char *mountpoint, struct mount_opts *
 	a->csum = a->sb.csum == SB_CSUM_CRC32C;
 	if (repair(a, mountpoint, o, r, err, sizeof(err), &offline))
 		return 1;
+	scrub_load(a);	/* (what the last scrub found, for status) */
 	rfile_table_init();
 
 	struct fuse *f = fuse_up(a, mountpoint, o);

@@ -29,7 +29,7 @@
 
 static pthread_mutex_t rb_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rb_cond = PTHREAD_COND_INITIALIZER;
-static struct rebuild_info info = { .member = -1, .min_rate = 100, .max_rate = 0 };
+static struct rebuild_info info = { .member = -1, .last_member = -1, .min_rate = 100, .max_rate = 0 };
 static pthread_t rb_thread;
 static bool rb_thread_live, rb_stop, rb_abandon;
 /* the member whose rebuild stopped because the array lost more members
@@ -2213,11 +2213,22 @@ static void *rebuild_thread(void *arg)
 	worker_stop();
 	walk_free(&w);
 	array_watch_user_io(a, false);
+	/* (a replacement ends in service when committed, any other when its
+	 * member is online) */
+	bool ok = shadow && w.j == SHADOW ? committed : member_online(a, j);
+	double secs = (util_now_ms() - t_start_ms) / 1000.0;
 	pthread_mutex_lock(&rb_lock);
 	info.active = false;
 	rb_ending = false;
 	info.failed_files = failed;
 	snprintf(info.last_result, sizeof(info.last_result), "%s", msg);
+	info.last_member = (int)(shadow && w.j == SHADOW ? w.lj : j);
+	info.last_ok = ok;
+	info.last_replace = info.replace;
+	info.last_readd = info.readd;
+	info.last_elapsed = secs;
+	info.last_bytes = info.done;
+	info.last_end = (int64_t)time(NULL);
 	pthread_cond_broadcast(&rb_cond);
 	pthread_mutex_unlock(&rb_lock);
 	return NULL;

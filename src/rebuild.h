@@ -103,6 +103,14 @@ struct rebuild_info {
 	char current[256];		/* file being rebuilt */
 	char last_result[512];		/* message of the last finished rebuild */
 	int failed_files;		/* files it could not rebuild */
+	/* the last finished rebuild, replacement or re-add (last_member -1:
+	 * none since the mount) */
+	int last_member;
+	bool last_ok;			/* its member ended in service */
+	bool last_replace, last_readd;
+	double last_elapsed;		/* seconds, start to end */
+	uint64_t last_bytes;		/* bytes written to the new member */
+	int64_t last_end;		/* when it ended (Unix time, s) */
 };
 
 int rebuild_start(struct array *a, int member, const char *dir, char *err, size_t errlen);

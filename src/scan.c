@@ -76,72 +76,25 @@ void scan_free(struct scan *s)
 		free(s->bad[i].path);
 		free(s->bad[i].why);
 	}
-	for (size_t i = 0; i < s->nmnts; i++)
-		free(s->mnts[i]);
-	for (size_t i = 0; i < s->nmnts; i++)
-		free(s->mnt_src[i]);
+	ctl_mounts_free(s->mnts, (int)s->nmnts);
+	ctl_mounts_free(s->mnt_src, (int)s->nmnts);
 	free(s->globs);
 	free(s->dirs);
 	free(s->bad);
 	free(s->arrays);
-	free(s->mnts);
-	free(s->mnt_src);
 	memset(s, 0, sizeof(*s));
 }
 
 /* ---------------------------------------------------------------- mounts */
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo */
-static void unescape(char *p)
-{
-	char *o = p;
-	while (*p) {
-		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
-		    p[3] <= '7') {
-			*o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
-			p += 4;
-		} else {
-			*o++ = *p++;
-		}
-	}
-	*o = '\0';
-}
-
 /* The raidfs mounts of /proc/self/mountinfo (fstype fuse.raidfs). */
 static int read_mounts(struct scan *s)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	if (!f)
-		return 0;	/* (no /proc: nothing is known to be mounted) */
-	char *line = NULL;
-	size_t len = 0;
-	int r = 0;
-	while (r == 0 && getline(&line, &len, f) > 0) {
-		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS */
-		char *save = NULL, *mnt = NULL, *w;
-		int field = 0;
-		for (w = strtok_r(line, " \n", &save); w; w = strtok_r(NULL, " \n", &save), field++) {
-			if (field == 4)
-				mnt = w;
-			if (field > 5 && !strcmp(w, "-"))
-				break;
-		}
-		char *type = w ? strtok_r(NULL, " \n", &save) : NULL;
-		char *src = type ? strtok_r(NULL, " \n", &save) : NULL;
-		if (!mnt || !src || strcmp(type, "fuse.raidfs") != 0)
-			continue;
-		unescape(mnt);
-		unescape(src);
-		size_t n = s->nmnts, n2 = s->nmnts;
-		if (!util_names_add(&s->mnts, &n, &s->cap_mnts, mnt) ||
-		    !util_names_add(&s->mnt_src, &n2, &s->cap_src, src))
-			r = -ENOMEM;
-		else
-			s->nmnts++;
-	}
-	free(line);
-	fclose(f);
-	return r;
+	int n = ctl_mounts(&s->mnts, &s->mnt_src);
+	if (n == -ENOMEM)
+		return n;
+	s->nmnts = n > 0 ? (size_t)n : 0;	/* (no /proc: nothing is known to be mounted) */
+	return 0;
 }
 
 /* path (absolute) is a raidfs mount point or inside one: not entered */

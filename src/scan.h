@@ -73,7 +73,7 @@ struct scan {
 	size_t narrays, cap_arrays;
 	char **mnts;		/* raidfs mount points (mountinfo) */
 	char **mnt_src;		/* their sources (raidfs:NAME) */
-	size_t nmnts, cap_mnts, cap_src;
+	size_t nmnts;
 };
 
 /* The `scan GLOB...` lines of the config file at path (a file that does

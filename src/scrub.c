@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "cache.h"
 #include "file.h"
 #include "stripe.h"
@@ -40,6 +42,10 @@
 
 static pthread_mutex_t sc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct scrub_info info;
+static struct scrub_bad_file bad_list[SCRUB_LIST_FILES];	/* (under sc_lock) */
+static unsigned bad_n;
+/* the kinds of problem the list holds (scrub.h; compared by address) */
+static const char *const kinds[] = { "mismatch", "missing", "unreadable" };
 static pthread_t sc_thread;
 static bool sc_live, sc_stop, sc_closed;	/* closed: unmounting, no new scrub */
 static uint64_t t_start_ms;
@@ -91,6 +97,39 @@ static void note_bad(void *ctx, uint64_t s, uint32_t g, uint64_t members)
 	}
 }
 
+/* Note `count` problems of one kind in file rel (stripe: the first, or
+ * UINT64_MAX for none), `fixed` of them repaired, in the list status -v
+ * shows.  Files are scrubbed one after the other: the same file and kind
+ * as the last entry add to it. */
+static void note_file(const char *rel, const char *kind, uint64_t count, uint64_t fixed, uint64_t stripe)
+{
+	if (!count && !fixed)
+		return;
+	pthread_mutex_lock(&sc_lock);
+	struct scrub_bad_file *e = bad_n ? &bad_list[bad_n - 1] : NULL;
+	if (!e || strcmp(e->path, rel) || e->kind != kind) {
+		bool listed = false;	/* (a file seen before under another kind is not counted twice) */
+		for (unsigned i = 0; i < bad_n && !listed; i++)
+			listed = !strcmp(bad_list[i].path, rel);
+		if (!listed)
+			info.bad_files++;
+		e = NULL;
+		if (bad_n < SCRUB_LIST_FILES) {
+			e = &bad_list[bad_n++];
+			memset(e, 0, sizeof(*e));
+			snprintf(e->path, sizeof(e->path), "%.255s", rel);
+			e->kind = kind;
+		}
+	}
+	if (e) {
+		e->count += count;
+		e->fixed += fixed;
+		if (stripe != UINT64_MAX && e->nstripes < SCRUB_LIST_STRIPES)
+			e->stripe[e->nstripes++] = stripe;
+	}
+	pthread_mutex_unlock(&sc_lock);
+}
+
 /* The groups in b (found under the lock held shared) compared again under
  * it held exclusively: a destage of the write-back cache writes data and
  * parity under the shared lock, so a stripe it was half-way through looked
@@ -135,12 +174,15 @@ static void confirm(struct array *a, struct rfile *rf, const char *rel, const st
 				 rel, l->red == RED_MIRROR ? "copies" : "parity", b->s[i], b->s[i] * sbytes, b->g[i],
 				 fix ? ": recomputed from the data" : " ('raidfs scrub ", fix ? "" : a->mountpoint,
 				 fix ? "" : " --repair' recomputes it from the data)");
-		if (!fix)
+		if (!fix) {
+			note_file(rel, kinds[0], 1, 0, b->s[i]);
 			continue;
+		}
 		r = stripe_mark_dirty(rf);
 		if (r == 0)
 			r = stripe_regen(rf, b->s[i], b->g[i]);
 		fixed += r == 0;
+		note_file(rel, kinds[0], 1, r == 0, b->s[i]);
 	}
 	pthread_rwlock_unlock(&rf->rw);
 	pthread_mutex_lock(&sc_lock);
@@ -275,6 +317,7 @@ static void put_back(struct array *a, struct rfile *rf, const char *rel, uint64_
 		pthread_mutex_lock(&sc_lock);
 		info.missing++;
 		pthread_mutex_unlock(&sc_lock);
+		note_file(rel, kinds[1], 1, 0, UINT64_MAX);
 		if (rf->lay.m == 0) {
 			log_err("scrub: file '%s': its shard on member %u '%s' is missing: its data there is lost (%s has no "
 				"redundancy)", rel, j, a->m[j].path, layout_level_name(rf->lay.level));
@@ -292,6 +335,7 @@ static void put_back(struct array *a, struct rfile *rf, const char *rel, uint64_
 			pthread_mutex_lock(&sc_lock);
 			info.restored++;
 			pthread_mutex_unlock(&sc_lock);
+			note_file(rel, kinds[1], 0, 1, UINT64_MAX);
 			array_member_corrected(a, j);
 			array_note_repaired(a, j, layout_shard_size(&rf->lay, j, __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE)));
 			log_warn("scrub: file '%s': its shard on member %u '%s' was missing: put back from the other members",
@@ -330,6 +374,7 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 	if (r < 0) {
 		log_err("scrub: file '%s' cannot be opened: %s", rel, strerror(-r));
 		count_error();
+		note_file(rel, kinds[2], 1, 0, UINT64_MAX);
 		return;
 	}
 	pthread_mutex_lock(&sc_lock);
@@ -361,6 +406,7 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 				if (!failed)
 					count_error();
 				failed = true;
+				note_file(rel, kinds[2], left, 0, s);
 			}
 			b.n = 0;
 			pthread_rwlock_rdlock(&rf->rw);
@@ -371,6 +417,7 @@ static void scrub_file(struct array *a, const char *rel, bool fix)
 			log_err("scrub: file '%s': stripes from %" PRIu64 " cannot be read: %s", rel, s, strerror((int)-nb));
 			if (!failed)
 				count_error();
+			note_file(rel, kinds[2], 1, 0, s);
 			break;
 		}
 		if (nb > 0)
@@ -424,6 +471,168 @@ static bool walk(struct array *a, const char *rel, bool count, bool fix)
 	return go;
 }
 
+/* ------------------------------------------------- the lasting result */
+
+#define RESULT_MAX (1 << 20)	/* bytes of SCRUB_FILE read at most */
+
+/* The last result as SCRUB_FILE holds it (malloc'd), or NULL.  sc_lock held. */
+static char *result_encode_locked(void)
+{
+	json_t *files = json_array();
+	for (unsigned i = 0; files && i < bad_n; i++) {
+		const struct scrub_bad_file *b = &bad_list[i];
+		json_t *st = json_array();
+		for (unsigned k = 0; st && k < b->nstripes; k++)
+			json_array_append_new(st, json_integer((json_int_t)b->stripe[k]));
+		json_array_append_new(files, json_pack("{s:s, s:s, s:I, s:I, s:o}", "path", b->path, "kind", b->kind,
+						       "count", (json_int_t)b->count, "fixed", (json_int_t)b->fixed,
+						       "stripes", st ? st : json_array()));
+	}
+	json_t *doc = json_pack("{s:s, s:i, s:I, s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+				"format", "raidfs-scrub", "version", 1, "ended", (json_int_t)info.ended,
+				"repair", info.repair, "result", info.last_result, "files_done", (json_int_t)info.files_done,
+				"files_total", (json_int_t)info.files_total, "bytes", (json_int_t)info.bytes,
+				"mismatches", (json_int_t)info.mismatches, "repaired", (json_int_t)info.repaired,
+				"errors", (json_int_t)info.errors, "missing", (json_int_t)info.missing,
+				"restored", (json_int_t)info.restored, "bad_files", (json_int_t)info.bad_files,
+				"files", files ? files : json_array());
+	char *text = doc ? json_dumps(doc, JSON_PRESERVE_ORDER) : NULL;
+	json_decref(doc);
+	return text;
+}
+
+/* SCRUB_FILE on every member in service (the directory taken under
+ * a->lock, written without it, as array_counters_flush() does). */
+static void save_result(struct array *a)
+{
+	if (a->readonly)
+		return;
+	pthread_mutex_lock(&sc_lock);
+	char *text = result_encode_locked();
+	pthread_mutex_unlock(&sc_lock);
+	for (uint32_t j = 0; text && j < a->width; j++) {
+		pthread_mutex_lock(&a->lock);
+		int dfd = member_online(a, j) && a->m[j].dirfd >= 0 ? fcntl(a->m[j].dirfd, F_DUPFD_CLOEXEC, 0) : -1;
+		pthread_mutex_unlock(&a->lock);
+		if (dfd < 0)
+			continue;
+		int r = 0, fd = openat(dfd, SCRUB_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0)
+			r = -errno;
+		if (fd >= 0 && (r = io_pwrite(fd, text, strlen(text), 0)) == 0 && fdatasync(fd) < 0)
+			r = -errno;
+		if (fd >= 0)
+			close(fd);
+		if (r == 0 && renameat(dfd, SCRUB_TMP, dfd, SCRUB_FILE) < 0)
+			r = -errno;
+		if (r < 0) {
+			unlinkat(dfd, SCRUB_TMP, 0);
+			log_warn("member %u '%s': cannot write the scrub's result (%s): %s; status shows it until the unmount",
+				 j, a->m[j].path, SCRUB_FILE, strerror(-r));
+		}
+		close(dfd);
+	}
+	free(text);
+}
+
+static uint64_t get_u64(json_t *o, const char *key)
+{
+	json_int_t v = json_integer_value(json_object_get(o, key));
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+/* SCRUB_FILE of member j, parsed, or NULL (none, or not one we read). */
+static json_t *result_read(struct array *a, uint32_t j)
+{
+	int fd = openat(a->m[j].dirfd, SCRUB_FILE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	char *buf = malloc(RESULT_MAX + 1);
+	ssize_t n = buf ? io_pread(fd, buf, RESULT_MAX, 0) : -ENOMEM;
+	close(fd);
+	json_t *doc = NULL;
+	if (n > 0) {
+		buf[n] = '\0';
+		doc = json_loads(buf, 0, NULL);
+	}
+	free(buf);
+	if (doc && (json_integer_value(json_object_get(doc, "version")) != 1 ||
+		    !json_is_string(json_object_get(doc, "format")) ||
+		    strcmp(json_string_value(json_object_get(doc, "format")), "raidfs-scrub"))) {
+		json_decref(doc);
+		doc = NULL;
+	}
+	if (!doc && n > 0)
+		log_warn("member %u '%s': its %s cannot be read: the last scrub's result is taken from the others", j,
+			 a->m[j].path, SCRUB_FILE);
+	return doc;
+}
+
+void scrub_load(struct array *a)
+{
+	json_t *best = NULL;
+	for (uint32_t j = 0; j < a->width; j++) {
+		if (!member_online(a, j) || a->m[j].dirfd < 0)
+			continue;
+		json_t *doc = result_read(a, j);
+		if (doc && (!best || get_u64(doc, "ended") > get_u64(best, "ended"))) {
+			json_decref(best);
+			best = doc;
+		} else {
+			json_decref(doc);
+		}
+	}
+	if (!best)
+		return;
+	pthread_mutex_lock(&sc_lock);
+	if (!info.active) {
+		memset(&info, 0, sizeof(info));
+		info.ended = (int64_t)get_u64(best, "ended");
+		info.repair = json_is_true(json_object_get(best, "repair"));
+		const char *res = json_string_value(json_object_get(best, "result"));
+		snprintf(info.last_result, sizeof(info.last_result), "%s", res ? res : "");
+		info.files_done = get_u64(best, "files_done");
+		info.files_total = get_u64(best, "files_total");
+		info.bytes = get_u64(best, "bytes");
+		info.mismatches = get_u64(best, "mismatches");
+		info.repaired = get_u64(best, "repaired");
+		info.errors = get_u64(best, "errors");
+		info.missing = get_u64(best, "missing");
+		info.restored = get_u64(best, "restored");
+		info.bad_files = get_u64(best, "bad_files");
+		bad_n = 0;
+		json_t *files = json_object_get(best, "files"), *f;
+		size_t i;
+		json_array_foreach(files, i, f) {
+			const char *path = json_string_value(json_object_get(f, "path"));
+			const char *kind = json_string_value(json_object_get(f, "kind"));
+			struct scrub_bad_file *b = &bad_list[bad_n];
+			if (bad_n == SCRUB_LIST_FILES || !path || !kind)
+				continue;
+			memset(b, 0, sizeof(*b));
+			for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+				if (!strcmp(kind, kinds[k]))
+					b->kind = kinds[k];
+			if (!b->kind)
+				continue;
+			snprintf(b->path, sizeof(b->path), "%s", path);
+			b->count = get_u64(f, "count");
+			b->fixed = get_u64(f, "fixed");
+			json_t *st = json_object_get(f, "stripes"), *v;
+			size_t k;
+			json_array_foreach(st, k, v) {
+				if (b->nstripes < SCRUB_LIST_STRIPES && json_integer_value(v) >= 0)
+					b->stripe[b->nstripes++] = (uint64_t)json_integer_value(v);
+			}
+			bad_n++;
+		}
+	}
+	pthread_mutex_unlock(&sc_lock);
+	json_decref(best);
+}
+
+/* ---------------------------------------------------------------- thread */
+
 static void *scrub_thread(void *arg)
 {
 	struct array *a = arg;
@@ -452,12 +661,20 @@ static void *scrub_thread(void *arg)
 			 info.errors, info.errors == 1 ? "" : "s");
 	snprintf(info.last_result, sizeof(info.last_result), "%s", msg);
 	info.active = false;
+	info.ended = (int64_t)time(NULL);
 	info.current[0] = '\0';
+	char detail[256];
+	snprintf(detail, sizeof(detail), "result=%s files=%" PRIu64 " bytes=%" PRIu64 " mismatches=%" PRIu64
+		 " repaired=%" PRIu64 " errors=%" PRIu64 " missing=%" PRIu64 " restored=%" PRIu64 " bad_files=%" PRIu64,
+		 done ? "finished" : "stopped", info.files_done, info.bytes, info.mismatches, info.repaired,
+		 info.errors, info.missing, info.restored, info.bad_files);
 	pthread_mutex_unlock(&sc_lock);
 	if (info.mismatches || info.errors || info.missing)
 		log_warn("array '%s': scrub %s", a->sb.name, msg);
 	else
 		log_info("array '%s': scrub %s", a->sb.name, msg);
+	save_result(a);
+	event_post_detail(a, "ScrubFinished", -1, detail);
 	return NULL;
 }
 
@@ -491,6 +708,7 @@ int scrub_start(struct array *a, bool fix, char *err, size_t errlen)
 		return -EBUSY;
 	}
 	memset(&info, 0, sizeof(info));
+	bad_n = 0;
 	info.active = true;
 	info.repair = fix;
 	stop_why = NULL;
@@ -530,4 +748,18 @@ void scrub_get(struct scrub_info *out)
 	pthread_mutex_lock(&sc_lock);
 	*out = info;
 	pthread_mutex_unlock(&sc_lock);
+}
+
+unsigned scrub_bad_list(struct scrub_bad_file *out, unsigned max)
+{
+	pthread_mutex_lock(&sc_lock);
+	unsigned n = bad_n < max ? bad_n : max;
+	memcpy(out, bad_list, n * sizeof(*out));
+	pthread_mutex_unlock(&sc_lock);
+	return n;
+}
+
+bool scrub_unresolved(const struct scrub_info *si)
+{
+	return !si->active && (si->mismatches > si->repaired || si->errors || si->missing > si->restored);
 }

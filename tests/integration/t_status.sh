@@ -9,7 +9,8 @@ need_fuse
 
 norm() {
 	sed -e "s|$T|@T@|g" -e 's|uuid [0-9a-f-]*|uuid @UUID@|' \
-	    -e 's|^size:    .* usable$|size:    @SIZE@ usable|' \
+	    -e 's|^size:    .* usable, .* free$|size:    @SIZE@ usable, @FREE@ free|' \
+	    -e 's#^\(space:   \|         \)member \([0-9]\): .* free of .* (.*% used)$#\1member \2: @SPACE@#' \
 	    -e 's|reads [0-9]*, writes [0-9]*|reads N, writes N|' \
 	    -e 's|^         dirty .*, read hits .*, destage .*$|         dirty @D@, read hits @H@, destage @R@|' \
 	    -e 's|verified (\([0-9]*\) files\{0,1\}, [0-9.]* s)|verified (\1 files, @S@ s)|'
@@ -44,7 +45,7 @@ check_text optimal 0 <<'EOF'
 array:   st (uuid @UUID@)
 mounted: @T@/mnt
 level:   raid5, 4 members, chunk 16.0 KiB, checksums crc32c
-size:    @SIZE@ usable
+size:    @SIZE@ usable, @FREE@ free
 state:   optimal
 members:          READ WRITE CKSUM REPAIRED  DIRECTORY
    0  online         0     0     0       0B  @T@/d1  (reads N, writes N, errors 0, corrected 0)
@@ -52,6 +53,11 @@ members:          READ WRITE CKSUM REPAIRED  DIRECTORY
    2  online         0     0     0       0B  @T@/d3  (reads N, writes N, errors 0, corrected 0)
    3  online         0     0     0       0B  @T@/d4  (reads N, writes N, errors 0, corrected 0)
   S0  spare          -     -     -        -  @T@/s1
+space:   member 0: @SPACE@
+         member 1: @SPACE@
+         member 2: @SPACE@
+         member 3: @SPACE@
+         members 0, 1, 2, 3 share one filesystem: the usable size counts a 1/4 part of it for each
 cache:   256.0 MiB, write policy writeback (current: writethrough, no battery), read policy adaptive
          dirty @D@, read hits @H@, destage @R@
 battery: missing (bbu=none)
@@ -78,14 +84,19 @@ check_text degraded 1 <<'EOF'
 array:   st (uuid @UUID@)
 mounted: @T@/mnt
 level:   raid5, 4 members, chunk 16.0 KiB, checksums crc32c
-size:    @SIZE@ usable
-state:   degraded
+size:    @SIZE@ usable, @FREE@ free
+state:   degraded, no redundancy left
 members:          READ WRITE CKSUM REPAIRED  DIRECTORY
    0  online         0     0     0       0B  @T@/d1  (reads N, writes N, errors 0, corrected 0)
    1  online         0     0     0       0B  @T@/d2  (reads N, writes N, errors 0, corrected 0)
    2  faulty         0     0     0       0B  @T@/d3  (reads N, writes N, errors 0, corrected 0)
       failed: failed by the administrator ('raidfs fail')
    3  online         0     0     0       0B  @T@/d4  (reads N, writes N, errors 0, corrected 0)
+space:   member 0: @SPACE@
+         member 1: @SPACE@
+         member 2: @SPACE@
+         member 3: @SPACE@
+         members 0, 1, 2, 3 share one filesystem: the usable size counts a 1/4 part of it for each
 cache:   256.0 MiB, write policy writeback (current: writethrough, no battery), read policy adaptive
          dirty @D@, read hits @H@, destage @R@
 battery: missing (bbu=none)
@@ -106,7 +117,7 @@ expect_rc 0 "$RAIDFS" rebuild "$mnt" pause
 "$RAIDFS" status "$mnt" > "$T/got.raw.rebuilding"
 [ $? = 1 ] || fail "rebuilding: status exit is not 1"
 norm < "$T/got.raw.rebuilding" > "$T/got.rebuilding"
-grep -qx "state:   rebuilding" "$T/got.rebuilding" || fail "rebuilding: no state line: $(cat "$T/got.rebuilding")"
+grep -qx "state:   rebuilding, no redundancy left" "$T/got.rebuilding" || fail "rebuilding: no state line: $(cat "$T/got.rebuilding")"
 grep -qx "   2  rebuilding     0     0     0       0B  @T@/n3  (reads N, writes N, errors 0, corrected 0)" "$T/got.rebuilding" ||
 	fail "rebuilding: member line: $(cat "$T/got.rebuilding")"
 grep -qE '^rebuild: member 2 \[=*>? *\] +[0-9]+\.[0-9]%  [0-9.]+ [KMG]?i?B / [0-9.]+ [KMG]i?B  [0-9.]+ [KMG]?i?B/s  ETA [0-9]+m[0-9]{2}s  PAUSED$' "$T/got.rebuilding" ||
@@ -152,7 +163,7 @@ check_text failed 2 <<'EOF'
 array:   st (uuid @UUID@)
 mounted: @T@/mnt
 level:   raid5, 4 members, chunk 16.0 KiB, checksums crc32c
-size:    @SIZE@ usable
+size:    @SIZE@ usable, @FREE@ free
 state:   failed
 members:          READ WRITE CKSUM REPAIRED  DIRECTORY
    0  faulty         0     0     0       0B  @T@/d1  (reads N, writes N, errors 0, corrected 0)
@@ -161,6 +172,11 @@ members:          READ WRITE CKSUM REPAIRED  DIRECTORY
       failed: failed by the administrator ('raidfs fail')
    2  online         0     0     0       0B  @T@/n3  (reads N, writes N, errors 0, corrected 0)
    3  online         0     0     0       0B  @T@/d4  (reads N, writes N, errors 0, corrected 0)
+space:   member 0: @SPACE@
+         member 1: @SPACE@
+         member 2: @SPACE@
+         member 3: @SPACE@
+         members 0, 1, 2, 3 share one filesystem: the usable size counts a 1/4 part of it for each
 rebuild: member 2 rebuilt onto '@T@/n3' and verified (1 files, @S@ s)
 cache:   256.0 MiB, write policy writeback (current: writethrough, no battery), read policy adaptive
          dirty @D@, read hits @H@, destage @R@
