@@ -50,15 +50,19 @@
 
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+/* a thread's buffers, one for each use that may be live while another is:
+ * the I/O of a stripe, the rebuild's compare, a checksummed write's window */
+enum { SCR_IO, SCR_EXTRA, SCR_SUMS, SCR_N };
 struct scratch {
-	uint8_t *buf;
-	size_t len;
+	uint8_t *buf[SCR_N];
+	size_t len[SCR_N];
 };
 
 static void scratch_free(void *p)
 {
 	struct scratch *s = p;
-	free(s->buf);
+	for (int i = 0; i < SCR_N; i++)
+		free(s->buf[i]);
 	free(s);
 }
 
@@ -67,9 +71,10 @@ static void scratch_init(void)
 	pthread_key_create(&scratch_key, scratch_free);
 }
 
-/* A per-thread, 64-byte aligned buffer of at least len bytes; valid until
- * the thread's next call.  NULL when memory is short. */
-static uint8_t *scratch(size_t len)
+/* A per-thread, 64-byte aligned buffer of at least len bytes for use
+ * `which`; valid until the thread's next call for that use, freed when
+ * the thread ends.  NULL when memory is short. */
+static uint8_t *scratch_of(int which, size_t len)
 {
 	pthread_once(&scratch_once, scratch_init);
 	struct scratch *s = pthread_getspecific(scratch_key);
@@ -79,31 +84,25 @@ static uint8_t *scratch(size_t len)
 			return NULL;
 		pthread_setspecific(scratch_key, s);
 	}
-	if (s->len < len) {
+	if (s->len[which] < len) {
 		void *p;
 		if (posix_memalign(&p, 64, len))
 			return NULL;
-		free(s->buf);
-		s->buf = p;
-		s->len = len;
+		free(s->buf[which]);
+		s->buf[which] = p;
+		s->len[which] = len;
 	}
-	return s->buf;
+	return s->buf[which];
 }
 
-/* A second per-thread buffer, for the rebuild's verify pass. */
+static uint8_t *scratch(size_t len)
+{
+	return scratch_of(SCR_IO, len);
+}
+
 static uint8_t *scratch_extra(size_t len)
 {
-	static __thread uint8_t *buf;
-	static __thread size_t have;
-	if (have < len) {
-		void *p;
-		if (posix_memalign(&p, 64, len))
-			return NULL;
-		free(buf);
-		buf = p;
-		have = len;
-	}
-	return buf;
+	return scratch_of(SCR_EXTRA, len);
 }
 
 /* ------------------------------------------------------ the metadata record */
@@ -1126,14 +1125,14 @@ static int sw_open(struct sum_window *sw, const struct layout *l, uint32_t lo, u
 	sw->lo = lo / CSUM_BLOCK * CSUM_BLOCK;
 	sw->hi = (hi + CSUM_BLOCK - 1) / CSUM_BLOCK * CSUM_BLOCK;
 	sw->len = sw->hi - sw->lo;
-	sw->buf = malloc((size_t)n * sw->len);
-	sw->crc = malloc((size_t)csum_per_row(l) * 4);
-	sw->gen = sw->wrote_to = 0;
-	if (!sw->buf || !sw->crc) {
-		free(sw->buf);
-		free(sw->crc);
+	/* (the thread's, kept: a window of a few hundred KiB allocated for
+	 * every partial write would be mapped and faulted in each time; a
+	 * thread never has two open) */
+	sw->buf = scratch_of(SCR_SUMS, (size_t)n * sw->len + (size_t)csum_per_row(l) * 4);
+	if (!sw->buf)
 		return -ENOMEM;
-	}
+	sw->crc = (uint32_t *)(sw->buf + (size_t)n * sw->len);	/* (4-aligned: len is whole blocks) */
+	sw->gen = sw->wrote_to = 0;
 	for (uint32_t i = 0; i < n; i++)
 		sw->blk[i] = sw->buf + (size_t)i * sw->len;
 	return 0;
@@ -1159,14 +1158,12 @@ static int sw_write(struct rfile *rf, struct sum_window *sw, uint64_t s, uint32_
 	return ret;
 }
 
-/* The new record to every member written; the buffers freed. */
+/* The new record to every member written. */
 static void sw_close(struct rfile *rf, struct sum_window *sw, uint64_t s, bool put)
 {
 	for (uint32_t mj = 0; mj < rf->a->width && put; mj++)
 		if (sw->wrote_to >> mj & 1)
 			row_put(rf, mj, s, sw->gen, sw->crc);
-	free(sw->buf);
-	free(sw->crc);
 }
 
 /*
