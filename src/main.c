@@ -6,6 +6,7 @@
  *   raidfs DIR[:DIR...]|UUID=UUID|NAME MOUNTPOINT [-o OPTIONS]   (mount(8) / fstab form)
  *   raidfs scan [--json] [GLOB...]
  *   raidfs status [--json] MOUNTPOINT
+ *   raidfs monitor [--program PATH] [--syslog] [--interval S] [--oneshot|--test] [MOUNTPOINT...]
  *   raidfs clear MOUNTPOINT [MEMBER]
  *   raidfs unmount MOUNTPOINT
  *   raidfs check DIR[:DIR...]
@@ -23,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alert.h"
 #include "array.h"
 #include "cache.h"
 #include "rebuild.h"
@@ -63,6 +65,10 @@ static void usage(FILE *f)
 "  status [--json] MOUNTPOINT\n"
 "        show the array's state (exit 0 optimal, 1 degraded, 2 failed or not mounted)\n"
 "        and each member's error counters: READ WRITE CKSUM, bytes REPAIRED\n"
+"  monitor [--program PATH] [--syslog] [--interval SECONDS] [--oneshot | --test] [MOUNTPOINT...]\n"
+"        watch every mounted array and tell each event (Fail, DegradedArray,\n"
+"        NoRedundancy, RebuildStarted/Finished, ...) as a line or to syslog and to PATH;\n"
+"        --oneshot: tell the problems present once (exit 0 none, 1 some); --test: a TestMessage\n"
 "  clear MOUNTPOINT [MEMBER]\n"
 "        reset the error counters of every member, or of one (index or path)\n"
 "  unmount MOUNTPOINT\n"
@@ -616,6 +622,8 @@ int main(int argc, char **argv)
 		return cmd_status(argc - 1, argv + 1);
 	if (!strcmp(cmd, "scan"))
 		return cmd_scan(argc - 1, argv + 1);
+	if (!strcmp(cmd, "monitor"))
+		return alert_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "unmount") || !strcmp(cmd, "umount"))
 		return cmd_unmount(argc - 1, argv + 1);
 	if (!strcmp(cmd, "fail"))
