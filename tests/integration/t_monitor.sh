@@ -72,6 +72,10 @@ grep -qx "TestMessage|$A||monA|" "$EV" || fail "--test: no TestMessage for A: $(
 grep -qx "TestMessage|$B||monB|" "$EV" || fail "--test: no TestMessage for B: $(cat "$EV")"
 grep -qE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9]{4} TestMessage $A array=monA\$" "$OUT" ||
 	fail "--test: no timestamped line for A: $(cat "$OUT")"
+# --syslog (as the systemd unit runs it): no stdout line, the program still runs
+expect_rc 0 "$RAIDFS" monitor --test --syslog --program "$T/ev.sh" "$A"
+[ ! -s "$OUT" ] || fail "--test --syslog wrote to stdout: $(cat "$OUT")"
+[ "$(wc -l < "$EV")" = 3 ] || fail "--test --syslog: the program did not run: $(cat "$EV")"
 expect_rc 1 "$RAIDFS" monitor --test --program "$T/ev.sh" "$C"
 grep -q "no raidfs array is mounted" "$ERR" || fail "--test without arrays: $(cat "$ERR")"
 expect_rc 2 "$RAIDFS" monitor --program "$T/nosuch" --oneshot
