@@ -245,15 +245,17 @@ static bool nearly_full(json_t *m)
 	return total && used * 100 >= (uint64_t)FALLBACK_FULL_PCT * total;
 }
 
-/* One event the daemon posted ("SEQ TIME MEMBER EVENT"). */
+/* One event the daemon posted ("SEQ TIME MEMBER EVENT [DETAIL]", the
+ * detail "key=value ..." as event_program gets it). */
 static void daemon_event(const struct opts *o, struct watched *w, const char *line)
 {
 	uint64_t seq;
 	int64_t when;
-	int member;
+	int member, end = 0;
 	char event[64];
-	if (sscanf(line, "%" SCNu64 " %" SCNd64 " %d %63s", &seq, &when, &member, event) != 4)
+	if (sscanf(line, "%" SCNu64 " %" SCNd64 " %d %63s%n", &seq, &when, &member, event, &end) != 4)
 		return;
+	const char *detail = line + end + strspn(line + end, " ");
 	bool *cond = !strcmp(event, "NoRedundancy") ? &w->noredund
 		     : !strcmp(event, "BbuFailed") ? &w->bbu_failed
 		     : !strcmp(event, "NearlyFull") && member >= 0 && member < LAYOUT_MAX_WIDTH ? &w->full[member]
@@ -264,7 +266,7 @@ static void daemon_event(const struct opts *o, struct watched *w, const char *li
 		*cond = true;
 	if (!strcmp(event, "ScrubFinished"))
 		w->scrub_told = true;
-	tell(o, w, event, member, (time_t)when, "%s", "");
+	tell(o, w, event, member, (time_t)when, "%s", detail);
 }
 
 /* What the status shows that no event said (first: the first look, tell

@@ -651,7 +651,8 @@ static void cmd_status(struct array *a, bool json, struct out *o)
 
 /* events [SINCE]: the daemon's pid and event numbers, then the events
  * numbered after SINCE still held (event_history()), one a line:
- *   "events LAST OLDEST PID" then "SEQ TIME MEMBER EVENT" ...
+ *   "events LAST OLDEST PID" then "SEQ TIME MEMBER EVENT" ... (a detail,
+ *   "key=value ...", may follow EVENT: the monitor passes it on)
  * for `raidfs monitor` (alert.c), which reads them as ZED reads zevents */
 static void cmd_events(int argc, char **argv, struct out *o)
 {
