@@ -46,6 +46,7 @@ struct opts {
 	const char *program;
 	bool syslog, oneshot, test;
 	uint32_t interval_ms;
+	unsigned timeout_s;	/* a daemon's answer waited for at most */
 	char **only;		/* canonical mount points to watch (none: all) */
 	int nonly;
 };
@@ -75,6 +76,23 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
+}
+
+/* SIGALRM cuts a request short (installed without SA_RESTART: the
+ * client's connect() or read() returns EINTR), so a daemon whose control
+ * thread is stuck is said not to answer instead of stopping the monitor. */
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static int request(const struct opts *o, const char *mnt, const char *req)
+{
+	reply[0] = '\0';
+	alarm(o->timeout_s);
+	int rc = ctl_request(mnt, req, true, reply, sizeof(reply));
+	alarm(0);
+	return rc;
 }
 
 /* ------------------------------------------------------------- telling */
@@ -326,24 +344,22 @@ static void derive(const struct opts *o, struct watched *w, json_t *doc, bool fi
 
 /* The daemon's event numbers: "events LAST OLDEST PID"; false when it
  * does not answer. */
-static bool ask_events(struct watched *w, uint64_t since, bool with_events, uint64_t *last, uint64_t *oldest,
-		       int *pid)
+static bool ask_events(const struct opts *o, struct watched *w, uint64_t since, bool with_events, uint64_t *last,
+		       uint64_t *oldest, int *pid)
 {
 	char req[64];
 	if (with_events)
 		snprintf(req, sizeof(req), "events\t%" PRIu64, since);
 	else
 		snprintf(req, sizeof(req), "events");
-	reply[0] = '\0';
-	return ctl_request(w->mnt, req, true, reply, sizeof(reply)) == 0 &&
+	return request(o, w->mnt, req) == 0 &&
 	       sscanf(reply, "events %" SCNu64 " %" SCNu64 " %d", last, oldest, pid) == 3;
 }
 
 /* status-json into a new document, or NULL */
-static json_t *ask_status(struct watched *w)
+static json_t *ask_status(const struct opts *o, struct watched *w)
 {
-	reply[0] = '\0';
-	ctl_request(w->mnt, "status-json", true, reply, sizeof(reply));
+	request(o, w->mnt, "status-json");
 	json_t *doc = json_loads(reply, 0, NULL);
 	if (doc && !json_is_object(doc)) {
 		json_decref(doc);
@@ -376,11 +392,11 @@ static void look(const struct opts *o, struct watched *w)
 	uint64_t last, oldest;
 	int pid;
 	if (!w->looked) {
-		if (!ask_events(w, 0, false, &last, &oldest, &pid)) {
+		if (!ask_events(o, w, 0, false, &last, &oldest, &pid)) {
 			silent(o, w);
 			return;
 		}
-		json_t *doc = ask_status(w);
+		json_t *doc = ask_status(o, w);
 		if (!doc) {
 			silent(o, w);
 			return;
@@ -399,8 +415,8 @@ static void look(const struct opts *o, struct watched *w)
 		json_decref(doc);
 		return;
 	}
-	json_t *doc = ask_status(w);
-	if (!doc || !ask_events(w, w->seq, true, &last, &oldest, &pid)) {
+	json_t *doc = ask_status(o, w);
+	if (!doc || !ask_events(o, w, w->seq, true, &last, &oldest, &pid)) {
 		json_decref(doc);
 		silent(o, w);
 		return;
@@ -485,7 +501,7 @@ static int discover(const struct opts *o)
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: raidfs monitor [--program PATH] [--syslog] [--interval SECONDS] [MOUNTPOINT...]\n"
+"usage: raidfs monitor [--program PATH] [--syslog] [--interval SECONDS] [--timeout SECONDS] [MOUNTPOINT...]\n"
 "       raidfs monitor --oneshot [--program PATH] [--syslog] [MOUNTPOINT...]\n"
 "       raidfs monitor --test [--program PATH] [--syslog] [MOUNTPOINT...]\n"
 "  watch every mounted raidfs array (or those given; arrays mounted later are\n"
@@ -495,6 +511,8 @@ static void usage(FILE *f)
 "  'PATH EVENT MOUNTPOINT MEMBER' (MEMBER empty for the array; details in\n"
 "  RAIDFS_EVENT_DETAIL). It looks every SECONDS (5); at start it tells the\n"
 "  problems present once. SIGTERM or SIGINT stop it (exit 0).\n"
+"  --timeout  how long a daemon's answer is waited for (10 s): one that does not\n"
+"             answer is said so (a problem to --oneshot)\n"
 "  --oneshot  one look: tell the problems present, exit 1 if any, 0 if none\n"
 "  --test     tell a TestMessage event for every mounted array and exit\n");
 }
@@ -512,7 +530,7 @@ static bool parse_interval(const char *s, uint32_t *ms)
 
 int alert_main(int argc, char **argv)
 {
-	struct opts o = { .interval_ms = 5000 };
+	struct opts o = { .interval_ms = 5000, .timeout_s = 10 };
 	char **only = calloc(argc > 0 ? argc : 1, sizeof(*only));
 	if (!only)
 		return 2;
@@ -538,6 +556,15 @@ int alert_main(int argc, char **argv)
 				fprintf(stderr, "raidfs: monitor: --interval '%s' is not a number of seconds (0.01 to 86400)\n", v);
 				return 2;
 			}
+		} else if ((!strcmp(a, "--timeout") && i + 1 < argc) || !strncmp(a, "--timeout=", 10)) {
+			const char *v = a[9] == '=' ? a + 10 : argv[++i];
+			char *end;
+			unsigned long t = strtoul(v, &end, 10);
+			if (!*v || *end || t < 1 || t > 3600) {
+				fprintf(stderr, "raidfs: monitor: --timeout '%s' is not a whole number of seconds (1 to 3600)\n", v);
+				return 2;
+			}
+			o.timeout_s = (unsigned)t;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "raidfs: monitor: unknown option '%s' (see 'raidfs monitor --help')\n", a);
 			return 2;
@@ -562,6 +589,8 @@ int alert_main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	struct sigaction al = { .sa_handler = on_alarm };	/* (no SA_RESTART) */
+	sigaction(SIGALRM, &al, NULL);
 	if (!o.oneshot && !o.test)
 		note(&o, "raidfs monitor started: looking every %.2g s%s%s", o.interval_ms / 1000.0,
 		     o.program ? ", events to " : "", o.program ? o.program : "");

@@ -31,7 +31,7 @@
 #ifndef RAIDFS_ALERT_H
 #define RAIDFS_ALERT_H
 
-/* raidfs monitor [--program PATH] [--syslog] [--interval SECONDS]
+/* raidfs monitor [--program PATH] [--syslog] [--interval SECONDS] [--timeout SECONDS]
  *                [--oneshot | --test] [MOUNTPOINT...]
  * argv[0] is "monitor".  Returns the exit status: watching, 0 once
  * stopped by SIGTERM or SIGINT; --oneshot 0 when nothing was told, 1 when

@@ -65,7 +65,7 @@ static void usage(FILE *f)
 "  status [--json] MOUNTPOINT\n"
 "        show the array's state (exit 0 optimal, 1 degraded, 2 failed or not mounted)\n"
 "        and each member's error counters: READ WRITE CKSUM, bytes REPAIRED\n"
-"  monitor [--program PATH] [--syslog] [--interval SECONDS] [--oneshot | --test] [MOUNTPOINT...]\n"
+"  monitor [--program PATH] [--syslog] [--interval SECONDS] [--timeout SECONDS] [--oneshot | --test] [MOUNTPOINT...]\n"
 "        watch every mounted array and tell each event (Fail, DegradedArray,\n"
 "        NoRedundancy, RebuildStarted/Finished, ...) as a line or to syslog and to PATH;\n"
 "        --oneshot: tell the problems present once (exit 0 none, 1 some); --test: a TestMessage\n"

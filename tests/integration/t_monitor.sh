@@ -12,15 +12,19 @@
 #     mounted while it runs is picked up, one unmounted is dropped (said
 #     once); SIGTERM stops it with exit 0;
 #   - a new monitor (--oneshot) tells no old event again, only the
-#     problems present (DegradedArray, NoRedundancy of the raid6), exit 1.
+#     problems present (DegradedArray, NoRedundancy of the raid6), exit 1;
+#   - a daemon that does not answer (SIGSTOP) is said so after --timeout
+#     and is a problem to --oneshot (exit 1), not a hung monitor.
 # The monitor is given the mount points, so arrays of other tests on the
 # machine are not looked at.  Tiers: one configuration (quick and long).
 . "$(dirname "$0")/lib.sh"
 need_fuse
 
-MONPID=
-# stop the monitor also when the test fails (lib.sh's cleanup unmounts)
-trap 'rc=$?; [ -n "$MONPID" ] && kill -9 "$MONPID" 2>/dev/null; (exit $rc); cleanup' EXIT
+MONPID= STOPPED=
+# stop the monitor (and let a stopped daemon go on) also when the test
+# fails; lib.sh's cleanup unmounts
+trap 'rc=$?; [ -n "$MONPID" ] && kill -9 "$MONPID" 2>/dev/null; [ -n "$STOPPED" ] && kill -CONT "$STOPPED"
+	(exit $rc); cleanup' EXIT
 
 EV=$T/events.log
 cat > "$T/ev.sh" <<EOF
@@ -162,3 +166,16 @@ expect_rc 0 "$RAIDFS" clear "$A"
 expect_rc 0 "$RAIDFS" monitor --oneshot --program "$T/ev.sh" "$A"
 [ ! -s "$EV" ] || fail "--oneshot on A after clear: $(cat "$EV")"
 log "ok: --oneshot tells the problems present (exit 1), no old event"
+
+# ---- a daemon that does not answer: said after --timeout, exit 1
+STOPPED=$(daemon_pid "$A")
+[ -n "$STOPPED" ] || fail "no daemon for A"
+kill -STOP "$STOPPED"
+t0=$SECONDS
+expect_rc 1 timeout 20 "$RAIDFS" monitor --oneshot --timeout 1 "$A"
+kill -CONT "$STOPPED"
+STOPPED=
+[ $((SECONDS - t0)) -le 5 ] || fail "--timeout 1: a stopped daemon was waited for $((SECONDS - t0)) s"
+grep -q "$A: its daemon does not answer" "$OUT" || fail "a stopped daemon: $(cat "$OUT" "$ERR")"
+expect_rc 0 "$RAIDFS" monitor --oneshot --timeout 1 "$A"
+log "ok: a daemon that does not answer is said so after --timeout"
