@@ -10,7 +10,8 @@
 #     daemon's order; read errors injected on a member: ErrorsRising for
 #     that member; a raid6 with two members failed: NoRedundancy; an array
 #     mounted while it runs is picked up, one unmounted is dropped (said
-#     once); SIGTERM stops it with exit 0;
+#     once), mounted again is watched again (a raid1 with a member failed
+#     then: Fail, DegradedArray, NoRedundancy); SIGTERM stops it (exit 0);
 #   - a new monitor (--oneshot) tells no old event again, only the
 #     problems present (DegradedArray, NoRedundancy of the raid6), exit 1;
 #   - a daemon that does not answer (SIGSTOP) is said so after --timeout
@@ -145,13 +146,21 @@ sleep 0.5
 [ "$(grep -c "$C: array 'monC' is no longer mounted" "$T/mon.out")" = 1 ] ||
 	fail "C unmounted: not said once: $(cat "$T/mon.out")"
 [ -z "$(events "$C")" ] || fail "healthy C told events: $(cat "$EV")"
+# mounted again (a new daemon, its events numbered from 1 again): watched
+# again, and its events are told (raid1 with one copy left: NoRedundancy)
+rfs_mount "$(join_members $memC)" "$C" || fail "mount C again"
+for _ in $(seq 1 100); do [ "$(grep -c "watching array 'monC' at $C " "$T/mon.out")" = 2 ] && break; sleep 0.1; done
+[ "$(grep -c "watching array 'monC' at $C " "$T/mon.out")" = 2 ] || fail "C mounted again is not watched: $(cat "$T/mon.out")"
+expect_rc 0 "$RAIDFS" fail "$C" 1
+wait_event NoRedundancy "$C" || fail "C: raid1 with one copy left: no NoRedundancy: $(cat "$EV")"
+[ "$(events "$C" | tr '\n' ' ')" = "Fail DegradedArray NoRedundancy " ] || fail "C: events: $(cat "$EV")"
 kill -TERM "$MONPID"
 wait "$MONPID"
 rc=$?
 MONPID=
 [ "$rc" = 0 ] || fail "the monitor exited $rc on SIGTERM: $(cat "$T/mon.err")"
 grep -q "raidfs monitor stopped" "$T/mon.out" || fail "no 'stopped' line: $(cat "$T/mon.out")"
-log "ok: C picked up when mounted and dropped when unmounted; SIGTERM stops the monitor"
+log "ok: C picked up when mounted (also again), dropped when unmounted; SIGTERM stops the monitor"
 
 # ---- a new monitor tells only the problems present, never old events
 : > "$EV"
