@@ -14,6 +14,8 @@
 #     then: Fail, DegradedArray, NoRedundancy); SIGTERM stops it (exit 0);
 #   - a new monitor (--oneshot) tells no old event again, only the
 #     problems present (DegradedArray, NoRedundancy of the raid6), exit 1;
+#   - members of a raid1 on 8 MiB tmpfs filled past 90%: NearlyFull for
+#     each (--oneshot, exit 1; skipped where a tmpfs cannot be mounted);
 #   - a daemon that does not answer (SIGSTOP) is said so after --timeout
 #     and is a problem to --oneshot (exit 1), not a hung monitor.
 # The monitor is given the mount points, so arrays of other tests on the
@@ -175,6 +177,26 @@ expect_rc 0 "$RAIDFS" clear "$A"
 expect_rc 0 "$RAIDFS" monitor --oneshot --program "$T/ev.sh" "$A"
 [ ! -s "$EV" ] || fail "--oneshot on A after clear: $(cat "$EV")"
 log "ok: --oneshot tells the problems present (exit 1), no old event"
+
+# ---- NearlyFull: a raid1 of two 8 MiB tmpfs members filled past 90%
+memD=$(make_members 2 e)
+set -- $memD
+if mount -t tmpfs -o size=8m tmpfs "$1" && MOUNTS+=("$1") && mount -t tmpfs -o size=8m tmpfs "$2" && MOUNTS+=("$2"); then
+	D=$T/mntD
+	expect_rc 0 "$RAIDFS" create --level raid1 --name monD $memD
+	MOUNTS=("$D" "${MOUNTS[@]}")	# (the FUSE mount goes first in the cleanup)
+	rfs_mount "$(join_members $memD)" "$D" || fail "mount D"
+	: > "$EV"
+	expect_rc 0 "$RAIDFS" monitor --oneshot --program "$T/ev.sh" "$D"
+	dd if=/dev/urandom of="$D/big" bs=256K count=30 conv=fsync status=none 2>/dev/null	# (ENOSPC is fine)
+	expect_rc 1 "$RAIDFS" monitor --oneshot --program "$T/ev.sh" "$D"
+	grep -qx "NearlyFull|$D|0|monD|path=$1" "$EV" && grep -qx "NearlyFull|$D|1|monD|path=$2" "$EV" ||
+		fail "D: no NearlyFull for both members: $(df "$1" "$2"; cat "$EV")"
+	[ "$(wc -l < "$EV")" = 2 ] || fail "D: more than NearlyFull told: $(cat "$EV")"
+	log "ok: members past 90% used: NearlyFull for each"
+else
+	log "NearlyFull not tested: cannot mount a tmpfs (needs root)"
+fi
 
 # ---- a daemon that does not answer: said after --timeout, exit 1
 STOPPED=$(daemon_pid "$A")
