@@ -13,7 +13,9 @@
  *
  * Conditions (NoRedundancy, NearlyFull, BbuFailed) are told once when
  * they start, whoever notices first (the daemon's event or the status),
- * and again only after they ended: `told` flags per array and member.
+ * and again only after they ended: a struct cond per array and member.
+ * S is older than E: a condition E told is not taken as ended because S
+ * does not show it yet (`fresh`).
  */
 #include "alert.h"
 
@@ -51,6 +53,34 @@ struct opts {
 	int nonly;
 };
 
+/* A condition told: on while it lasts; fresh when a daemon's event of
+ * this look set it (the status of this look, older, may not show it). */
+struct cond {
+	bool on, fresh;
+};
+
+/* The daemon posted the condition's event: tell it unless it is on. */
+static bool cond_event(struct cond *c)
+{
+	if (c->on)
+		return false;
+	c->on = c->fresh = true;
+	return true;
+}
+
+/* The status shows the condition (now) or not: tell it when it starts
+ * (and `may`: the status is the one to tell it). */
+static bool cond_status(struct cond *c, bool now, bool may)
+{
+	bool tell = now && !c->on && may;
+	if (tell)
+		c->on = true;
+	else if (!now && !c->fresh)
+		c->on = false;
+	c->fresh = false;
+	return tell;
+}
+
 struct watched {
 	char *mnt;
 	bool mounted;		/* in mountinfo at the last discovery */
@@ -60,7 +90,7 @@ struct watched {
 	uint64_t seq;		/* the last event number seen */
 	char name[256], uuid[37];
 	/* what the last look saw, and the conditions told */
-	bool noredund, bbu_failed, full[LAYOUT_MAX_WIDTH];
+	struct cond noredund, bbu_failed, full[LAYOUT_MAX_WIDTH];
 	uint64_t errs[LAYOUT_MAX_WIDTH][3];	/* READ WRITE CKSUM */
 	char scrub_last[512];
 	bool scrub_told;	/* the daemon posted ScrubFinished in this look */
@@ -274,14 +304,12 @@ static void daemon_event(const struct opts *o, struct watched *w, const char *li
 	if (sscanf(line, "%" SCNu64 " %" SCNd64 " %d %63s%n", &seq, &when, &member, event, &end) != 4)
 		return;
 	const char *detail = line + end + strspn(line + end, " ");
-	bool *cond = !strcmp(event, "NoRedundancy") ? &w->noredund
-		     : !strcmp(event, "BbuFailed") ? &w->bbu_failed
-		     : !strcmp(event, "NearlyFull") && member >= 0 && member < LAYOUT_MAX_WIDTH ? &w->full[member]
-		     : NULL;
-	if (cond && *cond)
+	struct cond *c = !strcmp(event, "NoRedundancy") ? &w->noredund
+		       : !strcmp(event, "BbuFailed") ? &w->bbu_failed
+		       : !strcmp(event, "NearlyFull") && member >= 0 && member < LAYOUT_MAX_WIDTH ? &w->full[member]
+		       : NULL;
+	if (c && !cond_event(c))
 		return;	/* told already, from the status */
-	if (cond)
-		*cond = true;
 	if (!strcmp(event, "ScrubFinished"))
 		w->scrub_told = true;
 	tell(o, w, event, member, (time_t)when, "%s", detail);
@@ -303,20 +331,14 @@ static void derive(const struct opts *o, struct watched *w, json_t *doc, bool fi
 	int left, lost;
 	bool has = redundancy_left(doc, &left, &lost);
 	bool nored = has && left == 0 && strcmp(state, "failed") && lost > 0;
-	if (nored && !w->noredund)
+	if (cond_status(&w->noredund, nored, true))
 		tell(o, w, "NoRedundancy", -1, now, "level=%s lost=%d", jstring(doc, "level"), lost);
-	w->noredund = nored;
 
 	json_t *mem = jget(doc, "members");
 	for (size_t j = 0; j < json_array_size(mem) && j < LAYOUT_MAX_WIDTH; j++) {
 		json_t *m = json_array_get(mem, j);
-		bool full = nearly_full(m);
-		if (full && !w->full[j] && (first || !posts_more)) {
+		if (cond_status(&w->full[j], nearly_full(m), first || !posts_more))
 			tell(o, w, "NearlyFull", (int)j, now, "path=%s", jstring(m, "path"));
-			w->full[j] = true;
-		}
-		if (!full)
-			w->full[j] = false;
 		uint64_t e[3] = { juint(m, "read_errors"), juint(m, "write_errors"), juint(m, "cksum_errors") };
 		if (e[0] > w->errs[j][0] || e[1] > w->errs[j][1] || e[2] > w->errs[j][2])
 			tell(o, w, "ErrorsRising", (int)j, now, "read=%" PRIu64 " write=%" PRIu64 " cksum=%" PRIu64, e[0],
@@ -325,10 +347,8 @@ static void derive(const struct opts *o, struct watched *w, json_t *doc, bool fi
 	}
 
 	json_t *cache = jget(doc, "cache");
-	bool bbu_failed = !strcmp(jstring(cache, "bbu_state"), "failed");
-	if (bbu_failed && !w->bbu_failed)
+	if (cond_status(&w->bbu_failed, !strcmp(jstring(cache, "bbu_state"), "failed"), true))
 		tell(o, w, "BbuFailed", -1, now, "%s", "");
-	w->bbu_failed = bbu_failed;
 
 	json_t *scrub = jget(doc, "scrub");
 	const char *last = jstring(scrub, "last_result");
@@ -381,7 +401,9 @@ static void silent(const struct opts *o, struct watched *w)
 static void forget(struct watched *w)
 {
 	w->looked = false;
-	w->noredund = w->bbu_failed = w->scrub_told = false;
+	w->scrub_told = false;
+	memset(&w->noredund, 0, sizeof(w->noredund));
+	memset(&w->bbu_failed, 0, sizeof(w->bbu_failed));
 	memset(w->full, 0, sizeof(w->full));
 	memset(w->errs, 0, sizeof(w->errs));
 	w->scrub_last[0] = '\0';

@@ -8,7 +8,8 @@
 #     rebuild on raid5: Fail, DegradedArray, NoRedundancy (raid5 with one
 #     member gone), RebuildStarted, RebuildFinished, each once, in the
 #     daemon's order; read errors injected on a member: ErrorsRising for
-#     that member; a raid6 with two members failed: NoRedundancy; an array
+#     that member; a raid6 with two members failed: NoRedundancy; its
+#     battery failed: BbuFailed once, BbuRestored when restored; an array
 #     mounted while it runs is picked up, one unmounted is dropped (said
 #     once), mounted again is watched again (a raid1 with a member failed
 #     then: Fail, DegradedArray, NoRedundancy); SIGTERM stops it (exit 0);
@@ -66,7 +67,7 @@ expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name monA $memA
 expect_rc 0 "$RAIDFS" create --level raid6 --chunk 4K --name monB $memB
 expect_rc 0 "$RAIDFS" create --level raid1 --name monC $memC
 rfs_mount "$(join_members $memA)" "$A" -o read_policy=nora || fail "mount A"
-rfs_mount "$(join_members $memB)" "$B" || fail "mount B"
+rfs_mount "$(join_members $memB)" "$B" -o bbu=shm || fail "mount B"
 head -c 3000000 /dev/urandom > "$T/ref"
 cp "$T/ref" "$A/f" && cp "$T/ref" "$B/f" || fail "writing the arrays"
 for i in $(seq 1 20); do head -c 50000 /dev/urandom > "$A/s$i"; done
@@ -137,6 +138,16 @@ wait_event Fail "$B" 2 || fail "B: not two Fail events: $(cat "$EV")"
 [ "$(count NoRedundancy "$B")" = 1 ] || fail "B: NoRedundancy told more than once: $(cat "$EV")"
 grep -q "^NoRedundancy|$B||monB|" "$EV" || fail "B: NoRedundancy: $(cat "$EV")"
 log "ok: raid6 with two members failed: NoRedundancy"
+
+# a failed battery: BbuFailed once (the daemon's event and the status
+# both show it), then BbuRestored
+expect_rc 0 "$RAIDFS" bbu "$B" fail
+wait_event BbuFailed "$B" || fail "B: no BbuFailed: $(cat "$EV")"
+sleep 1	# (five looks that see the battery failed)
+[ "$(count BbuFailed "$B")" = 1 ] || fail "B: BbuFailed told $(count BbuFailed "$B") times: $(cat "$EV")"
+expect_rc 0 "$RAIDFS" bbu "$B" restore
+wait_event BbuRestored "$B" || fail "B: no BbuRestored: $(cat "$EV")"
+log "ok: a failed battery: BbuFailed once, then BbuRestored"
 
 # an array mounted later is picked up; one unmounted is dropped, said once
 rfs_mount "$(join_members $memC)" "$C" || fail "mount C"
