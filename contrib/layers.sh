@@ -28,7 +28,7 @@ declare -A layer=(
 	[file]=4
 	[cache]=5 [cachelog]=5 [cachepolicy]=5
 	[resync]=6 [rebuild]=6 [scrub]=6 [monitor]=6 [check]=6
-	[fuse]=7 [ctl]=7 [scan]=7
+	[fuse]=7 [ctl]=7 [scan]=7 [alert]=7
 	[mount]=8 [main]=8
 )
 

@@ -129,6 +129,24 @@ enum array_state array_state(const struct array *a)
 	return absent ? ARRAY_DEGRADED : ARRAY_OPTIMAL;
 }
 
+/* Some redundancy group has lost as many members as it tolerates (raid6
+ * with two gone, raid1 with one copy left, a raid50/60 group at its
+ * limit), and none more: one more loss there loses data. */
+static bool no_redundancy_left(const struct array *a)
+{
+	const struct layout *l = &a->lay;
+	bool none = false;
+	for (uint32_t g = 0; g < l->groups && l->m > 0; g++) {
+		uint32_t lost = 0;
+		for (uint32_t p = 0; p < l->gw; p++)
+			lost += !member_online(a, g * l->gw + p);
+		if (lost > l->m)
+			return false;	/* (failed) */
+		none |= lost == l->m;
+	}
+	return none;
+}
+
 void array_capacity_ratio(const struct array *a, uint32_t *num, uint32_t *den)
 {
 	*num = layout_data_chunks(&a->lay);
@@ -2043,6 +2061,8 @@ int array_fail_member(struct array *a, uint32_t j, const char *why)
 		event_post(a, "ArrayFailed", j);
 	} else {
 		event_post(a, "DegradedArray", j);
+		if (no_redundancy_left(a))
+			event_post(a, "NoRedundancy", -1);	/* one more loss loses data */
 	}
 	return 1;
 }

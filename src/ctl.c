@@ -38,6 +38,7 @@
 #include "cachelog.h"
 #include "counters.h"
 #include "ctl.h"
+#include "event.h"
 #include "rebuild.h"
 #include "scrub.h"
 #include "util.h"
@@ -1061,6 +1062,28 @@ static void cmd_status(struct array *a, const char *cmd, int argc, char **argv, 
 	free(s);
 }
 
+/* events [SINCE]: the daemon's pid and event numbers, then the events
+ * numbered after SINCE still held (event_history()), one a line:
+ *   "events LAST OLDEST PID" then "SEQ TIME MEMBER EVENT" ... (a detail,
+ *   "key=value ...", may follow EVENT: the monitor passes it on)
+ * for `raidfs monitor` (alert.c), which reads them as ZED reads zevents */
+static void cmd_events(int argc, char **argv, struct out *o)
+{
+	static struct event_rec rec[EVENT_HISTORY];	/* (one control thread) */
+	uint64_t last, oldest;
+	char *end = NULL;
+	uint64_t since = argc == 2 ? strtoull(argv[1], &end, 10) : 0;
+	if (argc > 2 || (argc == 2 && (!*argv[1] || *end))) {
+		outf(o, "rc 2\nraidfs: events: usage: events [SINCE]\n");
+		return;
+	}
+	size_t n = event_history(since, rec, argc == 2 ? EVENT_HISTORY : 0, &last, &oldest);
+	outf(o, "rc 0\nevents %" PRIu64 " %" PRIu64 " %d\n", last, oldest, (int)getpid());
+	for (size_t i = 0; i < n; i++)
+		outf(o, "%" PRIu64 " %" PRId64 " %d %s%s%s\n", rec[i].seq, rec[i].time, rec[i].member, rec[i].event,
+		     rec[i].detail[0] ? " " : "", rec[i].detail);
+}
+
 /* ------------------------------------------------------------- commands */
 
 /* MEMBER is an index or the member's path. -1 if unknown. */
@@ -1364,6 +1387,8 @@ static void dispatch(struct array *a, int argc, char **argv, struct out *o)
 		cmd_status(a, cmd, argc, argv, o);
 	} else if (!strcmp(cmd, "pid")) {
 		outf(o, "rc 0\n%d\n", (int)getpid());
+	} else if (!strcmp(cmd, "events")) {
+		cmd_events(argc, argv, o);
 	} else if (!strcmp(cmd, "fail")) {
 		cmd_fail(a, argc, argv, o);
 	} else if (!strcmp(cmd, "inject")) {

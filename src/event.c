@@ -1,7 +1,8 @@
 /*
  * event.c - the event queue: every state change of the array is logged
  * and, with -o event_program=PATH, handed to that program as
- * `PATH EVENT MOUNTPOINT [MEMBER]` (as mdadm --monitor's PROGRAM).
+ * `PATH EVENT MOUNTPOINT [MEMBER]` (as mdadm --monitor's PROGRAM); the
+ * last events are kept, numbered, for `raidfs monitor` (event_history()).
  * See event.h for the contract.
  */
 #include "event.h"
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -132,11 +134,42 @@ static void *event_thread(void *arg)
 	return NULL;
 }
 
+/* The history (event.h): a ring of the last EVENT_HISTORY events. */
+static struct event_rec evh[EVENT_HISTORY];
+static uint64_t evh_last;
+static pthread_mutex_t evh_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void history_put(const char *event, int member, const char *detail)
+{
+	pthread_mutex_lock(&evh_lock);
+	struct event_rec *r = &evh[evh_last % EVENT_HISTORY];
+	r->seq = ++evh_last;
+	r->time = (int64_t)time(NULL);
+	r->member = member;
+	snprintf(r->event, sizeof(r->event), "%s", event);
+	snprintf(r->detail, sizeof(r->detail), "%s", detail);
+	pthread_mutex_unlock(&evh_lock);
+}
+
+size_t event_history(uint64_t since, struct event_rec *out, size_t max, uint64_t *last, uint64_t *oldest)
+{
+	pthread_mutex_lock(&evh_lock);
+	*last = evh_last;
+	*oldest = evh_last > EVENT_HISTORY ? evh_last - EVENT_HISTORY + 1 : 1;
+	uint64_t from = since + 1 > *oldest ? since + 1 : *oldest;
+	size_t n = 0;
+	for (uint64_t s = from; s <= evh_last && n < max; s++)
+		out[n++] = evh[(s - 1) % EVENT_HISTORY];
+	pthread_mutex_unlock(&evh_lock);
+	return n;
+}
+
 void event_post_detail(struct array *a, const char *event, int member, const char *detail)
 {
 	char mem[16] = "";
 	if (!detail)
 		detail = "";
+	history_put(event, member, detail);
 	if (member >= 0)
 		snprintf(mem, sizeof(mem), "%d", member);
 	log_info("event %s%s%s on %s%s%s", event, member >= 0 ? " member " : "", mem, a->mountpoint,

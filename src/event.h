@@ -20,6 +20,9 @@
 #ifndef RAIDFS_EVENT_H
 #define RAIDFS_EVENT_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 struct array;
 
 /* the program given with -o event_program=PATH, or NULL */
@@ -39,5 +42,26 @@ void event_post_detail(struct array *a, const char *event, int member, const cha
 
 /* The daemon is in the background: the event program may run now. */
 void event_start(struct array *a);
+
+/*
+ * The event history, for `raidfs monitor` (ctl.c's "events" request): the
+ * last EVENT_HISTORY events, each with a sequence number (1, 2, ... since
+ * the daemon started) and its time, as ZED reads the kernel's zevents by
+ * their id.  A reader remembers the last number it saw and asks for those
+ * after it; it missed some when `*oldest` is past the one it wants next.
+ * event_history() copies the held events numbered after `since` (at most
+ * max, oldest first) into out and returns their count; *last gets the
+ * newest number (0: none yet), *oldest the oldest held.  Takes only the
+ * history's own lock (a leaf).
+ */
+#define EVENT_HISTORY 256
+struct event_rec {
+	uint64_t seq;
+	int64_t time;		/* seconds since the epoch */
+	int member;		/* -1: the array */
+	char event[24];
+	char detail[256];	/* event_post_detail()'s, cut to fit; "" none */
+};
+size_t event_history(uint64_t since, struct event_rec *out, size_t max, uint64_t *last, uint64_t *oldest);
 
 #endif

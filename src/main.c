@@ -7,6 +7,7 @@
  *   raidfs scan [--json] [GLOB...]
  *   raidfs status [--json] [-v] [-x] [--brief] [MOUNTPOINT]
  *   raidfs list [-x] [MOUNTPOINT]
+ *   raidfs monitor [--program PATH] [--syslog] [--interval S] [--oneshot|--test] [MOUNTPOINT...]
  *   raidfs clear MOUNTPOINT [MEMBER]
  *   raidfs unmount MOUNTPOINT
  *   raidfs check DIR[:DIR...]
@@ -24,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alert.h"
 #include "array.h"
 #include "cache.h"
 #include "rebuild.h"
@@ -73,6 +75,10 @@ static void usage(FILE *f)
 "        (the JSON's fields: docs/status-json.md)\n"
 "  list [-x] [MOUNTPOINT]\n"
 "        one line per array for scripts: NAME LEVEL STATE UP/TOTAL HEALTH MOUNTPOINT (tabs)\n"
+"  monitor [--program PATH] [--syslog] [--interval SECONDS] [--timeout SECONDS] [--oneshot | --test] [MOUNTPOINT...]\n"
+"        watch every mounted array and tell each event (Fail, DegradedArray,\n"
+"        NoRedundancy, RebuildStarted/Finished, ...) as a line or to syslog and to PATH;\n"
+"        --oneshot: tell the problems present once (exit 0 none, 1 some); --test: a TestMessage\n"
 "  clear MOUNTPOINT [MEMBER]\n"
 "        reset the error counters of every member, or of one (index or path)\n"
 "  unmount MOUNTPOINT\n"
@@ -696,6 +702,8 @@ int main(int argc, char **argv)
 		return cmd_status(argc - 1, argv + 1, cmd[0] == 'l');
 	if (!strcmp(cmd, "scan"))
 		return cmd_scan(argc - 1, argv + 1);
+	if (!strcmp(cmd, "monitor"))
+		return alert_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "unmount") || !strcmp(cmd, "umount"))
 		return cmd_unmount(argc - 1, argv + 1);
 	if (!strcmp(cmd, "fail"))

@@ -97,6 +97,11 @@ static int read_mounts(struct scan *s)
 	return 0;
 }
 
+int scan_mounts(struct scan *s)
+{
+	return read_mounts(s);
+}
+
 /* path (absolute) is a raidfs mount point or inside one: not entered */
 static bool in_raidfs_mount(const struct scan *s, const char *path)
 {

@@ -86,6 +86,10 @@ int scan_add_glob(struct scan *s, const char *glob);
  * their mounts.  0 or -ENOMEM. */
 int scan_run(struct scan *s);
 void scan_free(struct scan *s);
+/* Only the raidfs mounts (s->mnts, s->mnt_src from /proc/self/mountinfo):
+ * no glob, no superblock, no daemon asked.  For `raidfs monitor`, which
+ * looks every few seconds.  0 or -ENOMEM. */
+int scan_mounts(struct scan *s);
 
 /* The array a mount names: "UUID=u" / "uuid=u" (the whole uuid) or a
  * name.  Its index, or -1 with err saying what was found instead. */

@@ -83,11 +83,13 @@ for cfg in "${CONFIGS[@]}"; do
 		grep -q "^rebuild: member $victims \[" "$C/status-during.txt" ||
 			grep -q "^rebuild: member $victims rebuilt" "$C/status-during.txt" ||
 			fail "$what: status during the rebuild shows no progress line: $(cat "$C/status-during.txt")"
+		# (raid5 with a member gone has no redundancy left)
 		want="Fail $victims
 DegradedArray $victims
+NoRedundancy 
 RebuildStarted $victims
 RebuildFinished $victims"
-		got=$(grep -v "^Rebuild[0-9]" "$T/events.txt" | head -n 4)
+		got=$(grep -v "^Rebuild[0-9]" "$T/events.txt" | head -n 5)
 		[ "$got" = "$want" ] || fail "$what: events were
 $got
 expected
