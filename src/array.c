@@ -253,6 +253,16 @@ static int nested_member(char **paths, int total)
 	return ret;
 }
 
+/* s as a message shows it: printable bytes as they are, others as \xNN
+ * (cut after 80 bytes) */
+static void shown_bytes(const char *s, char *buf, size_t len)
+{
+	size_t off = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p && p - (const unsigned char *)s < 80 && off + 5 < len; p++)
+		off += snprintf(buf + off, len - off, *p < 0x20 || *p == 0x7f ? "\\x%02x" : "%c", *p);
+	buf[off] = '\0';
+}
+
 int array_create(const struct create_opts *o, char **members, int n)
 {
 	struct layout l;
@@ -265,6 +275,20 @@ int array_create(const struct create_opts *o, char **members, int n)
 	if (n > LAYOUT_MAX_WIDTH) {
 		fprintf(stderr, "raidfs: too many members (%d): at most %d are supported\n",
 			n, LAYOUT_MAX_WIDTH);
+		return -EINVAL;
+	}
+	if (o->groups && o->level != LEVEL_RAID50 && o->level != LEVEL_RAID60) {
+		fprintf(stderr, "raidfs: cannot create %s: --groups %u is for raid50 and raid60 only (leave --groups out%s)\n",
+			layout_level_name(o->level), o->groups,
+			o->level == LEVEL_RAID5 ? ", or use --level raid50" :
+			o->level == LEVEL_RAID6 ? ", or use --level raid60" : "");
+		return -EINVAL;
+	}
+	if (o->name && sb_name_check(o->name, &why) < 0) {
+		char shown[4 * 80 + 4];
+		shown_bytes(o->name, shown, sizeof(shown));
+		fprintf(stderr, "raidfs: bad array name '%s': %s; use letters, digits and '-', '_', '.'\n",
+			shown, why);
 		return -EINVAL;
 	}
 	if (layout_init(&l, o->level, o->chunk, n, o->groups, 0, &why) < 0) {

@@ -36,86 +36,32 @@
 #include "layout.h"
 #include "util.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-"usage: raidfs <command> [options]\n"
-"\n"
-"  create --level LEVEL [--chunk SIZE] [--groups G] [--name NAME] [--checksum ALG]\n"
-"         [--force] [--spare DIR]... DIR...\n"
-"        make a new array of the member directories (LEVEL: single raid0 raid1\n"
-"        raid5 raid6 raid10 raid50 raid60; chunk 4K..1M, default 64K;\n"
-"        ALG, the checksum algorithm of the array's chunks: crc32c (the default: every 4 KiB of every chunk verified on read) or none)\n"
-"  mount [-f] [-o OPTIONS] DIR[:DIR...]|UUID=UUID|NAME MOUNTPOINT\n"
-"        assemble the array from its members and mount it (-f: foreground); UUID=\n"
-"        or NAME: the members are found as 'raidfs scan' finds them\n"
-"        options: scan=GLOB (more directories to look in, with UUID= or NAME),\n"
-"        nodegraded, force, ro, log=FILE, event_program=PATH,\n"
-"        read_error_threshold=N (20), cksum_error_threshold=N (50, 0: never fail),\n"
-"        space_warn=PCT%%|SIZE (90%%: a member's filesystem that full, or with less free, is\n"
-"        nearly full; 0: never),\n"
-"        rebuild_min_rate=MB/s, rebuild_max_rate=MB/s,\n"
-"        allow_other and other FUSE options; the cache:\n"
-"        cache_size=SIZE (256M), write_policy=writeback|writethrough|always-writeback,\n"
-"        read_policy=ra|nora|adaptive, bbu=none|shm|file:PATH (the battery that\n"
-"        keeps the cache: none loses it in a crash, shm survives kill -9, a file\n"
-"        survives power loss), bbu_learn_time=SECONDS, member_sync=always|flush|never\n"
-"  scan [--json] [GLOB...]\n"
-"        list the arrays whose members are in the directories the globs match (and\n"
-"        those of the 'scan GLOB' lines of /etc/raidfs.conf, or of $RAIDFS_CONF): each\n"
-"        member's state (present, stale, missing...), where it is mounted, the command\n"
-"        that mounts it (exit 0 arrays found, 1 none, 2 error)\n"
-"  status [--json] [-v] [-x] [--brief] [MOUNTPOINT]\n"
-"        show the array's state (exit 0 optimal, 1 degraded or errors left by the last\n"
-"        scrub, 2 failed or not mounted), each member's error counters (READ WRITE\n"
-"        CKSUM, bytes REPAIRED) and free space; MOUNTPOINT may be any path inside the\n"
-"        mount; -v lists the files the last scrub found problems in; -x only if the\n"
-"        array needs attention; without MOUNTPOINT one line per mounted array\n"
-"        (-x: only those that need attention; --json: an array of documents);\n"
-"        (the JSON's fields: docs/status-json.md)\n"
-"  list [-x] [MOUNTPOINT]\n"
-"        one line per array for scripts: NAME LEVEL STATE UP/TOTAL HEALTH MOUNTPOINT (tabs)\n"
-"  monitor [--program PATH] [--syslog] [--interval SECONDS] [--timeout SECONDS] [--oneshot | --test] [MOUNTPOINT...]\n"
-"        watch every mounted array and tell each event (Fail, DegradedArray,\n"
-"        NoRedundancy, RebuildStarted/Finished, ...) as a line or to syslog and to PATH;\n"
-"        --oneshot: tell the problems present once (exit 0 none, 1 some); --test: a TestMessage\n"
-"  clear MOUNTPOINT [MEMBER]\n"
-"        reset the error counters of every member, or of one (index or path)\n"
-"  unmount MOUNTPOINT\n"
-"        flush and unmount\n"
-"  check DIR[:DIR...]\n"
-"        verify metadata and parity of an unmounted array (exit 0 clean, 1 problems, 2 error)\n"
-"  fail MOUNTPOINT MEMBER\n"
-"        mark a member (index or path) faulty; the array goes on degraded\n"
-"  remove MOUNTPOINT MEMBER|SPARE\n"
-"        take a faulty or missing member (or a spare) out of the array; its directory is let go\n"
-"  add MOUNTPOINT DIR\n"
-"        add an empty directory as a hot spare (taken at once if the array is degraded)\n"
-"  replace MOUNTPOINT MEMBER NEWDIR [--wait]\n"
-"        rebuild a faulty or missing member onto an empty directory, online; a healthy\n"
-"        member is copied and keeps serving until the copy is complete; --wait: until\n"
-"        it ends (exit 0 the member is in service, 1 not)\n"
-"  rebuild MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s\n"
-"        control a running rebuild (max 0: no limit)\n"
-"  scrub MOUNTPOINT [--repair | stop] [--wait]\n"
-"        compare every file's data with its redundancy while mounted (progress in status);\n"
-"        --repair recomputes the redundancy where it does not match; --wait: until it\n"
-"        ends (exit 0 nothing left to repair, 1 problems left, 3 stopped)\n"
-"  cache MOUNTPOINT [write_policy=POLICY [--force] | read_policy=POLICY | flush | discard --force]\n"
-"        show or change the cache (always-writeback needs --force: it risks data)\n"
-"  bbu MOUNTPOINT [show|learn|fail|restore]\n"
-"        the emulated battery: a learn cycle or a failed battery turn write-back off\n"
-"  inject MOUNTPOINT MEMBER FAULT...\n"
-"        fault injection: read-error|write-error|fsync-error|open-error|truncate-error|meta-error\n"
-"        [every|after N|count N|prob P] [ERRNO], latency MS [read|write|fsync|open|truncate|meta]...,\n"
-"        drop-write|misdirect-write [every|after N|count N|prob P] (shard data writes succeed silently:\n"
-"        nothing written / written one chunk away), corrupt P, vanish, clear;\n"
-"        MEMBER 'log': the cache log of bbu=file (write-error|fsync-error, latency MS, clear)\n"
-"\n"
-"fstab:  /srv/disk1:/srv/disk2:/srv/disk3  /srv/pool  fuse.raidfs  defaults,allow_other,nofail  0 0\n"
-"        uuid=UUID  /srv/pool  fuse.raidfs  defaults,scan=/srv/disk*,nofail  0 0\n"
-"        (lower-case uuid=: mount(8) looks UUID= up among block devices itself)\n");
-}
+/*
+ * The subcommands are one table (commands[], at the end of this file):
+ * name, usage, a one-line summary, the longer help, the handler, and the
+ * words bash completion offers.  'raidfs --help', 'raidfs CMD --help'
+ * (-h, 'raidfs help CMD'), the usage lines of the refusals, 'raidfs help
+ * --list' and contrib/completion/raidfs all come from it, so a new
+ * subcommand is one row there and tests/integration/t_cli.sh covers it.
+ * main() answers --help/-h anywhere among a subcommand's arguments
+ * before its handler runs (a handler never sees them).
+ */
+struct command {
+	const char *name;
+	const char *args;	/* the usage after the name */
+	const char *summary;	/* one line */
+	const char *help;	/* more lines ("\n" after each), or NULL */
+	int (*run)(int argc, char **argv);	/* argv[0]: the command's name */
+	const char *words;	/* options and keywords for completion */
+	/* requests to the daemon (cmd_control()): arguments needed after
+	 * MOUNTPOINT; bit k of dirs / members: the k-th of them names a
+	 * directory / a member (its index or directory) */
+	int min_args;
+	unsigned dirs, members;
+};
+
+static const struct command *find_command(const char *name);
+static void command_usage(FILE *f, const struct command *c);
 
 /* ----------------------------------------------------------------- create */
 
@@ -168,11 +114,7 @@ static int cmd_create(int argc, char **argv)
 			break;
 		}
 		case 'n':
-			if (strlen(optarg) >= SB_NAME_MAX) {
-				fprintf(stderr, "raidfs: array name '%s' is too long (at most %d characters)\n", optarg, SB_NAME_MAX - 1);
-				return 1;
-			}
-			o.name = optarg;
+			o.name = optarg;	/* (checked by array_create()) */
 			break;
 		case 'F': o.force = true; break;
 		case 'k': {
@@ -191,12 +133,12 @@ static int cmd_create(int argc, char **argv)
 			}
 			o.spares[o.nspares++] = optarg;
 			break;
-		case 'h': usage(stdout); return 0;
+		case 'h': command_usage(stdout, find_command("create")); return 0;
 		case ':':
-			fprintf(stderr, "raidfs: create: option '%s' needs a value (see 'raidfs --help')\n", argv[optind - 1]);
+			fprintf(stderr, "raidfs: create: option '%s' needs a value (see 'raidfs create --help')\n", argv[optind - 1]);
 			return 1;
 		default:
-			fprintf(stderr, "raidfs: create: unknown option '%s' (see 'raidfs --help')\n", argv[optind - 1]);
+			fprintf(stderr, "raidfs: create: unknown option '%s' (see 'raidfs create --help')\n", argv[optind - 1]);
 			return 1;
 		}
 	}
@@ -348,7 +290,7 @@ static int mount_opt(void *data, const char *arg, int key, struct fuse_args *out
 		return 0;
 	case FUSE_OPT_KEY_OPT:
 		if (arg[0] == '-') {
-			fprintf(stderr, "raidfs: mount: unknown option '%s' (see 'raidfs --help')\n", arg);
+			fprintf(stderr, "raidfs: mount: unknown option '%s' (see 'raidfs mount --help')\n", arg);
 			return -1;
 		}
 		return *arg && strncmp(arg, "x-", 2) ? 1 : 0;	/* x-systemd.* and the like: not ours */
@@ -407,7 +349,7 @@ static int parse_mount_cmdline(int argc, char **argv, struct mount_opts *o, char
 	if (ret == 0)
 		ret = cache_opt_parse(&args);
 	if (c.help) {
-		usage(stdout);
+		command_usage(stdout, find_command("mount"));
 		ret = 1;
 	} else if (ret == 0 && c.npos != 2) {
 		fprintf(stderr, "raidfs: mount: give DIR[:DIR...] MOUNTPOINT (or UUID=UUID or NAME for the members, found as 'raidfs scan' finds them)\n");
@@ -503,13 +445,6 @@ static int cmd_scan(int argc, char **argv)
 	for (int i = 1; r == 0 && i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = true;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: raidfs scan [--json] [GLOB...]\n"
-			       "  list the raidfs arrays whose member directories the globs match, and those\n"
-			       "  of the 'scan GLOB' lines of %s ($RAIDFS_CONF, else " SCAN_CONF_DEFAULT ")\n",
-			       scan_conf_path());
-			scan_free(&sc);
-			return 0;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "raidfs: scan: unknown option '%s' (usage: raidfs scan [--json] [GLOB...])\n", argv[i]);
 			scan_free(&sc);
@@ -547,8 +482,8 @@ static int cmd_status(int argc, char **argv, bool list)
 		else if (!strcmp(argv[i], "--brief"))
 			brief = true;
 		else if (argv[i][0] == '-' || mnt) {
-			fprintf(stderr, "raidfs: %s: unknown option '%s' (usage: raidfs %s)\n", argv[0], argv[i],
-				list ? "list [-x] [MOUNTPOINT]" : "status [--json] [-v] [-x] [--brief] [MOUNTPOINT]");
+			fprintf(stderr, "raidfs: %s: unknown option '%s' (usage: raidfs %s %s)\n", argv[0], argv[i],
+				argv[0], find_command(argv[0])->args);
 			return 2;
 		} else
 			mnt = argv[i];
@@ -592,22 +527,23 @@ static const char *dir_arg(const char *arg, bool member, char *buf, size_t len)
 	return buf;
 }
 
-/* raidfs CMD MOUNTPOINT ARGS...: a control request to the daemon.  Bit k
- * of `dirs` says that the k-th argument after MOUNTPOINT names a
- * directory, of `members` a member (its index or its directory). */
-static int cmd_control(const char *cmd, int argc, char **argv, int min_args, unsigned dirs, unsigned members,
-		       const char *usage_line)
+/* raidfs CMD MOUNTPOINT ARGS...: a control request to the daemon, as the
+ * command's row in commands[] describes its arguments (min_args, dirs,
+ * members). */
+static int cmd_control(int argc, char **argv)
 {
-	if (argc < 2 + min_args) {
-		fprintf(stderr, "raidfs: %s: usage: raidfs %s\n", cmd, usage_line);
+	const struct command *c = find_command(argv[0]);
+	const char *cmd = c->name;
+	if (argc < 2 + c->min_args) {
+		fprintf(stderr, "raidfs: %s: usage: raidfs %s %s\n", cmd, cmd, c->args);
 		return 1;
 	}
 	char req[4096], abs[PATH_MAX + 2];
 	size_t off = snprintf(req, sizeof(req), "%s", cmd);
 	for (int i = 2; i < argc && off < sizeof(req); i++)
 		off += snprintf(req + off, sizeof(req) - off, "\t%s",
-				i - 2 < 32 && ((dirs | members) >> (i - 2) & 1)
-					? dir_arg(argv[i], members >> (i - 2) & 1, abs, sizeof(abs))
+				i - 2 < 32 && ((c->dirs | c->members) >> (i - 2) & 1)
+					? dir_arg(argv[i], c->members >> (i - 2) & 1, abs, sizeof(abs))
 					: argv[i]);
 	if (off >= sizeof(req)) {
 		fprintf(stderr, "raidfs: %s: arguments too long\n", cmd);
@@ -620,8 +556,7 @@ static int cmd_control(const char *cmd, int argc, char **argv, int min_args, uns
 /* replace and scrub with --wait (anywhere after the command): the
  * request without it, then ctl_wait() until it ended (like btrfs replace
  * start -B). */
-static int cmd_waitable(const char *cmd, int argc, char **argv, int min_args, unsigned dirs, unsigned members,
-			const char *usage_line)
+static int cmd_waitable(int argc, char **argv)
 {
 	char *args[64];
 	int n = 0;
@@ -633,10 +568,10 @@ static int cmd_waitable(const char *cmd, int argc, char **argv, int min_args, un
 			args[n++] = argv[i];
 	}
 	args[n] = NULL;
-	int rc = cmd_control(cmd, n, args, min_args, dirs, members, usage_line);
+	int rc = cmd_control(n, args);
 	if (rc != 0 || !wait)
 		return rc;
-	bool scrub = !strcmp(cmd, "scrub");
+	bool scrub = !strcmp(argv[0], "scrub");
 	if (scrub && n > 2 && !strcmp(args[2], "stop"))
 		return rc;
 	int member = -1;
@@ -647,27 +582,98 @@ static int cmd_waitable(const char *cmd, int argc, char **argv, int min_args, un
 	return ctl_wait(ctl_resolve(args[1], mnt, sizeof(mnt)), scrub, member);
 }
 
-static int cmd_unmount(int argc, char **argv)
+static int cmd_status_one(int argc, char **argv) { return cmd_status(argc, argv, false); }
+static int cmd_list(int argc, char **argv) { return cmd_status(argc, argv, true); }
+
+static int cmd_check(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "raidfs: unmount: give the mount point\n");
-		return 1;
+		fprintf(stderr, "raidfs: check: give DIR[:DIR...] (usage: raidfs check %s)\n", find_command("check")->args);
+		return 2;
 	}
-	const char *mnt = argv[1];
-	char reply[64] = "";
-	pid_t pid = 0;
-	if (ctl_request(mnt, "pid", true, reply, sizeof(reply)) == 0)
-		pid = atoi(reply);
+	return check_main(argv[1]);
+}
+
+/* Is `mnt` the mount point of a raidfs mount (fstype fuse.raidfs in
+ * /proc/self/mountinfo)?  Checked without entering the mount, so a mount
+ * whose daemon is stuck or gone is one too. */
+static bool is_raidfs_mount(const char *mnt)
+{
+	char **mnts, canon[PATH_MAX];
+	int n = ctl_mounts(&mnts, NULL);
+	bool found = false;
+	ctl_canonical(mnt, canon, sizeof(canon));
+	for (int i = 0; i < n && !found; i++)
+		found = !strcmp(canon, mnts[i]);
+	if (n > 0)
+		ctl_mounts_free(mnts, n);
+	return found;
+}
+
+/* fusermount3 -u MNT with its messages kept in buf (they are said in
+ * raidfs's words); its exit status, 127 when it cannot be run. */
+static int run_fusermount(const char *mnt, char *buf, size_t len)
+{
+	int p[2];
+	buf[0] = '\0';
+	if (pipe(p) < 0)
+		return 127;
 	pid_t child = fork();
+	if (child < 0) {
+		close(p[0]);
+		close(p[1]);
+		return 127;
+	}
 	if (child == 0) {
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
 		execlp("fusermount3", "fusermount3", "-u", mnt, (char *)NULL);
 		_exit(127);
 	}
+	close(p[1]);
+	size_t off = 0;
+	ssize_t r;
+	while ((r = read(p[0], buf + off, len - 1 - off)) > 0 && off + r < len - 1)
+		off += r;
+	if (r > 0)
+		off += r;
+	buf[off] = '\0';
+	close(p[0]);
 	int st = 0;
 	waitpid(child, &st, 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		fprintf(stderr, "raidfs: cannot unmount '%s'%s (is it busy? see 'fuser -m %s')\n", mnt,
-			pid ? "" : ": it is not a raidfs mount", mnt);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+static int cmd_unmount(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "raidfs: unmount: give the mount point (usage: raidfs unmount %s)\n",
+			find_command("unmount")->args);
+		return 1;
+	}
+	const char *mnt = argv[1];
+	if (!is_raidfs_mount(mnt)) {
+		fprintf(stderr, "raidfs: cannot unmount '%s': no raidfs array is mounted there (see 'raidfs status' for the mounted arrays)\n",
+			mnt);
+		return 1;
+	}
+	char reply[64] = "", why[1024];
+	pid_t pid = 0;
+	if (ctl_request(mnt, "pid", true, reply, sizeof(reply)) == 0)
+		pid = atoi(reply);
+	int rc = run_fusermount(mnt, why, sizeof(why));
+	if (rc != 0) {
+		why[strcspn(why, "\n")] = '\0';
+		if (rc == 127)
+			fprintf(stderr, "raidfs: cannot unmount '%s': fusermount3 cannot be run (apt-get install fuse3)\n", mnt);
+		else if (strstr(why, "busy"))
+			fprintf(stderr, "raidfs: cannot unmount '%s': it is busy (a process has a file or its working directory there: see 'fuser -vm %s')\n",
+				mnt, mnt);
+		else if (strstr(why, "ermi"))	/* Permission denied, not permitted */
+			fprintf(stderr, "raidfs: cannot unmount '%s': permission denied (run it as root or as the user who mounted it)\n", mnt);
+		else
+			fprintf(stderr, "raidfs: cannot unmount '%s': %s\n", mnt, *why ? why : "fusermount3 failed");
 		return 1;
 	}
 	/* wait for the daemon to finish writing metadata and exit */
@@ -679,6 +685,215 @@ static int cmd_unmount(int argc, char **argv)
 	return 0;
 }
 
+/* ------------------------------------------------------ the command table */
+
+static int cmd_help(int argc, char **argv);
+
+static const struct command commands[] = {
+	{ "create", "--level LEVEL [--chunk SIZE] [--groups G] [--name NAME] [--checksum ALG] [--force] [--spare DIR]... DIR...",
+	  "make a new array of the member directories",
+	  "LEVEL: single raid0 raid1 raid5 raid6 raid10 raid50 raid60; --groups G: the\n"
+	  "number of raid50/raid60 groups (only for those levels); chunk 4K..1M, default 64K;\n"
+	  "NAME: up to 63 characters, no '/', ':', ',', '\\', spaces or control characters;\n"
+	  "ALG, the checksum algorithm of the array's chunks: crc32c (the default: every\n"
+	  "4 KiB of every chunk verified on read) or none; --spare: a hot spare\n",
+	  cmd_create, "--level --chunk --groups --name --checksum --force --spare", 0, 0, 0 },
+	{ "mount", "[-f] [-o OPTIONS] DIR[:DIR...]|UUID=UUID|NAME MOUNTPOINT",
+	  "assemble the array from its members and mount it",
+	  "-f: foreground; UUID= or NAME: the members are found as 'raidfs scan' finds them\n"
+	  "options: scan=GLOB (more directories to look in, with UUID= or NAME),\n"
+	  "nodegraded, force, ro, log=FILE, event_program=PATH,\n"
+	  "read_error_threshold=N (20), cksum_error_threshold=N (50, 0: never fail),\n"
+	  "space_warn=PCT%|SIZE (90%: a member's filesystem that full, or with less free, is\n"
+	  "nearly full; 0: never),\n"
+	  "rebuild_min_rate=MB/s, rebuild_max_rate=MB/s,\n"
+	  "allow_other and other FUSE options; the cache:\n"
+	  "cache_size=SIZE (256M), write_policy=writeback|writethrough|always-writeback,\n"
+	  "read_policy=ra|nora|adaptive, cache_age=MS (100), bbu=none|shm|file:PATH (the\n"
+	  "battery that keeps the cache: none loses it in a crash, shm survives kill -9, a\n"
+	  "file survives power loss), bbu_learn_time=SECONDS, member_sync=always|flush|never\n"
+	  "(the same as 'raidfs DIR[:DIR...] MOUNTPOINT -o OPTIONS', mount(8)'s form; man mount.raidfs)\n",
+	  cmd_mount, "-f -o", 0, 0, 0 },
+	{ "scan", "[--json] [GLOB...]",
+	  "list the arrays whose members are in the directories the globs match",
+	  "and those of the 'scan GLOB' lines of /etc/raidfs.conf, or of $RAIDFS_CONF: each\n"
+	  "member's state (present, stale, missing...), where it is mounted, the command\n"
+	  "that mounts it (exit 0 arrays found, 1 none, 2 error)\n",
+	  cmd_scan, "--json", 0, 0, 0 },
+	{ "status", "[--json] [-v] [-x] [--brief] [MOUNTPOINT]",
+	  "show the array's state, members, rebuild, scrub and cache",
+	  "exit 0 optimal, 1 degraded or errors left by the last scrub, 2 failed or not\n"
+	  "mounted; each member's error counters (READ WRITE CKSUM, bytes REPAIRED) and free\n"
+	  "space; MOUNTPOINT may be any path inside the mount; -v lists the files the last\n"
+	  "scrub found problems in; -x only if the array needs attention; without\n"
+	  "MOUNTPOINT one line per mounted array (-x: only those that need attention;\n"
+	  "--json: an array of documents; --brief: as 'raidfs list');\n"
+	  "(the JSON's fields: docs/status-json.md)\n",
+	  cmd_status_one, "--json -v -x --brief", 0, 0, 0 },
+	{ "list", "[-x] [MOUNTPOINT]",
+	  "one line per array for scripts",
+	  "NAME LEVEL STATE UP/TOTAL HEALTH MOUNTPOINT, separated by tabs\n",
+	  cmd_list, "-x", 0, 0, 0 },
+	{ "monitor", "[--program PATH] [--syslog] [--interval SECONDS] [--timeout SECONDS] [--oneshot | --test] [MOUNTPOINT...]",
+	  "watch every mounted array and tell each event",
+	  "Fail, DegradedArray, NoRedundancy, RebuildStarted/Finished, ScrubFinished,\n"
+	  "NearlyFull, ErrorsRising, BbuFailed... as a line on stdout or to syslog, and to\n"
+	  "PATH (called as 'PATH EVENT MOUNTPOINT MEMBER', details in its environment);\n"
+	  "--oneshot: tell the problems present once (exit 0 none, 1 some);\n"
+	  "--test: a TestMessage for every array (docs/operations.md, part 3)\n",
+	  alert_main, "--program --syslog --interval --timeout --oneshot --test", 0, 0, 0 },
+	{ "clear", "MOUNTPOINT [MEMBER]",
+	  "reset the error counters of every member, or of one (index or path)", NULL,
+	  cmd_control, "", 0, 0, 0x1 },
+	{ "unmount", "MOUNTPOINT",
+	  "flush, unmount and wait for the daemon to end (also: umount)", NULL,
+	  cmd_unmount, "", 0, 0, 0 },
+	{ "check", "DIR[:DIR...]",
+	  "verify metadata and parity of an unmounted array",
+	  "exit 0 clean, 1 problems, 2 error\n",
+	  cmd_check, "", 0, 0, 0 },
+	{ "fail", "MOUNTPOINT MEMBER",
+	  "mark a member (index or path) faulty; the array goes on degraded", NULL,
+	  cmd_control, "", 1, 0, 0x1 },
+	{ "remove", "MOUNTPOINT MEMBER|SPARE",
+	  "take a faulty or missing member (or a spare) out of the array",
+	  "its directory is let go\n",
+	  cmd_control, "", 1, 0, 0x1 },
+	{ "add", "MOUNTPOINT DIR",
+	  "add an empty directory as a hot spare, or a member's old directory back",
+	  "a spare is taken at once if the array is degraded; a member's old directory\n"
+	  "is resynced with what changed while it was away\n",
+	  cmd_control, "", 1, 0x1, 0 },
+	{ "replace", "MOUNTPOINT MEMBER NEWDIR [--wait]",
+	  "rebuild a member onto an empty directory, online",
+	  "a faulty or missing member is rebuilt; a healthy member is copied and keeps\n"
+	  "serving until the copy is complete; --wait: until it ends (exit 0 the member\n"
+	  "is in service, 1 not, 2 the daemon went away)\n",
+	  cmd_waitable, "--wait", 2, 0x2, 0x1 },
+	{ "rebuild", "MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s",
+	  "control a running rebuild",
+	  "the minimum rate applies while users do I/O, the maximum always (0: no limit)\n",
+	  cmd_control, "pause resume --min-rate --max-rate", 1, 0, 0 },
+	{ "scrub", "MOUNTPOINT [--repair | stop] [--wait]",
+	  "compare every file's data with its redundancy while mounted",
+	  "progress in status; --repair recomputes the redundancy where it does not match;\n"
+	  "--wait: until it ends (exit 0 nothing left to repair, 1 problems left, 3 stopped)\n",
+	  cmd_waitable, "--repair stop --wait", 0, 0, 0 },
+	{ "cache", "MOUNTPOINT [write_policy=POLICY [--force] | read_policy=POLICY | flush | discard --force]",
+	  "show or change the cache",
+	  "write_policy=writeback|writethrough|always-writeback (always-writeback needs\n"
+	  "--force: it risks data), read_policy=ra|nora|adaptive; flush writes everything\n"
+	  "out now; discard --force drops a preserved cache for good\n",
+	  cmd_control, "write_policy=writeback write_policy=writethrough write_policy=always-writeback "
+	  "read_policy=ra read_policy=nora read_policy=adaptive flush discard --force", 0, 0, 0 },
+	{ "bbu", "MOUNTPOINT [show|learn|fail|restore]",
+	  "the emulated battery",
+	  "a learn cycle or a failed battery turn write-back off\n",
+	  cmd_control, "show learn fail restore", 0, 0, 0 },
+	{ "inject", "MOUNTPOINT MEMBER|log FAULT...",
+	  "fault injection on a member, a running replacement's directory, or the cache log",
+	  "FAULT: read-error|write-error|fsync-error|open-error|truncate-error|meta-error\n"
+	  "[every|after N|count N|prob P] [ERRNO], latency MS [read|write|fsync|open|truncate|meta]...,\n"
+	  "drop-write|misdirect-write [every|after N|count N|prob P] (shard data writes succeed\n"
+	  "silently: nothing written / written one chunk away), corrupt P, vanish, clear;\n"
+	  "MEMBER 'log': the cache log of bbu=file (write-error|fsync-error, latency MS, clear)\n",
+	  cmd_control, "read-error write-error fsync-error open-error truncate-error meta-error "
+	  "drop-write misdirect-write latency corrupt vanish clear every after count prob", 2, 0, 0x1 },
+	{ "help", "[--list | COMMAND]",
+	  "this help, or a command's (the same as 'raidfs COMMAND --help')",
+	  "--list: the commands' names, one per line\n",
+	  cmd_help, "--list", 0, 0, 0 },
+	{ NULL }
+};
+
+static const struct command *find_command(const char *name)
+{
+	if (!strcmp(name, "umount"))
+		name = "unmount";
+	for (const struct command *c = commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+/* text's lines, each indented */
+static void print_lines(FILE *f, const char *text, int indent)
+{
+	while (text && *text) {
+		size_t l = strcspn(text, "\n");
+		fprintf(f, "%*s%.*s\n", indent, "", (int)l, text);
+		text += l + (text[l] == '\n');
+	}
+}
+
+/* 'raidfs CMD --help': usage line, summary, the rest */
+static void command_usage(FILE *f, const struct command *c)
+{
+	fprintf(f, "usage: raidfs %s %s\n\n", c->name, c->args);
+	print_lines(f, c->summary, 2);
+	print_lines(f, c->help, 2);
+}
+
+/* 'raidfs --help' (full: every command's help) or the short list */
+static void usage(FILE *f, bool full)
+{
+	fprintf(f, "usage: raidfs <command> [options]   (raidfs <command> --help: the command's own)\n\n");
+	for (const struct command *c = commands; c->name; c++) {
+		if (full) {
+			fprintf(f, "  %s %s\n", c->name, c->args);
+			print_lines(f, c->summary, 8);
+			print_lines(f, c->help, 8);
+		} else {
+			fprintf(f, "  %-8s %s\n", c->name, c->summary);
+		}
+	}
+	if (full)
+		fprintf(f, "\n"
+			"  --version, -V\n"
+			"        the version\n"
+			"\n"
+			"fstab:  /srv/disk1:/srv/disk2:/srv/disk3  /srv/pool  fuse.raidfs  defaults,allow_other,nofail  0 0\n"
+			"        uuid=UUID  /srv/pool  fuse.raidfs  defaults,scan=/srv/disk*,nofail  0 0\n"
+			"        (lower-case uuid=: mount(8) looks UUID= up among block devices itself)\n");
+}
+
+/* raidfs help [--list | --words COMMAND | COMMAND] */
+static int cmd_help(int argc, char **argv)
+{
+	if (argc == 1) {
+		usage(stdout, true);
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "--list")) {
+		for (const struct command *c = commands; c->name; c++)
+			printf("%s\n", c->name);
+		return 0;
+	}
+	/* (for contrib/completion/raidfs: a command's options and keywords) */
+	const struct command *c = argc == 3 && !strcmp(argv[1], "--words") ? find_command(argv[2]) : NULL;
+	if (c) {
+		printf("%s\n", c->words);
+		return 0;
+	}
+	c = argc == 2 ? find_command(argv[1]) : NULL;
+	if (!c) {
+		fprintf(stderr, "raidfs: help: unknown command '%s' (the commands: 'raidfs help --list')\n",
+			argv[argc - 1]);
+		return 1;
+	}
+	command_usage(stdout, c);
+	return 0;
+}
+
+/* --help or -h among a command's arguments (up to a "--") */
+static bool wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return true;
+	return false;
+}
+
 /* ------------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -687,67 +902,35 @@ int main(int argc, char **argv)
 	prog = prog ? prog + 1 : argv[0];
 	signal(SIGPIPE, SIG_IGN);
 
-	if (!strcmp(prog, "mount.raidfs") || !strcmp(prog, "mount.fuse.raidfs"))
+	if (!strcmp(prog, "mount.raidfs") || !strcmp(prog, "mount.fuse.raidfs")) {
+		if (wants_help(argc, argv)) {
+			command_usage(stdout, find_command("mount"));
+			return 0;
+		}
 		return cmd_mount(argc, argv);
+	}
 	if (argc < 2) {
-		usage(stderr);
+		usage(stderr, false);
 		return 1;
 	}
 	const char *cmd = argv[1];
-	if (!strcmp(cmd, "create"))
-		return cmd_create(argc - 1, argv + 1);
-	if (!strcmp(cmd, "mount"))
-		return cmd_mount(argc - 1, argv + 1);
-	if (!strcmp(cmd, "status") || !strcmp(cmd, "list"))
-		return cmd_status(argc - 1, argv + 1, cmd[0] == 'l');
-	if (!strcmp(cmd, "scan"))
-		return cmd_scan(argc - 1, argv + 1);
-	if (!strcmp(cmd, "monitor"))
-		return alert_main(argc - 1, argv + 1);
-	if (!strcmp(cmd, "unmount") || !strcmp(cmd, "umount"))
-		return cmd_unmount(argc - 1, argv + 1);
-	if (!strcmp(cmd, "fail"))
-		return cmd_control("fail", argc - 1, argv + 1, 1, 0, 0x1, "fail MOUNTPOINT MEMBER");
-	if (!strcmp(cmd, "clear"))
-		return cmd_control("clear", argc - 1, argv + 1, 0, 0, 0x1, "clear MOUNTPOINT [MEMBER]");
-	if (!strcmp(cmd, "inject"))
-		return cmd_control("inject", argc - 1, argv + 1, 2, 0, 0x1,
-				   "inject MOUNTPOINT MEMBER read-error|write-error|fsync-error|open-error|truncate-error|meta-error [every|after N|count N|prob P] [ERRNO] | drop-write|misdirect-write [every|after N|count N|prob P] | latency MS [read|write|fsync|open|truncate|meta]... | corrupt P | vanish | clear\n"
-				   "       raidfs inject MOUNTPOINT log write-error|fsync-error [every|after N|count N|prob P] [ERRNO] | latency MS | clear");
-	if (!strcmp(cmd, "remove"))
-		return cmd_control("remove", argc - 1, argv + 1, 1, 0, 0x1, "remove MOUNTPOINT MEMBER|SPARE");
-	if (!strcmp(cmd, "add"))
-		return cmd_control("add", argc - 1, argv + 1, 1, 0x1, 0, "add MOUNTPOINT DIR");
-	if (!strcmp(cmd, "replace"))
-		return cmd_waitable("replace", argc - 1, argv + 1, 2, 0x2, 0x1, "replace MOUNTPOINT MEMBER NEWDIR [--wait]");
-	if (!strcmp(cmd, "rebuild"))
-		return cmd_control("rebuild", argc - 1, argv + 1, 1, 0, 0,
-				   "rebuild MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s");
-	if (!strcmp(cmd, "scrub"))
-		return cmd_waitable("scrub", argc - 1, argv + 1, 0, 0, 0, "scrub MOUNTPOINT [--repair | stop] [--wait]");
-	if (!strcmp(cmd, "cache"))
-		return cmd_control("cache", argc - 1, argv + 1, 0, 0, 0,
-				   "cache MOUNTPOINT [write_policy=writeback|writethrough|always-writeback [--force] | read_policy=ra|nora|adaptive | flush | discard --force]");
-	if (!strcmp(cmd, "bbu"))
-		return cmd_control("bbu", argc - 1, argv + 1, 0, 0, 0, "bbu MOUNTPOINT [show|learn|fail|restore]");
-	if (!strcmp(cmd, "check")) {
-		if (argc != 3) {
-			fprintf(stderr, "raidfs: check: give DIR[:DIR...]\n");
-			return 2;
-		}
-		return check_main(argv[2]);
-	}
-	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-		usage(stdout);
-		return 0;
-	}
-	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
+		return cmd_help(1, argv + 1);
+	if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
 		printf("raidfs " PACKAGE_VERSION "\n");
 		return 0;
 	}
+	const struct command *c = find_command(cmd);
+	if (c) {
+		if (wants_help(argc - 1, argv + 1)) {
+			command_usage(stdout, c);
+			return 0;
+		}
+		argv[1] = (char *)c->name;	/* (umount) */
+		return c->run(argc - 1, argv + 1);
+	}
 	if (cmd[0] != '-' && argc >= 3)	/* raidfs DIR[:DIR...] MOUNTPOINT -o ... */
 		return cmd_mount(argc, argv);
-	fprintf(stderr, "raidfs: unknown command '%s'\n", cmd);
-	usage(stderr);
+	fprintf(stderr, "raidfs: unknown command '%s' (the commands: 'raidfs --help')\n", cmd);
 	return 1;
 }

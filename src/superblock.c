@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,6 +71,30 @@ int sb_csum_parse(const char *name)
 		if (!strcmp(name, sb_csum_name(c)))
 			return (int)c;
 	return -1;
+}
+
+int sb_name_check(const char *name, const char **why)
+{
+	*why = NULL;
+	if (!*name)
+		*why = "it is empty";
+	else if (strlen(name) >= SB_NAME_MAX)
+		*why = "it is too long (at most 63 characters)";
+	else if (name[0] == '-')
+		*why = "it starts with '-' (it would be read as an option)";
+	else if (!strncasecmp(name, "uuid=", 5))
+		*why = "it starts with 'UUID=' (it would be read as the array's uuid)";
+	for (const unsigned char *p = (const unsigned char *)name; !*why && *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			*why = "it holds a control character";
+		else if (*p == '/' || *p == ':')
+			*why = "it holds '/' or ':' (it would be read as member directories)";
+		else if (*p == ',' || *p == '\\')
+			*why = "it holds ',' or '\\' (they separate mount options)";
+		else if (*p == ' ')
+			*why = "it holds a space (it separates fstab's fields)";
+	}
+	return *why ? -EINVAL : 0;
 }
 
 size_t sb_encoded_size_v(uint32_t version, uint32_t entries)

@@ -122,6 +122,16 @@ const char *sb_csum_name(unsigned csum);
 /* The algorithm of a name (as sb_csum_name() gives), or -1. */
 int sb_csum_parse(const char *name);
 
+/*
+ * Is `name` fit to be an array's name?  Pure.  0, or -EINVAL with *why
+ * saying what is wrong (a static string).  Refused: empty, longer than
+ * SB_NAME_MAX - 1 bytes, control characters, '/' and ':' (a name must
+ * mount as 'raidfs mount NAME MNT', not be read as a member list),
+ * ',' and '\' (the name goes into the fsname= FUSE option), white space
+ * (fstab's fields), a leading '-' (an option) and "UUID=" (a uuid).
+ */
+int sb_name_check(const char *name, const char **why);
+
 /* This superblock is the one of a replacement in place (not a member). */
 static inline bool sb_is_replacement(const struct superblock *sb)
 {
