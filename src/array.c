@@ -2476,7 +2476,27 @@ static void drop_spare_locked(struct array *a, uint32_t idx)
 	memset(&a->sb.members[a->width + a->sb.nspares], 0, sizeof(a->sb.members[0]));
 }
 
-int array_remove_spare(struct array *a, const char *path, char *err, size_t errlen)
+/* Directory fd (path) as a new last spare entry (queued_for: 0, a hot
+ * spare; J + 1, the queued replacement of member J), recorded in the
+ * superblocks (events bumped; the directory gets its own).  Caller holds
+ * a->lock and has checked there is room. */
+static int append_spare_locked(struct array *a, int fd, const char *path, uint8_t queued_for)
+{
+	uint32_t idx = a->width + a->sb.nspares++;
+	a->m[idx].dirfd = fd;
+	snprintf(a->m[idx].path, sizeof(a->m[idx].path), "%s", path);
+	a->m[idx].given = true;
+	a->m[idx].state = MS_SPARE;
+	a->sb.members[idx].state = MS_SPARE;
+	a->sb.members[idx].queued_for = queued_for;
+	random_bytes(a->sb.members[idx].uuid, 16);
+	snprintf(a->sb.members[idx].path, SB_PATH_MAX, "%s", path);
+	a->sb.events++;
+	mkdirat(fd, SB_DIR, 0700);
+	return array_write_superblocks_locked(a);
+}
+
+int array_remove_spare(struct array *a, const char *path, int *queued_for, char *err, size_t errlen)
 {
 	pthread_mutex_lock(&a->lock);
 	char *want = realpath(path, NULL);
@@ -2494,6 +2514,9 @@ int array_remove_spare(struct array *a, const char *path, char *err, size_t errl
 	}
 	uint32_t idx = a->width + found;
 	int fd = a->m[idx].dirfd;
+	int q = (int)a->sb.members[idx].queued_for - 1;
+	if (queued_for)
+		*queued_for = q;
 	drop_spare_locked(a, idx);
 	a->sb.events++;
 	int r = array_write_superblocks_locked(a);
@@ -2503,8 +2526,118 @@ int array_remove_spare(struct array *a, const char *path, char *err, size_t errl
 		unlinkat(fd, SB_DIR, AT_REMOVEDIR);
 		close(fd);
 	}
-	log_info("array '%s': spare '%s' removed", a->sb.name, path);
+	if (q >= 0)
+		log_warn("array '%s': the queued replacement of member %d by '%s' is cancelled", a->sb.name, q, path);
+	else
+		log_info("array '%s': spare '%s' removed", a->sb.name, path);
 	return r;
+}
+
+int array_queue_replacement(struct array *a, uint32_t j, int fd, const char *path, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&a->lock);
+	for (uint32_t s = 0; s < a->sb.nspares; s++) {
+		uint32_t idx = a->width + s;
+		if (a->sb.members[idx].queued_for == j + 1) {
+			snprintf(err, errlen, "member %u already has a replacement queued, '%s': cancel it first with 'raidfs remove %s %s'",
+				 j, a->m[idx].path, a->mountpoint, a->m[idx].path);
+			pthread_mutex_unlock(&a->lock);
+			return -EBUSY;
+		}
+	}
+	if (a->sb.nspares >= SB_MAX_SPARES) {
+		pthread_mutex_unlock(&a->lock);
+		snprintf(err, errlen, "the array already holds %d spares and queued replacements (the most it can hold): remove a spare first",
+			 SB_MAX_SPARES);
+		return -ENOSPC;
+	}
+	int r = append_spare_locked(a, fd, path, (uint8_t)(j + 1));
+	pthread_mutex_unlock(&a->lock);
+	log_warn("array '%s': the replacement of member %u by '%s' is queued: it starts when the running rebuild ends",
+		 a->sb.name, j, path);
+	return r;
+}
+
+int array_queued(struct array *a, int *members, int max)
+{
+	int n = 0;
+	pthread_mutex_lock(&a->lock);
+	for (uint32_t s = 0; s < a->sb.nspares && n < max; s++) {
+		uint32_t idx = a->width + s;
+		if (a->sb.members[idx].queued_for && a->m[idx].dirfd >= 0)
+			members[n++] = a->sb.members[idx].queued_for - 1;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return n;
+}
+
+/* The queued directory open as fd (at path) is gone: deleted, moved or
+ * unmounted, its superblock removed or another array's.  *why says how. */
+static bool queued_dir_gone(struct array *a, int fd, const char *path, const char **why)
+{
+	struct stat st, at;
+	struct superblock sb;
+	if (fstat(fd, &st) < 0 || st.st_nlink == 0) {
+		*why = "its directory was deleted";
+		return true;
+	}
+	if (path[0] == '/' && (stat(path, &at) < 0 ? errno == ENOENT || errno == ENOTDIR
+						: at.st_dev != st.st_dev || at.st_ino != st.st_ino)) {
+		*why = "its directory is no longer at its path (moved, or its disk unmounted)";
+		return true;
+	}
+	int r = sb_read(fd, &sb, NULL);
+	if (r == -ENOENT) {
+		*why = "its superblock disappeared";
+		return true;
+	}
+	if (r == 0 && memcmp(sb.uuid, a->sb.uuid, 16) != 0) {
+		*why = "it now holds another array's superblock";
+		return true;
+	}
+	return false;
+}
+
+void array_queued_check(struct array *a)
+{
+	int fds[SB_MAX_SPARES], n = 0;
+	char paths[SB_MAX_SPARES][PATH_MAX];
+	pthread_mutex_lock(&a->lock);
+	for (uint32_t s = 0; s < a->sb.nspares; s++) {
+		uint32_t idx = a->width + s;
+		if (a->sb.members[idx].queued_for && a->m[idx].dirfd >= 0) {
+			fds[n] = a->m[idx].dirfd;
+			snprintf(paths[n++], PATH_MAX, "%s", a->m[idx].path);
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+	for (int i = 0; i < n; i++) {
+		const char *why;
+		/* (looked at without the lock first: a look at a dying disk may
+		 * hang; then again under it, where the entry cannot move) */
+		if (!queued_dir_gone(a, fds[i], paths[i], &why))
+			continue;
+		pthread_mutex_lock(&a->lock);
+		int found = -1;
+		for (uint32_t s = 0; s < a->sb.nspares && found < 0; s++) {
+			uint32_t idx = a->width + s;
+			if (a->sb.members[idx].queued_for && a->m[idx].dirfd == fds[i] && !strcmp(a->m[idx].path, paths[i]) &&
+			    queued_dir_gone(a, fds[i], paths[i], &why))
+				found = (int)idx;
+		}
+		if (found < 0) {
+			pthread_mutex_unlock(&a->lock);
+			continue;
+		}
+		int j = a->sb.members[found].queued_for - 1;
+		drop_spare_locked(a, found);
+		a->sb.events++;
+		array_write_superblocks_locked(a);
+		pthread_mutex_unlock(&a->lock);
+		close(fds[i]);	/* (nothing is removed from it: it may be another array's now) */
+		log_err("array '%s': the queued replacement of member %d by '%s' is dropped: %s; queue another with 'raidfs replace %s %d NEWDIR'",
+			a->sb.name, j, paths[i], why, a->mountpoint, j);
+	}
 }
 
 uint32_t array_spare_count(struct array *a)
@@ -2525,38 +2658,32 @@ int array_add_spare(struct array *a, int fd, const char *path, char *err, size_t
 		snprintf(err, errlen, "the array already has %d spares (the most it can hold)", SB_MAX_SPARES);
 		return -ENOSPC;
 	}
-	uint32_t idx = a->width + a->sb.nspares++;
-	a->m[idx].dirfd = fd;
-	snprintf(a->m[idx].path, sizeof(a->m[idx].path), "%s", path);
-	a->m[idx].given = true;
-	a->m[idx].state = MS_SPARE;
-	a->sb.members[idx].state = MS_SPARE;
-	random_bytes(a->sb.members[idx].uuid, 16);
-	snprintf(a->sb.members[idx].path, SB_PATH_MAX, "%s", path);
-	a->sb.events++;
-	mkdirat(fd, SB_DIR, 0700);
-	int r = array_write_superblocks_locked(a);
+	int r = append_spare_locked(a, fd, path, 0);
 	pthread_mutex_unlock(&a->lock);
 	log_info("array '%s': '%s' added as a hot spare", a->sb.name, path);
 	return r;
 }
 
-int array_take_spare(struct array *a, uint32_t j, int *fd, char *path, size_t pathlen)
+int array_take_spare(struct array *a, uint32_t j, bool only_queued, int *fd, char *path, size_t pathlen, bool *queued)
 {
 	pthread_mutex_lock(&a->lock);
 	int found = -1;
-	for (uint32_t s = 0; s < a->sb.nspares && found < 0; s++)
-		if (a->m[a->width + s].dirfd >= 0)
-			found = s;
+	/* a replacement queued for j first, else a hot spare for any member;
+	 * never one queued for another member */
+	for (int pass = 0; pass < (only_queued ? 1 : 2) && found < 0; pass++)
+		for (uint32_t s = 0; s < a->sb.nspares && found < 0; s++)
+			if (a->m[a->width + s].dirfd >= 0 &&
+			    a->sb.members[a->width + s].queued_for == (pass == 0 ? j + 1 : 0))
+				found = s;
 	if (found < 0) {
 		pthread_mutex_unlock(&a->lock);
 		return -ENOENT;
 	}
 	uint32_t idx = a->width + found;
 	*fd = a->m[idx].dirfd;
+	*queued = a->sb.members[idx].queued_for != 0;
 	snprintf(path, pathlen, "%s", a->m[idx].path);
 	drop_spare_locked(a, idx);
 	pthread_mutex_unlock(&a->lock);
-	(void)j;
 	return 0;
 }

@@ -416,16 +416,41 @@ void array_counters_flush(struct array *a);
 int array_write_superblocks_locked(struct array *a);
 
 /* Hot spares: add one (validated, recorded in the superblocks), and take
- * the first one for member j (removes it from the spare list and starts
- * rebuilding j onto it; rebuild.c).  array_spare_count() is atomic. */
+ * one for member j (removes it from the spare list; the caller starts
+ * rebuilding j onto it: rebuild.c): the replacement queued for j, else
+ * (unless only_queued) the first hot spare; *queued says which.  -ENOENT
+ * when there is none.  array_spare_count() is atomic. */
 int array_add_spare(struct array *a, int fd, const char *path, char *err, size_t errlen);
-int array_take_spare(struct array *a, uint32_t j, int *fd, char *path, size_t pathlen);
+int array_take_spare(struct array *a, uint32_t j, bool only_queued, int *fd, char *path, size_t pathlen,
+		     bool *queued);
 uint32_t array_spare_count(struct array *a);
 
+/*
+ * Queued replacements: `raidfs replace` of a member while a rebuild runs.
+ * The directory (fd, path: validated, locked) is recorded as a spare
+ * entry bound to member j (sb_member.queued_for, docs/format.md), so the
+ * queue lasts across unmounts and crashes; array_take_spare() gives it
+ * to j only, and rebuild_take_spare() (rebuild.h) starts the queue in
+ * table order when no rebuild runs.  array_queue_replacement(): -EBUSY
+ * when j has one queued already, -ENOSPC when the table is full (spares
+ * and queued entries share SB_MAX_SPARES), fd then still the caller's;
+ * otherwise fd is the array's (other errors: a superblock not written).
+ * array_queued(): the members waiting, in queue order (present
+ * directories only), at most max; their count.  array_queued_check()
+ * (the monitor, once a second): a queued directory that vanished (deleted,
+ * moved, its disk unmounted, its superblock gone or another array's) is
+ * dropped from the queue, logged, and nothing is removed from it.
+ */
+int array_queue_replacement(struct array *a, uint32_t j, int fd, const char *path, char *err, size_t errlen);
+int array_queued(struct array *a, int *members, int max);
+void array_queued_check(struct array *a);
+
 /* raidfs remove: a faulty member (recorded as removed, its directory
- * closed) or a spare (dropped from the list, its directory left empty). */
+ * closed) or a spare (dropped from the list, its directory left empty);
+ * *queued_for (may be NULL): the member whose queued replacement this
+ * was, or -1 for a hot spare. */
 int array_remove_member(struct array *a, uint32_t j, char *err, size_t errlen);
-int array_remove_spare(struct array *a, const char *path, char *err, size_t errlen);
+int array_remove_spare(struct array *a, const char *path, int *queued_for, char *err, size_t errlen);
 
 /* New member checks (used by create and replace). */
 int array_probe_xattr(int dirfd);

@@ -200,6 +200,14 @@ struct status {
 	struct status_member m[LAYOUT_MAX_WIDTH];
 	uint32_t nspares;
 	const char *spares[SB_MAX_SPARES];
+	/* queued replacements (array_queue_replacement()), in queue order */
+	uint32_t nqueued;
+	struct {
+		uint32_t member;
+		const char *path;
+		bool given;		/* its directory is open (else only recorded:
+					 * not given to this mount) */
+	} queued[SB_MAX_SPARES];
 	struct rebuild_info ri;
 	struct scrub_info si;
 	struct cache_stats cs;
@@ -359,9 +367,17 @@ static void status_collect(struct array *a, struct status *s)
 	int shadow = shadow_of(a);
 	for (uint32_t j = 0; j < a->width; j++)
 		collect_member(a, j, shadow, &s->m[j]);
-	s->nspares = a->sb.nspares;
-	for (uint32_t i = 0; i < s->nspares; i++)
-		s->spares[i] = a->m[a->width + i].path;
+	s->nspares = s->nqueued = 0;
+	for (uint32_t i = 0; i < a->sb.nspares; i++) {
+		uint32_t idx = a->width + i;
+		if (!a->sb.members[idx].queued_for) {
+			s->spares[s->nspares++] = a->m[idx].path;
+			continue;
+		}
+		s->queued[s->nqueued].member = a->sb.members[idx].queued_for - 1u;
+		s->queued[s->nqueued].path = a->m[idx].path;
+		s->queued[s->nqueued++].given = a->m[idx].dirfd >= 0;
+	}
 	rebuild_get(&s->ri);
 	scrub_get(&s->si);
 	cache_get_stats(&s->cs);
@@ -539,6 +555,33 @@ static void text_rebuild_progress(const struct rebuild_info *ri, struct out *o)
 		outf(o, "         now: %s\n", ri->current);
 }
 
+/* The queued replacements, in the order they start: "queued:" lines. */
+static void text_queue(const struct status *s, struct out *o)
+{
+	for (uint32_t k = 0; k < s->nqueued; k++) {
+		outf(o, "%s%u. member %u -> '%s'", k ? "         " : "queued:  ", k + 1, s->queued[k].member,
+		     s->queued[k].path);
+		if (!s->queued[k].given)
+			outf(o, " (not given to this mount: give it among the members, or cancel it with 'raidfs remove %s %s')",
+			     s->mountpoint, s->queued[k].path);
+		else if (k == 0 && s->ri.active)
+			outf(o, " (starts when the %s of member %d ends)", s->ri.replace ? "replacement" : s->ri.readd ? "re-add" : "rebuild",
+			     s->ri.member);
+		else if (k == 0)
+			outf(o, " (starts next)");
+		outf(o, "\n");
+	}
+}
+
+/* The queued replacement of member j, or NULL. */
+static const char *queued_for(const struct status *s, uint32_t j)
+{
+	for (uint32_t k = 0; k < s->nqueued; k++)
+		if (s->queued[k].member == j && s->queued[k].given)
+			return s->queued[k].path;
+	return NULL;
+}
+
 static void text_scrub(const struct scrub_info *si, struct out *o)
 {
 	if (!si->active) {
@@ -664,6 +707,9 @@ static void text_member_actions(const struct status *s, struct out *o)
 		else if (m->rebuilding)
 			outf(o, "action:  member %u is being rebuilt onto '%s'; the array has less redundancy until it finishes\n",
 			     j, m->path);
+		else if (queued_for(s, j))
+			outf(o, "action:  member %u ('%s') is %s: its replacement onto '%s' is queued and starts when no rebuild runs before it ('raidfs remove %s %s' cancels it)\n",
+			     j, m->path, m->word, queued_for(s, j), s->mountpoint, queued_for(s, j));
 		else if (!m->given)
 			outf(o, "action:  member %u is missing: its directory is not among those this mount was given (the superblocks last saw it at '%s', which is not opened: it may belong to a copy of this array); give its own directory with 'raidfs add %s DIR', or replace it with 'raidfs replace %s %u NEWDIR' (an empty directory)\n",
 			     j, m->path, s->mountpoint, s->mountpoint, j);
@@ -736,6 +782,7 @@ static void status_text(const struct status *s, bool verbose, struct out *o)
 		text_rebuild_progress(&s->ri, o);
 	else if (s->ri.last_result[0])
 		outf(o, "rebuild: %s\n", s->ri.last_result);
+	text_queue(s, o);
 	text_scrub(&s->si, o);
 	text_errors(s, verbose, o);
 	text_cache(s, o);
@@ -784,6 +831,7 @@ static void status_brief(const struct status *s, bool attention_only, struct out
 	struct out bar = { NULL, 0, 0 };
 	if (s->ri.active)
 		text_rebuild_progress(&s->ri, &bar);
+	text_queue(s, &bar);
 	if (s->si.active)
 		text_scrub(&s->si, &bar);
 	indent_lines(&bar, "    ", o);
@@ -884,6 +932,19 @@ static json_t *json_spares(const struct status *s)
 	return arr;
 }
 
+/* the queued replacements, in queue order */
+static json_t *json_queue(const struct status *s)
+{
+	json_t *arr = json_array();
+	for (uint32_t k = 0; arr && k < s->nqueued; k++)
+		if (json_array_append_new(arr, json_pack("{s:I, s:o, s:b}", "member", JU(s->queued[k].member), "path",
+							 jstr(s->queued[k].path), "given", s->queued[k].given)) < 0) {
+			json_decref(arr);
+			return json_null();
+		}
+	return arr ? arr : json_null();
+}
+
 static json_t *json_rebuild(const struct rebuild_info *ri)
 {
 	const char *phase = !ri->active ? "" : ri->phase == REBUILD_VERIFY ? "verify"
@@ -968,8 +1029,10 @@ static void status_json(const struct status *s, struct out *o)
 				"events", JU(s->events), "members", json_members(s), "spares", json_spares(s),
 				"rebuild", json_rebuild(&s->ri), "scrub", json_scrub(&s->si), "cache", json_cache(s));
 	json_t *r = doc ? json_object_get(doc, "rebuild") : NULL, *sc = doc ? json_object_get(doc, "scrub") : NULL;
-	if (r)
+	if (r) {
 		json_object_set_new(r, "last", json_last_rebuild(&s->ri));
+		json_object_set_new(r, "starting", json_integer(s->ri.starting));
+	}
 	if (sc)
 		json_object_update_new(sc, json_pack("{s:I, s:b, s:o, s:I}", "bad_files", JU(s->si.bad_files), "unresolved",
 						 s->scrub_errors, "files", json_bad_files(s), "ended",
@@ -1005,6 +1068,7 @@ static void status_json(const struct status *s, struct out *o)
 						   "shared_filesystem", s->shared_fs, "nearly_full", s->nearly_full,
 						   "space_warn", "used_pct", (int)s->warn_pct, "min_free", JU(s->warn_free),
 						   "pid", s->pid));
+		json_object_set_new(top, "queue", json_queue(s));
 	} else {
 		json_decref(conds);
 		json_decref(actions);
@@ -1238,8 +1302,21 @@ static void cmd_replace(struct array *a, int argc, char **argv, struct out *o)
 		return;
 	}
 	bool in_place = member_online(a, j);
-	if (rebuild_start(a, j, argv[2], err, sizeof(err)) < 0) {
+	int r = rebuild_start(a, j, argv[2], err, sizeof(err));
+	if (r < 0) {
 		outf(o, "rc 1\nraidfs: replace: %s\n", err);
+		return;
+	}
+	if (r == 1) {
+		struct rebuild_info ri;
+		rebuild_get(&ri);
+		int q[SB_MAX_SPARES];
+		int nq = array_queued(a, q, SB_MAX_SPARES), pos = 0;
+		while (pos < nq && q[pos] != j)
+			pos++;
+		outf(o, "rc 0\nqueued: member %d will be %s onto '%s' when the %s before it end%s (position %d in the queue; the rebuild of member %d runs now); follow it with 'raidfs status %s', cancel it with 'raidfs remove %s %s'\n",
+		     j, in_place ? "copied" : "rebuilt", argv[2], pos ? "rebuilds" : "rebuild", pos ? "" : "s", pos + 1,
+		     ri.member, a->mountpoint, a->mountpoint, argv[2]);
 		return;
 	}
 	if (in_place)
@@ -1259,11 +1336,15 @@ static void cmd_remove(struct array *a, int argc, char **argv, struct out *o)
 	}
 	int j = find_member(a, argv[1]);
 	if (j < 0) {
-		if (array_remove_spare(a, argv[1], err, sizeof(err)) < 0) {
+		int q = -1;
+		if (array_remove_spare(a, argv[1], &q, err, sizeof(err)) < 0) {
 			outf(o, "rc 1\nraidfs: remove: %s\n", err);
 			return;
 		}
-		outf(o, "rc 0\nspare '%s' removed from array '%s'\n", argv[1], a->sb.name);
+		if (q >= 0)
+			outf(o, "rc 0\nthe queued replacement of member %d by '%s' is cancelled\n", q, argv[1]);
+		else
+			outf(o, "rc 0\nspare '%s' removed from array '%s'\n", argv[1], a->sb.name);
 		return;
 	}
 	if (array_remove_member(a, j, err, sizeof(err)) < 0) {
@@ -1302,8 +1383,15 @@ static void cmd_add(struct array *a, int argc, char **argv, struct out *o)
 	struct rebuild_info ri;
 	rebuild_get(&ri);
 	int started = ri.active ? 0 : rebuild_take_spare(a);
+	/* (a member out of service other than the one being rebuilt takes it
+	 * when that rebuild ends, as the queue of 'raidfs replace') */
+	bool waits = false;
+	for (uint32_t k = 0; ri.active && k < a->width; k++)
+		waits |= (int)k != ri.member && !member_online(a, k) && !member_rebuilding(a, k);
 	outf(o, "rc 0\n'%s' added as a hot spare%s\n", argv[1],
-	     started > 0 ? "; the array is degraded, so it is being rebuilt onto now" : "");
+	     started > 0 ? "; the array is degraded, so it is being rebuilt onto now"
+	     : waits     ? "; it takes the place of a member out of service when the running rebuild ends"
+			 : "");
 }
 
 static void cmd_rebuild(struct array *a, int argc, char **argv, struct out *o)
@@ -1810,6 +1898,23 @@ static json_t *status_doc(const char *mountpoint)
 	return doc;
 }
 
+/* replace --wait of member: its work is still to come or under way -
+ * queued, being taken from the queue, or the running rebuild is its */
+static bool member_waits(json_t *doc, json_t *rebuild, int member)
+{
+	json_t *q, *e;
+	size_t i;
+	json_array_foreach((q = json_object_get(doc, "queue")), i, e)
+		if (json_integer_value(json_object_get(e, "member")) == member &&
+		    json_is_true(json_object_get(e, "given")))
+			return true;
+	if (json_integer_value(json_object_get(rebuild, "starting")) == member &&
+	    json_object_get(rebuild, "starting"))
+		return true;
+	return json_is_true(json_object_get(rebuild, "active")) &&
+	       json_integer_value(json_object_get(rebuild, "member")) == member;
+}
+
 int ctl_wait(const char *mountpoint, bool scrub, int member)
 {
 	for (unsigned n = 0;; n++) {
@@ -1819,7 +1924,12 @@ int ctl_wait(const char *mountpoint, bool scrub, int member)
 			return 2;
 		}
 		json_t *part = json_object_get(doc, scrub ? "scrub" : "rebuild");
-		if (!json_is_true(json_object_get(part, "active"))) {
+		if (!scrub && member >= 0 && member_waits(doc, part, member)) {
+			json_decref(doc);
+			util_sleep_ms(200);
+			continue;
+		}
+		if (!json_is_true(json_object_get(part, "active")) || (!scrub && member >= 0)) {
 			int rc;
 			const char *res = json_string_value(json_object_get(part, "last_result"));
 			if (scrub) {
@@ -1828,12 +1938,22 @@ int ctl_wait(const char *mountpoint, bool scrub, int member)
 				rc = res && !strncmp(res, "finished", 8) ? (unresolved ? 1 : 0) : 3;
 				printf("scrub %s\n", res ? res : "ended");
 			} else {
-				/* 0 the member in service, 1 not */
+				/* 0 the member in service, 1 not (a queued one's
+				 * rebuild may have ended before the next began) */
 				json_t *last = json_object_get(part, "last");
 				bool ok = json_is_true(json_object_get(last, "ok")) &&
 					  (member < 0 || json_integer_value(json_object_get(last, "member")) == member);
 				rc = ok ? 0 : 1;
-				printf("%s\n", res && res[0] ? res : "no rebuild ran");
+				if (member >= 0 && json_integer_value(json_object_get(last, "member")) != member) {
+					/* (another member's rebuild ended or runs since:
+					 * this one's result is its state) */
+					json_t *m = json_array_get(json_object_get(doc, "members"), (size_t)member);
+					const char *st = json_string_value(json_object_get(m, "state"));
+					rc = st && !strcmp(st, "online") && json_is_null(json_object_get(m, "replacement")) ? 0 : 1;
+					printf("member %d is %s\n", member, st ? st : "unknown");
+				} else {
+					printf("%s\n", res && res[0] ? res : "no rebuild ran");
+				}
 			}
 			json_decref(doc);
 			return rc;

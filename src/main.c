@@ -767,8 +767,10 @@ static const struct command commands[] = {
 	{ "replace", "MOUNTPOINT MEMBER NEWDIR [--wait]",
 	  "rebuild a member onto an empty directory, online",
 	  "a faulty or missing member is rebuilt; a healthy member is copied and keeps\n"
-	  "serving until the copy is complete; --wait: until it ends (exit 0 the member\n"
-	  "is in service, 1 not, 2 the daemon went away)\n",
+	  "serving until the copy is complete; given while another member's rebuild runs,\n"
+	  "it is queued (kept across remounts; 'raidfs remove MOUNTPOINT NEWDIR' cancels it)\n"
+	  "and starts when that one ends; --wait: until it ends (exit 0 the member is in\n"
+	  "service, 1 not, 2 the daemon went away)\n",
 	  cmd_waitable, "--wait", 2, 0x2, 0x1 },
 	{ "rebuild", "MOUNTPOINT pause|resume|--min-rate MB/s|--max-rate MB/s",
 	  "control a running rebuild",

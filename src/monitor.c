@@ -136,10 +136,12 @@ static void *monitor(void *arg)
 		if (gone && !shadow_told)
 			rebuild_fail_replacement(a, swhy);
 		shadow_told = gone;
+		if (monitor_run)
+			array_queued_check(a);	/* (a queued replacement's directory gone) */
 		struct rebuild_info ri;
 		rebuild_get(&ri);
 		if (monitor_run && !ri.active)
-			rebuild_take_spare(a);
+			rebuild_take_spare(a);	/* (the queued replacements first) */
 		int queued = -1, due = monitor_run ? rebuild_resume_due(a, &queued) : 0;
 		if (due && rebuild_resume_member(a, queued) > 0)
 			log_warn("array '%s': %s", a->sb.name,

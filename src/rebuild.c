@@ -29,7 +29,7 @@
 
 static pthread_mutex_t rb_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rb_cond = PTHREAD_COND_INITIALIZER;
-static struct rebuild_info info = { .member = -1, .last_member = -1, .min_rate = 100, .max_rate = 0 };
+static struct rebuild_info info = { .member = -1, .last_member = -1, .starting = -1, .min_rate = 100, .max_rate = 0 };
 static pthread_t rb_thread;
 static bool rb_thread_live, rb_stop, rb_abandon;
 /* the member whose rebuild stopped because the array lost more members
@@ -2262,17 +2262,19 @@ static int can_rebuild(struct array *a, int member, char *err, size_t errlen)
 		snprintf(err, errlen, "%s has no redundancy: nothing to rebuild from", layout_level_name(a->lay.level));
 		return -EINVAL;
 	}
-	pthread_mutex_lock(&rb_lock);
-	wait_ending();
-	bool busy = info.active;
-	pthread_mutex_unlock(&rb_lock);
-	if (busy) {
-		snprintf(err, errlen, "a rebuild is already running (member %d)", info.member);
-		return -EBUSY;
-	}
 	if (array_state(a) == ARRAY_FAILED && !in_place) {
 		snprintf(err, errlen, "the array has lost more members than it tolerates: there is no complete data to rebuild from");
 		return -EIO;
+	}
+	/* (last: a replace that finds a rebuild running is queued) */
+	pthread_mutex_lock(&rb_lock);
+	wait_ending();
+	bool busy = info.active;
+	int running = info.member;
+	pthread_mutex_unlock(&rb_lock);
+	if (busy) {
+		snprintf(err, errlen, "a rebuild is already running (member %d)", running);
+		return -EBUSY;
 	}
 	return 0;
 }
@@ -2280,8 +2282,18 @@ static int can_rebuild(struct array *a, int member, char *err, size_t errlen)
 int rebuild_start(struct array *a, int member, const char *dir, char *err, size_t errlen)
 {
 	int r = can_rebuild(a, member, err, errlen);
-	if (r < 0)
+	bool queue = r == -EBUSY;	/* another rebuild runs: queued, below */
+	if (queue) {
+		struct rebuild_info ri;
+		rebuild_get(&ri);
+		if (ri.active && ri.member == member) {
+			snprintf(err, errlen, "member %d is being %s onto '%s' now: to use another directory, stop that one first with 'raidfs fail %s %s'",
+				 member, ri.replace ? "copied" : "rebuilt", ri.target, a->mountpoint, ri.target);
+			return -EBUSY;
+		}
+	} else if (r < 0) {
 		return r;
+	}
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot open '%s': %s (create the directory, or mount the new disk there)", dir, strerror(errno));
@@ -2304,6 +2316,15 @@ int rebuild_start(struct array *a, int member, const char *dir, char *err, size_
 		return r;
 	}
 	char *rp = realpath(dir, NULL);
+	if (queue) {
+		r = array_queue_replacement(a, member, fd, rp ? rp : dir, err, errlen);
+		free(rp);
+		if (r == -EBUSY || r == -ENOSPC) {
+			close(fd);
+			return r;
+		}
+		return 1;	/* (queued; a superblock it could not write is logged) */
+	}
 	if (member_online(a, member))
 		r = start_replace(a, member, fd, rp ? rp : dir, err, errlen);
 	else
@@ -2430,26 +2451,67 @@ void rebuild_stop(void)
 	rb_thread_live = false;
 }
 
-int rebuild_take_spare(struct array *a)
+/* Start member j's rebuild (or its copy in place, when it is online)
+ * onto the replacement queued for it, else onto a hot spare.  The member
+ * is noted as starting (info.starting) from before its directory leaves
+ * the queue until its rebuild is active, so `replace --wait` never sees
+ * it neither queued nor rebuilding.  1 started, 0 nothing to take, -1 the
+ * start failed (logged). */
+static int take_for(struct array *a, uint32_t j)
 {
 	char err[256], path[PATH_MAX];
 	int fd;
+	bool queued = false;
+	if (can_rebuild(a, j, err, sizeof(err)) < 0)
+		return 0;
+	pthread_mutex_lock(&rb_lock);
+	info.starting = (int)j;
+	pthread_mutex_unlock(&rb_lock);
+	int r = 0;
+	bool in_place = member_online(a, j);
+	/* (only a queued replacement is taken for an online member) */
+	if (array_take_spare(a, j, in_place, &fd, path, sizeof(path), &queued) < 0) {
+		r = 0;
+	} else if (in_place) {
+		log_warn("array '%s': the queued replacement of member %u by '%s' starts", a->sb.name, j, path);
+		r = start_replace(a, j, fd, path, err, sizeof(err)) < 0 ? -1 : 1;
+	} else {
+		if (queued) {
+			log_warn("array '%s': the queued replacement of member %u by '%s' starts", a->sb.name, j, path);
+		} else {
+			log_warn("array '%s': hot spare '%s' takes the place of member %u", a->sb.name, path, j);
+			event_post(a, "SpareActive", j);
+		}
+		r = start_on(a, j, fd, path, RB_FULL, err, sizeof(err)) < 0 ? -1 : 1;
+	}
+	if (r < 0)
+		log_err("cannot %s member %u onto '%s': %s", in_place ? "replace" : "rebuild", j, path, err);
+	pthread_mutex_lock(&rb_lock);
+	info.starting = -1;
+	pthread_mutex_unlock(&rb_lock);
+	return r;
+}
+
+int rebuild_take_spare(struct array *a)
+{
 	if (array_spare_count(a) == 0)
 		return 0;
+	/* the queued replacements first, in the order they were queued (one
+	 * whose member is being rebuilt - a rebuild that stopped - waits) */
+	int q[SB_MAX_SPARES];
+	int nq = array_queued(a, q, SB_MAX_SPARES);
+	for (int k = 0; k < nq; k++) {
+		if (member_rebuilding(a, (uint32_t)q[k]) || (member_online(a, (uint32_t)q[k]) && shadow_of(a) >= 0))
+			continue;
+		return take_for(a, (uint32_t)q[k]);
+	}
+	/* then hot spares, for the members out of service */
 	for (uint32_t j = 0; j < a->width; j++) {
 		if (member_online(a, j) || member_rebuilding(a, j))
 			continue;
-		if (can_rebuild(a, j, err, sizeof(err)) < 0)
-			return 0;
-		if (array_take_spare(a, j, &fd, path, sizeof(path)) < 0)
-			return 0;
-		log_warn("array '%s': hot spare '%s' takes the place of member %u", a->sb.name, path, j);
-		event_post(a, "SpareActive", j);
-		if (start_on(a, j, fd, path, RB_FULL, err, sizeof(err)) < 0) {
-			log_err("cannot rebuild member %u onto the spare '%s': %s", j, path, err);
-			return -1;
-		}
-		return 1;
+		int r = take_for(a, j);
+		if (r != 0)
+			return r;
 	}
 	return 0;
 }

@@ -111,12 +111,23 @@ struct rebuild_info {
 	double last_elapsed;		/* seconds, start to end */
 	uint64_t last_bytes;		/* bytes written to the new member */
 	int64_t last_end;		/* when it ended (Unix time, s) */
+	int starting;			/* a member whose queued replacement (or
+					 * spare) is being taken, until its
+					 * rebuild is active; -1 none */
 };
 
+/* `raidfs replace`: DIR (an empty directory, checked as
+ * array_check_new_dir() checks) rebuilds member (faulty or missing) or,
+ * for an online member, copies it in place.  0 started; 1 queued: a
+ * rebuild of another member runs, so DIR is recorded as the member's
+ * queued replacement (array_queue_replacement(), array.h) and
+ * rebuild_take_spare() starts it once no rebuild runs; <0 refused, with
+ * the reason in err. */
 int rebuild_start(struct array *a, int member, const char *dir, char *err, size_t errlen);
-/* Hot spares: add DIR as a spare; if a member is faulty or missing and no
- * rebuild runs, take a spare for it (called by the monitor every second;
- * returns 1 when a rebuild was started). */
+/* Hot spares: add DIR as a spare; if no rebuild runs, start the first
+ * queued replacement (in queue order; an online member's is copied in
+ * place), else take a hot spare for a member faulty or missing (called
+ * by the monitor every second; returns 1 when a rebuild was started). */
 int rebuild_add_spare(struct array *a, const char *dir, char *err, size_t errlen);
 /* Re-add: DIR holds this array's superblock (a member that was failed,
  * pulled or missing): it goes back into its slot and only the files

@@ -483,6 +483,9 @@ static size_t array_rows(const struct scan *s, size_t k, struct row *rows)
 				r->slot = r->slotbuf;
 			} else {
 				r->slot = "spare";
+				if (a->sb.members[j].queued_for && !r->note[0])
+					snprintf(r->note, sizeof(r->note), "the queued replacement of member %u",
+						 a->sb.members[j].queued_for - 1u);
 			}
 		}
 	}

@@ -12,8 +12,9 @@
  *   120 events u64, ctime u64, utime u64
  *   144 this member's uuid       16
  *   160 checksum algorithm u8, flags u8 (bit 0: replacement entry), 30 reserved
- *   192 member entries, (width + spares) x 280: state u8, 3 reserved,
- *       generation u32, member uuid[16], path[256]
+ *   192 member entries, (width + spares) x 280: state u8, queued-for u8
+ *       (a spare's: 0 any member, J + 1 a queued replacement of member J),
+ *       2 reserved, generation u32, member uuid[16], path[256]
  *   ... with flag bit 0: the replacement entry, 280: state u8 (5), the
  *       index of the member it replaces u8, 6 reserved, uuid[16], path[256]
  *   ... crc32 u32 of all previous bytes
@@ -135,6 +136,7 @@ size_t sb_encode(const struct superblock *sb, uint8_t *buf)
 	for (uint32_t i = 0; i < entries; i++) {
 		uint8_t *e = buf + HDR3 + i * ENT3;
 		e[0] = sb->members[i].state;
+		e[1] = i >= sb->width ? sb->members[i].queued_for : 0;
 		put_le32(e + 4, sb->members[i].gen);
 		memcpy(e + 8, sb->members[i].uuid, 16);
 		memcpy(e + 24, sb->members[i].path, strnlen(sb->members[i].path, SB_PATH_MAX - 1));
@@ -250,6 +252,10 @@ int sb_decode(const uint8_t *buf, size_t len, struct superblock *sb,
 		sb->members[i].gen = get_le32(e + 4);
 		if (v3)
 			memcpy(sb->members[i].uuid, e + 8, 16);
+		/* (a spare's binding to a member; one beyond the width, which no
+		 * raidfs writes, is read as none: a plain hot spare) */
+		if (v3 && i >= sb->width && e[1] <= sb->width)
+			sb->members[i].queued_for = e[1];
 		memcpy(sb->members[i].path, e + poff, SB_PATH_MAX - 1);
 	}
 	return 0;

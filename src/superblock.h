@@ -64,6 +64,12 @@ enum sb_csum {
 
 struct sb_member {
 	uint8_t state;			/* enum member_state */
+	uint8_t queued_for;		/* a spare's entry: 0, a hot spare for any
+					 * member; J + 1, a queued replacement of
+					 * member J (`raidfs replace` while a
+					 * rebuild ran): taken for J only, in
+					 * table order.  Entry byte 1, 0 in older
+					 * superblocks */
 	uint32_t gen;			/* bumped each time the slot gets another
 					 * directory (a rebuild or replacement
 					 * onto it); 0 in older superblocks */

@@ -35,6 +35,22 @@ static void test_spares(void)
 	CHECK(sb_decode(buf, len, &out, NULL) == 0 && out.nspares == 2 && out.index == 5 &&
 	      out.members[5].state == MS_SPARE && !strcmp(out.members[4].path, "/srv/d4"),
 	      "spares round trip");
+	CHECK(out.members[4].queued_for == 0 && out.members[5].queued_for == 0, "a plain spare read as queued");
+	/* a queued replacement: the spare's entry bound to member 2 (byte 1);
+	 * a member entry never carries it; a binding beyond the width (no
+	 * raidfs writes one) is read as a plain spare */
+	sb.members[5].queued_for = 3;
+	sb.members[1].queued_for = 2;
+	len = sb_encode(&sb, buf);
+	CHECK(buf[192 + 5 * 280 + 1] == 3 && buf[192 + 1 * 280 + 1] == 0, "queued-for byte misplaced");
+	CHECK(sb_decode(buf, len, &out, NULL) == 0 && out.members[5].queued_for == 3 && out.members[4].queued_for == 0 &&
+	      out.members[1].queued_for == 0, "queued replacement round trip");
+	sb.members[5].queued_for = 9;
+	len = sb_encode(&sb, buf);
+	CHECK(sb_decode(buf, len, &out, NULL) == 0 && out.members[5].queued_for == 0,
+	      "a binding beyond the width accepted");
+	sb.members[5].queued_for = 0;
+	sb.members[1].queued_for = 0;
 	sb.nspares = SB_MAX_SPARES + 1;
 	sb.index = 0;
 	len = sb_encode(&sb, buf);
