@@ -711,6 +711,10 @@ static long rebuild_window(struct walk *w, struct fctx *fc, struct rfile *rf, ui
 	if (r == 1) {
 		slow = ns == 64 ? ~0ull : (1ull << ns) - 1;
 		fc->clean = false;
+	} else if (slow) {
+		log_info("rebuild of member %u: %d stripe%s of file %016" PRIx64 " from stripe %" PRIu64 " did not match "
+			 "the checksums, rebuilt stripe by stripe", w->lj, __builtin_popcountll(slow),
+			 __builtin_popcountll(slow) == 1 ? "" : "s", rf->id, s0 + __builtin_ctzll(slow));
 	}
 	for (uint32_t x = 0; x < ns; x++) {
 		bool fixed = false;

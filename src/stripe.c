@@ -2889,13 +2889,12 @@ int stripe_rows_rebuilt(struct rfile *rf, uint32_t target, uint64_t s0, uint32_t
 			memset(buf + (size_t)x * R, 0, R);	/* (a hole: no record, not an old one) */
 	}
 	if (verify) {
-		/* second pass: rewritten only where the target's differ */
+		/* second pass: rewritten only where the target's differ (as
+		 * they do after a partial write of a row since the first pass
+		 * that did not write lj's chunk: lj keeps its older record) */
 		r = csum_read_rows(fd, l, s0, ns, buf + len);
 		if (r == 0 && memcmp(buf, buf + len, len) == 0)
 			goto out;
-		log_warn("member %u '%s': the checksum records of stripes %" PRIu64 "-%" PRIu64 " of file %016" PRIx64
-			 " differed from the believed ones; rewritten", target, rf->a->m[target].path, s0, s0 + ns - 1,
-			 rf->id);
 	}
 	r = csum_write_rows(fd, l, s0, ns, buf);
 	if (r < 0)

@@ -171,9 +171,9 @@ int stripe_rows_believed(struct rfile *rf, uint32_t lj, uint64_t s0, uint32_t ns
  * (lj, or SHADOW) in one write, as stripe_rebuild_chunk() writes them
  * one by one: none (zeros) for a row without a record, so that an older
  * one left there cannot outvote the hole.  With verify (the second
- * pass), written only when what the target holds differs (said in the
- * log).  0 or -errno (said in the log: the rows keep what they had, which
- * the other members' records outvote). */
+ * pass), written only when what the target holds differs.  0 or -errno
+ * (said in the log: the rows keep what they had, which the other
+ * members' records outvote). */
 int stripe_rows_rebuilt(struct rfile *rf, uint32_t target, uint64_t s0, uint32_t ns, const uint64_t *gens,
 			const uint32_t *crcs, bool verify);
 /* The checksum file of the shard rebuilt on `target` (a checksummed file)
