@@ -39,17 +39,44 @@ void csum_blocks(const void *buf, size_t have, uint32_t nb, uint32_t *out)
 	}
 }
 
+bool csum_slot_matches(const struct layout *l, const uint32_t *crc, uint32_t slot, uint32_t b0, uint32_t nb,
+		       const void *buf)
+{
+	const uint8_t *p = buf;
+	const uint32_t *want = crc + (size_t)slot * (l->chunk / CSUM_BLOCK) + b0;
+	for (uint32_t b = 0; b < nb; b++)
+		if (csum_block(p + (size_t)b * CSUM_BLOCK, CSUM_BLOCK) != want[b])
+			return false;
+	return true;
+}
+
+uint32_t csum_zero_block(void)
+{
+	static uint32_t z;
+	uint32_t v = __atomic_load_n(&z, __ATOMIC_RELAXED);
+	if (!v) {	/* (never 0: CRC32C of 4 KiB of zeros is 0x98f94189) */
+		v = csum_block(zeros, CSUM_BLOCK);
+		__atomic_store_n(&z, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+bool csum_xor_matches(const struct layout *l, const uint32_t *crc, uint64_t from, uint32_t slot)
+{
+	uint32_t B = l->chunk / CSUM_BLOCK, odd = __builtin_popcountll(from) & 1;
+	for (uint32_t b = 0; b < B; b++) {
+		uint32_t x = odd ? 0 : csum_zero_block();
+		for (uint64_t f = from; f; f &= f - 1)
+			x ^= crc[(size_t)__builtin_ctzll(f) * B + b];
+		if (x != crc[(size_t)slot * B + b])
+			return false;
+	}
+	return true;
+}
+
 void csum_xor(uint32_t *crc, uint32_t B, uint32_t b0, uint32_t nb, uint32_t k)
 {
-	static uint32_t zero_crc;	/* crc(zeros); 0 until first needed */
-	uint32_t z = 0;
-	if (k % 2 == 0) {
-		z = __atomic_load_n(&zero_crc, __ATOMIC_RELAXED);
-		if (!z) {
-			z = csum_block(zeros, CSUM_BLOCK);
-			__atomic_store_n(&zero_crc, z, __ATOMIC_RELAXED);
-		}
-	}
+	uint32_t z = k % 2 ? 0 : csum_zero_block();
 	uint32_t *out = crc + (size_t)k * B + b0;
 	for (uint32_t b = 0; b < nb; b++) {
 		uint32_t x = z;

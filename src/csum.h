@@ -58,6 +58,22 @@ void csum_blocks(const void *buf, size_t have, uint32_t nb, uint32_t *out);
  * byte. */
 void csum_xor(uint32_t *crc, uint32_t B, uint32_t b0, uint32_t nb, uint32_t k);
 
+/* Do blocks [b0, b0 + nb) of slot `slot` of a row, whole blocks at buf,
+ * match the row's checksums crc[] (csum_per_row() of them)? */
+bool csum_slot_matches(const struct layout *l, const uint32_t *crc, uint32_t slot, uint32_t b0, uint32_t nb,
+		       const void *buf);
+
+/* The checksum of a zero block (what a row without a record holds). */
+uint32_t csum_zero_block(void);
+
+/* Does the row's record give slot `slot` the checksums of the XOR of the
+ * slots in `from` (bit i: slot i), block by block?  CRC32C is affine over
+ * GF(2): the checksum of an XOR of n blocks is the XOR of theirs, and of
+ * the zero block's when n is even.  So a chunk an XOR made (RAID5's lost
+ * chunk, P) of chunks that matched their checksums is verified without
+ * reading its bytes again. */
+bool csum_xor_matches(const struct layout *l, const uint32_t *crc, uint64_t from, uint32_t slot);
+
 /* Encode / decode a record of `n` checksums into / from R bytes.
  * csum_decode(): 0 (gen 0 and no checksums for an all-zero record: none
  * written), -EBADMSG when the record's own CRC does not match. */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "csum.h"
 #include "file.h"
 #include "stripe.h"
 #include "meta.h"
@@ -185,13 +186,30 @@ static bool throttle(struct array *a, uint64_t bytes)
  *      where that decides something (an all-zero chunk: a hole stays a
  *      hole unless the new shard holds something else there; the verify
  *      pass: compare) and writes with one pwritev per run of chunks;
- *   3. the first pass notes how far it wrote the new shard this way, so
+ *   3. a checksummed file (docs/checksums.md) is verified on the way:
+ *      before the pieces, the believed record of lj's row in each stripe
+ *      of the window is loaded with one read of each member's records
+ *      (stripe_rows_believed(): the newest valid one, a damaged one
+ *      left out, none for a row never written - all zeros); each piece
+ *      checks every chunk it read against its slot's checksums (bytes
+ *      past a shard's end are zeros, their blocks need no CRC) and the
+ *      chunk it made against lj's (one an XOR made follows from the
+ *      checksums of its sources, csum_xor_matches(); Q is checked over
+ *      its bytes).  A stripe where anything does not match is not
+ *      written: it goes stripe by stripe after the window (below), where
+ *      the bad chunk is found, counted on its member and rebuilt.  The
+ *      window's records then go to the new member's checksum file in
+ *      one write (stripe_rows_rebuilt(): zeros for a row without one;
+ *      the verify pass rewrites them only where they differ);
+ *   4. the first pass notes how far it wrote the new shard this way, so
  *      the verify pass knows which files it needs to look at again
- *      (unchanged_since_rebuilt()).
+ *      (unchanged_since_rebuilt()); a window with a stripe that did not
+ *      verify makes the file one it looks at again.
  * Anything out of the ordinary (a read error, more members absent than
- * the code can do without) leaves the window to stripe_rebuild_chunk(),
- * stripe by stripe, which repairs read errors and fails members the way
- * every read does.
+ * the code can do without, a chunk that does not match its checksums)
+ * leaves the window, or that stripe, to stripe_rebuild_chunk(), stripe
+ * by stripe, which verifies and repairs chunks, counts checksum errors
+ * and fails members the way every read does.
  */
 #define WINDOW_BYTES (1u << 20)
 #define PIECE_BYTES (64u << 10)
@@ -427,6 +445,12 @@ struct window {
 						 * (layout_shard_size()): past it only zeros */
 	struct recon_plan plan[64];	/* per stripe: how lj's chunk is had (recon.h) */
 	uint32_t from[64];		/* per stripe: member whose chunk is lj's as it is, or NO_COPY */
+	/* a checksummed file: the believed record of lj's row in each
+	 * stripe (stripe_rows_believed()), against which every chunk read
+	 * and every chunk made is verified */
+	uint64_t gens[64];
+	uint32_t *crcs;			/* csum_per_row() per stripe; NULL: no checksums */
+	uint64_t slow;			/* bit x: stripe s0 + x did not verify (stripe by stripe) */
 	int next;			/* the next piece to take */
 	int ret;			/* the first piece's that was not 0 */
 	long written;
@@ -443,9 +467,32 @@ static ssize_t read_upto(struct array *a, uint32_t j, int fd, uint8_t *buf, size
 	return have ? member_pread(a, j, fd, buf, have, off) : 0;
 }
 
+/* Does the chunk at buf, slot `slot` of a row whose checksums are row[],
+ * match them?  Only its first `have` bytes may be other than zeros (past
+ * its shard's end: read_upto()); the blocks past them need no CRC. */
+static bool chunk_matches(const struct layout *l, const uint32_t *row, uint32_t slot, const uint8_t *buf,
+			  uint64_t have)
+{
+	uint32_t B = l->chunk / CSUM_BLOCK;
+	uint32_t nb = have >= l->chunk ? B : (uint32_t)((have + CSUM_BLOCK - 1) / CSUM_BLOCK);
+	for (uint32_t b = nb; b < B; b++)
+		if (row[(size_t)slot * B + b] != csum_zero_block())
+			return false;
+	return csum_slot_matches(l, row, slot, 0, nb, buf);
+}
+
+/* The bytes of member j's chunk of stripe s that lie inside its shard. */
+static uint64_t chunk_have(const struct window *v, uint32_t j, uint64_t s)
+{
+	uint64_t off = s * v->rf->lay.chunk;
+	return off >= v->slen[j] ? 0 : v->slen[j] - off;
+}
+
 /* Stripes [s0 + x0, s0 + x1) of the window, with thread t's buffers:
- * read, compute, compare or check for holes, write.  0, 1 (go stripe by
- * stripe), or -errno. */
+ * read, verify (a checksummed file), compute, verify, compare or check
+ * for holes, write.  A stripe that does not verify is not written and
+ * goes to v->slow.  0, 1 (the whole window stripe by stripe), or
+ * -errno. */
 static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 {
 	struct walk *w = v->w;
@@ -482,20 +529,46 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 		}
 	}
 	bool zero[64], look = w->verify;
+	uint32_t per = csum_per_row(l);
+	uint64_t bad = 0;	/* stripes that do not verify */
 	for (uint32_t x = x0; x < x1; x++) {
+		uint64_t s = v->s0 + x;
 		size_t at = (size_t)(x - x0) * chunk;
+		const struct recon_plan *p = &v->plan[x];
+		const uint32_t *row = v->crcs ? v->crcs + (size_t)x * per : NULL;
+		bool ok = true;
+		layout_member_slot(l, s, w->lj, &g, &slot);
 		if (v->from[x] != NO_COPY) {
+			/* lj's own chunk or a mirror's copy: it must match its
+			 * own slot's checksums and lj's */
+			uint32_t fs = p->op == RECON_READ ? slot : p->src;
 			res[x] = pb->src[v->from[x]] + at;
+			ok = !row || (chunk_matches(l, row, fs, res[x], chunk_have(v, v->from[x], s)) &&
+				      (fs == slot || chunk_matches(l, row, slot, res[x], chunk_have(v, v->from[x], s))));
 		} else {
 			res[x] = pb->out + at;
-			layout_member_slot(l, v->s0 + x, w->lj, &g, &slot);
-			int r = compute_chunk(l, &v->plan[x], slot, pb->src, at, res[x], pb->junk);
+			for (uint32_t i = 0; row && ok && i < l->k + l->m; i++)
+				ok = !(p->read >> i & 1) ||
+				     chunk_matches(l, row, i, pb->src[p->member[i]] + at, chunk_have(v, p->member[i], s));
+			int r = ok ? compute_chunk(l, p, slot, pb->src, at, res[x], pb->junk) : 0;
 			if (r < 0)
 				return r == -EIO ? 1 : r;
+			/* what an XOR made follows from the checksums of what
+			 * it was made of (csum_xor_matches()); Q from its bytes */
+			bool xor = p->op == RECON_XOR || (p->op == RECON_ENCODE && slot == l->k);
+			ok = ok && (!row || (xor ? csum_xor_matches(l, row, p->read, slot)
+						 : chunk_matches(l, row, slot, res[x], chunk)));
+		}
+		if (!ok) {
+			bad |= 1ull << x;
+			zero[x] = false;
+			continue;
 		}
 		zero[x] = !w->verify && all_zero(res[x], chunk);
 		look |= zero[x];
 	}
+	if (bad)
+		__atomic_or_fetch(&v->slow, bad, __ATOMIC_RELAXED);
 	int tfd = rf->fd[w->j];
 	/* past the new shard's end it holds zeros: no need to look */
 	bool empty = !w->verify && (v->s0 + x0) * chunk >= v->tsize;
@@ -505,8 +578,9 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 	int niov = 0;
 	for (uint32_t x = x0; x <= x1; x++) {
 		const uint8_t *h = x < x1 && have ? pb->have + (size_t)(x - x0) * chunk : NULL;
-		bool put = x < x1 && (w->verify ? !h || memcmp(h, res[x], chunk) != 0
-						: !zero[x] || (!empty && (!h || !all_zero(h, chunk))));
+		bool put = x < x1 && !(bad >> x & 1) &&
+			   (w->verify ? !h || memcmp(h, res[x], chunk) != 0
+				      : !zero[x] || (!empty && (!h || !all_zero(h, chunk))));
 		if (put && w->verify)
 			__atomic_add_fetch(&v->fixed, 1, __ATOMIC_RELAXED);
 		if (put) {
@@ -543,12 +617,16 @@ static void window_worker(void *arg, int t)
 /*
  * Stripes [s0, s0 + ns) of member lj's shard onto the new member (slot
  * w->j), as above; with w->verify, compared with what the new member holds
- * and rewritten where they differ (w->fixed counts those).  The first pass
- * also notes how far the new shard is written (fc->len).  Returns 0 with *bytes
+ * and rewritten where they differ (w->fixed counts those).  A checksummed
+ * file's chunks are verified against the rows' believed records, which
+ * go to the new member's checksum file in one write; *slow gets the
+ * stripes that did not verify, left unwritten.  The first pass also notes
+ * how far the new shard is written (fc->len).  Returns 0 with *bytes
  * written, 1 when the window must go stripe by stripe, or -errno.
  * Caller holds rf->rw exclusively.
  */
-static int window_fast(struct walk *w, struct fctx *fc, struct rfile *rf, uint64_t s0, uint32_t ns, long *bytes)
+static int window_fast(struct walk *w, struct fctx *fc, struct rfile *rf, uint64_t s0, uint32_t ns, long *bytes,
+		       uint64_t *slow)
 {
 	const struct layout *l = &rf->lay;
 	uint32_t chunk = l->chunk, n = l->k + l->m, lj = w->lj, g, slot;
@@ -587,10 +665,24 @@ static int window_fast(struct walk *w, struct fctx *fc, struct rfile *rf, uint64
 					v.need[p->member[i]] |= 1ull << x;
 		}
 	}
+	if (rf->sums) {
+		/* the rows' records, one read per member of the window */
+		v.crcs = malloc((size_t)ns * csum_per_row(l) * 4);
+		int r = v.crcs ? stripe_rows_believed(rf, lj, s0, ns, v.gens, v.crcs) : -ENOMEM;
+		if (r < 0) {
+			free(v.crcs);
+			return r;
+		}
+	}
 	if (ns > v.per && !file_worker_busy())
 		pair_run(window_worker, &v);
 	else
 		window_worker(&v, 0);
+	/* the records go with the chunks, in one write (those of the slow
+	 * stripes again with theirs) */
+	if (v.crcs && !v.ret)
+		stripe_rows_rebuilt(rf, w->j, s0, ns, v.gens, v.crcs, w->verify);
+	free(v.crcs);
 	if (v.ret)
 		return v.ret;
 	__atomic_add_fetch(&w->fixed, v.fixed, __ATOMIC_RELAXED);
@@ -599,31 +691,36 @@ static int window_fast(struct walk *w, struct fctx *fc, struct rfile *rf, uint64
 		fc->clean &= s0 * chunk == fc->len;
 		fc->len = end < v.ssize ? end : v.ssize;
 	}
+	if (v.slow)
+		fc->clean = false;	/* (the verify pass looks at the file again) */
 	*bytes = v.written;
+	*slow = v.slow;
 	return 0;
 }
 
-/* One window: the fast way, or stripe by stripe (see above). */
+/* One window: the fast way, with the stripes it could not verify (or
+ * all of them, when it cannot do the window) stripe by stripe (see
+ * above).  Bytes written or -errno. */
 static long rebuild_window(struct walk *w, struct fctx *fc, struct rfile *rf, uint64_t s0, uint32_t ns)
 {
 	long bytes = 0;
-	/* (a checksummed file stripe by stripe: each chunk verified, and the
-	 * row's record written to the new member with it; clean as the fast
-	 * way is, for the verify pass) */
-	bool sums = rf->sums;
-	int r = sums ? 1 : window_fast(w, fc, rf, s0, ns, &bytes);
-	if (r <= 0)
-		return r < 0 ? r : bytes;
-	uint64_t chunk = rf->lay.chunk, ssize = layout_shard_size(&rf->lay, w->lj, rf->size);
-	if (sums && !w->verify && s0 * chunk < ssize) {
-		fc->clean &= s0 * chunk == fc->len;
-		fc->len = (s0 + ns) * chunk < ssize ? (s0 + ns) * chunk : ssize;
-	} else {
+	uint64_t slow = 0;
+	int r = window_fast(w, fc, rf, s0, ns, &bytes, &slow);
+	if (r < 0)
+		return r;
+	if (r == 1) {
+		slow = ns == 64 ? ~0ull : (1ull << ns) - 1;
 		fc->clean = false;
+	} else if (slow) {
+		log_info("rebuild of member %u: %d stripe%s of file %016" PRIx64 " from stripe %" PRIu64 " did not match "
+			 "the checksums, rebuilt stripe by stripe", w->lj, __builtin_popcountll(slow),
+			 __builtin_popcountll(slow) == 1 ? "" : "s", rf->id, s0 + __builtin_ctzll(slow));
 	}
 	for (uint32_t x = 0; x < ns; x++) {
 		bool fixed = false;
 		int terr = 0;
+		if (!(slow >> x & 1))
+			continue;
 		long b = stripe_rebuild_chunk(rf, s0 + x, w->lj, w->j, w->verify, &fixed, &terr);
 		if (terr)
 			target_error(w, terr);

@@ -752,45 +752,83 @@ static void crc_done(uint32_t *crc, const uint32_t *stack)
 		free(crc);
 }
 
-/* The believed record of group g in stripe s: the valid one with the
- * highest generation among the members of the row that can be read.
- * crc[] gets csum_per_row() values.  Returns the generation; 0 when no
- * member has one (the row was never written: every block is zeros). */
-static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc)
+/*
+ * The believed records of stripes [s0, s0 + ns): of each row, the valid
+ * record with the highest generation among its members usable at that
+ * stripe, from one read of each member's records of the range
+ * (csum_read_rows()).  of < width: only the rows of the group member `of`
+ * is in, gens[x] and crcs + x * per; of == ROWS_ALL: every row, gens[x *
+ * groups + g] and crcs + (x * groups + g) * per.  A generation 0: no
+ * member has a record (the row was never written: every block is zeros),
+ * and crcs (if not NULL) get the checksums of zero blocks.  A damaged
+ * record is said in the log and the other members' are used.  The
+ * records this rfile keeps (rowc) are the callers' to consult.  0, or
+ * -ENOMEM (then every row as if none had a record).
+ */
+#define ROWS_ALL UINT32_MAX
+static int rows_load(struct rfile *rf, uint64_t s0, uint32_t ns, uint32_t of, uint64_t *gens, uint32_t *crcs)
 {
 	const struct layout *l = &rf->lay;
-	uint32_t n = csum_per_row(l);
-	uint64_t cached;
-	if (rowc_get(rf, s, g, &cached, crc, NULL))
-		return cached;
+	size_t R = csum_record_size(l);
+	uint32_t per = csum_per_row(l), nr = of == ROWS_ALL ? ns * l->groups : ns;
+	uint8_t recs[1024], *buf = (size_t)ns * R <= sizeof(recs) ? recs : malloc((size_t)ns * R);
 	uint32_t stack[CRC_ON_STACK], *tmp = crc_buf(l, stack);
-	uint64_t best = 0;
-	bool none = rows_never_written(rf, s);	/* (a file growing: nothing to read) */
-	for (uint32_t i = 0; tmp && !none && i < l->k + l->m; i++) {
-		uint32_t mj = layout_slot_member(l, s, g, i);
-		uint64_t gen;
-		if (rf->sfd[mj] < 0 || !rfile_usable_at(rf, mj, s))
+	int ret = buf && tmp ? 0 : -ENOMEM;
+	bool none = rows_never_written(rf, s0);	/* (a file growing: nothing to read) */
+	memset(gens, 0, (size_t)nr * sizeof(*gens));
+	for (uint32_t j = 0; ret == 0 && !none && j < rf->a->width; j++) {
+		uint32_t g, og, slot;
+		bool mine = of == ROWS_ALL || l->groups == 1;	/* (j in a row of `of`'s in the range) */
+		for (uint32_t x = 0; !mine && x < ns; x++) {
+			layout_member_slot(l, s0 + x, j, &g, &slot);
+			layout_member_slot(l, s0 + x, of, &og, &slot);
+			mine = g == og;
+		}
+		if (!mine || rf->sfd[j] < 0 || !rfile_usable_at(rf, j, s0) ||
+		    csum_read_rows(rf->sfd[j], l, s0, ns, buf) < 0)
 			continue;
-		int r = csum_read_row(rf->sfd[mj], l, s, &gen, tmp);
-		if (r == -EBADMSG)
-			log_err("member %u '%s': the checksum record of stripe %" PRIu64 " of file %016" PRIx64
-				" is damaged; the other members' records are used", mj, rf->a->m[mj].path, s, rf->id);
-		if (r == 0 && gen > best) {
-			best = gen;
-			memcpy(crc, tmp, (size_t)n * 4);
+		for (uint32_t x = 0; x < ns; x++) {
+			uint64_t s = s0 + x, gen;
+			layout_member_slot(l, s, j, &g, &slot);
+			if (of != ROWS_ALL)
+				layout_member_slot(l, s, of, &og, &slot);
+			if ((of != ROWS_ALL && og != g) || !rfile_usable_at(rf, j, s))
+				continue;
+			size_t r = of == ROWS_ALL ? (size_t)x * l->groups + g : x;
+			int e = csum_decode(buf + (size_t)x * R, R, per, &gen, tmp);
+			if (e == -EBADMSG)
+				log_err("member %u '%s': the checksum record of stripe %" PRIu64 " of file %016" PRIx64
+					" is damaged; the other members' records are used", j, rf->a->m[j].path, s, rf->id);
+			if (e == 0 && gen > gens[r]) {
+				gens[r] = gen;
+				if (crcs)
+					memcpy(crcs + r * per, tmp, (size_t)per * 4);
+			}
 		}
 	}
-	bool loaded = tmp != NULL;
-	crc_done(tmp, stack);
-	if (best == 0) {
-		static const uint8_t zero[1];
-		uint32_t z = csum_block(zero, 0);
-		for (uint32_t i = 0; i < n; i++)
-			crc[i] = z;
+	if (crcs) {
+		uint32_t z = csum_zero_block();
+		for (size_t r = 0; r < nr; r++)
+			for (uint32_t i = 0; gens[r] == 0 && i < per; i++)
+				crcs[r * per + i] = z;
 	}
-	if (loaded)
-		rowc_put(rf, s, g, best, crc, true);
-	return best;
+	if (buf != recs)
+		free(buf);
+	crc_done(tmp, stack);
+	return ret;
+}
+
+/* The believed record of group g in stripe s (rows_load()): crc[] gets
+ * csum_per_row() values.  Returns the generation; 0 when no member has
+ * one (every block is zeros). */
+static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc)
+{
+	uint64_t gen;
+	if (rowc_get(rf, s, g, &gen, crc, NULL))
+		return gen;
+	if (rows_load(rf, s, 1, layout_slot_member(&rf->lay, s, g, 0), &gen, crc) == 0)
+		rowc_put(rf, s, g, gen, crc, true);
+	return gen;
 }
 
 /* The checksum file of shard j, opened when first needed (a shard the
@@ -900,17 +938,6 @@ static int row_put_all(struct rfile *rf, uint64_t s, uint32_t g, uint8_t *const 
 	return 0;
 }
 
-/* Do blocks [b0, b0 + nb) of slot i, at buf, match the row? */
-static bool slot_verifies(const struct layout *l, const uint32_t *crc, uint32_t i, uint32_t b0, uint32_t nb,
-			  const uint8_t *buf)
-{
-	const uint32_t *want = crc + (size_t)i * (l->chunk / CSUM_BLOCK) + b0;
-	for (uint32_t b = 0; b < nb; b++)
-		if (csum_block(buf + (size_t)b * CSUM_BLOCK, CSUM_BLOCK) != want[b])
-			return false;
-	return true;
-}
-
 /*
  * recon_run() of a file with checksums: over whole blocks (the window
  * [lo, lo+len) widened, in buffers of its own when it is not aligned),
@@ -960,17 +987,17 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
 	while (p->op != RECON_IMPOSSIBLE && (todo = p->read & ~have)) {
 		uint32_t i = (uint32_t)__builtin_ctzll(todo);
 		bool ok = shard_read(rf, p->member[i], ab[i], alen, off) == 0;
-		if (ok && !full && !slot_verifies(l, crc, i, b0, nb, ab[i])) {
+		if (ok && !full && !csum_slot_matches(l, crc, i, b0, nb, ab[i])) {
 			full = true;
 			gen = row_load(rf, p->s, p->g, crc);
 			for (uint64_t h = have; h; h &= h - 1)
-				if (!slot_verifies(l, crc, (uint32_t)__builtin_ctzll(h), b0, nb, ab[__builtin_ctzll(h)]))
+				if (!csum_slot_matches(l, crc, (uint32_t)__builtin_ctzll(h), b0, nb, ab[__builtin_ctzll(h)]))
 					have &= ~(h & -h);	/* (read again, judged below) */
 		}
 		if (!ok) {
 			bad |= 1ull << i;
 			recon_exclude(p, i);
-		} else if (!slot_verifies(l, crc, i, b0, nb, ab[i])) {
+		} else if (!csum_slot_matches(l, crc, i, b0, nb, ab[i])) {
 			uint32_t mj = p->member[i];
 			if (rf->recovering)	/* (a write the crash cut short: not the member's fault) */
 				log_info("member %u '%s': file %016" PRIx64 ", offset %" PRIu64 ": bytes of a write the crash "
@@ -992,7 +1019,7 @@ static int recon_run_verified(struct rfile *rf, struct recon_plan *p, uint32_t l
 		/* (a mirror's copy was read, so verified) */
 		uint64_t made = l->red == RED_MIRROR ? 0 : p->calc & (p->want | bad);
 		for (uint32_t i = 0; i < n && ret == 0; i++)
-			if ((made >> i & 1) && !slot_verifies(l, crc, i, b0, nb, ab[i])) {
+			if ((made >> i & 1) && !csum_slot_matches(l, crc, i, b0, nb, ab[i])) {
 				log_err("file %016" PRIx64 ", stripe %" PRIu64 ": no combination of the members' chunks "
 					"matches the checksums; the read fails rather than return bytes that may be wrong",
 					rf->id, p->s);
@@ -1350,24 +1377,8 @@ struct full_share {
 static void rows_newest(struct rfile *rf, uint64_t s0, uint32_t ns, uint64_t *gens)
 {
 	const struct layout *l = &rf->lay;
-	size_t R = csum_record_size(l);
-	uint32_t per = csum_per_row(l);
-	memset(gens, 0, (size_t)ns * l->groups * sizeof(*gens));
-	uint8_t *buf = malloc((size_t)ns * R);
-	uint32_t *tmp = malloc((size_t)per * 4);
-	bool none = rows_never_written(rf, s0);	/* (a file growing: nothing to read) */
-	for (uint32_t j = 0; buf && tmp && !none && j < rf->a->width; j++) {
-		if (rf->sfd[j] < 0 || !rfile_usable_at(rf, j, s0) || csum_read_rows(rf->sfd[j], l, s0, ns, buf) < 0)
-			continue;
-		for (uint32_t x = 0; x < ns; x++) {
-			uint32_t g, slot;
-			uint64_t gen;
-			layout_member_slot(l, s0 + x, j, &g, &slot);
-			size_t r = (size_t)x * l->groups + g;
-			if (csum_decode(buf + (size_t)x * R, R, per, &gen, tmp) == 0 && gen > gens[r])
-				gens[r] = gen;
-		}
-	}
+	uint32_t stack[CRC_ON_STACK], *tmp = crc_buf(l, stack);
+	rows_load(rf, s0, ns, ROWS_ALL, gens, NULL);
 	for (uint32_t x = 0; tmp && x < ns; x++)
 		for (uint32_t g = 0; g < l->groups; g++) {
 			uint64_t gen;
@@ -1375,8 +1386,7 @@ static void rows_newest(struct rfile *rf, uint64_t s0, uint32_t ns, uint64_t *ge
 			if (rowc_get(rf, s0 + x, g, &gen, tmp, NULL) && gen > gens[r])
 				gens[r] = gen;
 		}
-	free(buf);
-	free(tmp);
+	crc_done(tmp, stack);
 }
 
 /* The new records of stripes [s0, s0 + ns) (as rows_newest() indexes
@@ -2295,7 +2305,7 @@ static int resync_row_load(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **b
 		if (crc) {
 			row_load(rf, s, g, crc);
 			for (uint32_t i = l->k; i < n; i++)
-				if (!slot_verifies(l, crc, i, 0, chunk / CSUM_BLOCK, raw[i])) {
+				if (!csum_slot_matches(l, crc, i, 0, chunk / CSUM_BLOCK, raw[i])) {
 					uint32_t mj = layout_slot_member(l, s, g, i);
 					log_err("checksum error on member %u '%s' (file %016" PRIx64 ", offset %" PRIu64
 						", %u bytes of redundancy): made again from the data", mj, rf->a->m[mj].path,
@@ -2879,7 +2889,7 @@ static bool group_differs(struct rfile *rf, uint64_t s, uint32_t g, uint8_t **bl
 			for (uint32_t i = 0; i < n; i++) {
 				uint32_t mj = layout_slot_member(l, s, g, i);
 				if (rfile_usable_at(rf, mj, s) && !(*unread >> i & 1) &&
-				    !slot_verifies(l, crc, i, 0, chunk / CSUM_BLOCK, blk[i]))
+				    !csum_slot_matches(l, crc, i, 0, chunk / CSUM_BLOCK, blk[i]))
 					*cbad |= 1ull << mj;
 			}
 			free(crc);
@@ -2972,6 +2982,55 @@ long stripe_verify_range(struct rfile *rf, uint64_t s0, uint64_t s1,
  * holes; the final ftruncate gives the shard its length).  Returns the
  * bytes written (0 or chunk) or -errno.  Caller holds rf->rw exclusively.
  */
+int stripe_rows_believed(struct rfile *rf, uint32_t lj, uint64_t s0, uint32_t ns, uint64_t *gens, uint32_t *crcs)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t per = csum_per_row(l), g, slot;
+	int r = rows_load(rf, s0, ns, lj, gens, crcs);
+	for (uint32_t x = 0; r == 0 && x < ns; x++) {
+		/* (what row_load() would answer: the record kept first) */
+		layout_member_slot(l, s0 + x, lj, &g, &slot);
+		rowc_get(rf, s0 + x, g, &gens[x], crcs + (size_t)x * per, NULL);
+	}
+	return r;
+}
+
+int stripe_rows_rebuilt(struct rfile *rf, uint32_t target, uint64_t s0, uint32_t ns, const uint64_t *gens,
+			const uint32_t *crcs, bool verify)
+{
+	const struct layout *l = &rf->lay;
+	size_t R = csum_record_size(l), len = (size_t)ns * R;
+	uint32_t per = csum_per_row(l);
+	int fd = sums_fd(rf, target), r = 0;
+	if (fd < 0)
+		return 0;
+	uint8_t *buf = malloc(verify ? 2 * len : len);
+	if (!buf)
+		return -ENOMEM;
+	for (uint32_t x = 0; x < ns; x++) {
+		if (gens[x])
+			csum_encode(buf + (size_t)x * R, R, gens[x], crcs + (size_t)x * per, per);
+		else
+			memset(buf + (size_t)x * R, 0, R);	/* (a hole: no record, not an old one) */
+	}
+	if (verify) {
+		/* second pass: rewritten only where the target's differ (as
+		 * they do after a partial write of a row since the first pass
+		 * that did not write lj's chunk: lj keeps its older record) */
+		r = csum_read_rows(fd, l, s0, ns, buf + len);
+		if (r == 0 && memcmp(buf, buf + len, len) == 0)
+			goto out;
+	}
+	r = csum_write_rows(fd, l, s0, ns, buf);
+	if (r < 0)
+		log_err("member %u '%s': cannot write the checksum records of stripes %" PRIu64 "-%" PRIu64
+			" of file %016" PRIx64 ": %s", target, rf->a->m[target].path, s0, s0 + ns - 1, rf->id,
+			strerror(-r));
+out:
+	free(buf);
+	return r;
+}
+
 int stripe_sums_trim(struct rfile *rf, uint32_t target)
 {
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);

@@ -158,6 +158,24 @@ int stripe_resync(struct rfile *rf);
  * target for it). */
 long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t target, bool verify,
 			  bool *fixed, int *target_err);
+/* A checksummed file's fast rebuild of member lj's shard (rebuild.c's
+ * windows), rf->rw held exclusively: the believed record of lj's row in
+ * each stripe of [s0, s0 + ns) - the one stripe_rebuild_chunk() goes by -
+ * read with one call per member of the rows: gens[x] and csum_per_row()
+ * checksums at crcs + x * csum_per_row().  A generation 0: no record (the
+ * row was never written), the checksums those of zero blocks.  A damaged
+ * record on one member is said in the log; the others' are used.  0 or
+ * -ENOMEM. */
+int stripe_rows_believed(struct rfile *rf, uint32_t lj, uint64_t s0, uint32_t ns, uint64_t *gens, uint32_t *crcs);
+/* Those records to the checksum file of the shard rebuilt on `target`
+ * (lj, or SHADOW) in one write, as stripe_rebuild_chunk() writes them
+ * one by one: none (zeros) for a row without a record, so that an older
+ * one left there cannot outvote the hole.  With verify (the second
+ * pass), written only when what the target holds differs.  0 or -errno
+ * (said in the log: the rows keep what they had, which the other
+ * members' records outvote). */
+int stripe_rows_rebuilt(struct rfile *rf, uint32_t target, uint64_t s0, uint32_t ns, const uint64_t *gens,
+			const uint32_t *crcs, bool verify);
 /* The checksum file of the shard rebuilt on `target` (a checksummed file)
  * cut to the file's rows: none of an older file's records past its end
  * stay (the rebuild's last step, also for a file now empty).  0 or

@@ -358,3 +358,31 @@ slot_member() {
 	done
 	echo "$out"
 }
+
+# chunk_member MEMBERS PATH STRIPE SLOT: the member that holds that chunk
+# (group 0; slot names of tests/tools/chunks.py) of PATH in the array
+# whose member directories are MEMBERS (a:b:..., unmounted)
+chunk_member() {
+	"$PY" -S "$TOOLS/chunks.py" map "$1" --json -- "$2" >"$T/map.json" || return 1
+	"$PY" -c '
+import json, sys
+for c in json.load(open(sys.argv[1]))["chunks"]:
+    if c["stripe"] == int(sys.argv[2]) and c["slot"] == sys.argv[3] and c["group"] == 0:
+        print(c["member"]); break' "$T/map.json" "$3" "$4"
+}
+
+# chunk_flip MEMBERS PATH STRIPE SLOT: 16 bytes of that chunk flipped on
+# its member (seed $SEED); prints the member
+chunk_flip() {
+	"$PY" -S "$TOOLS/chunks.py" flip "$1" --stripe "$3" --slot "$4" --count 16 --seed "$SEED" --json -- "$2" \
+		>"$T/flip.json" || return 1
+	"$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["member"])' "$T/flip.json"
+}
+
+# member_cksum MNT J: member J's checksum errors (status --json
+# "cksum_errors")
+member_cksum() {
+	"$RAIDFS" status --json "$1" >"$T/st.json" || true	# (exit 1: degraded)
+	"$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["members"][int(sys.argv[2])]["cksum_errors"])' \
+		"$T/st.json" "$2"
+}

@@ -69,25 +69,11 @@ mnt_down() { rfs_unmount_wait "$mnt" || fail "$1: unmount"; }
 # save: copy every member's shard of f to $C/before.J
 save() { local j; for j in "${!M[@]}"; do cp "${M[$j]}/f" "$C/before.$j"; done; }
 # flip STRIPE SLOT: 16 bytes of that chunk of f flipped; prints the member
-flip() {
-	"$PY" -S "$TOOLS/chunks.py" flip "$members" --stripe "$1" --slot "$2" --count 16 --seed "$SEED" --json -- f >"$C/flip.json" ||
-		fail "$what: chunks.py flip $1 $2"
-	"$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["member"])' "$C/flip.json"
-}
+flip() { chunk_flip "$members" f "$1" "$2" || fail "$what: chunks.py flip $1 $2"; }
 # member_of STRIPE SLOT: the member that holds that chunk of f
-member_of() {
-	"$PY" -S "$TOOLS/chunks.py" map "$members" --json -- f >"$C/map.json" || fail "$what: chunks.py map"
-	"$PY" -c '
-import json, sys
-for c in json.load(open(sys.argv[1]))["chunks"]:
-    if c["stripe"] == int(sys.argv[2]) and c["slot"] == sys.argv[3] and c["group"] == 0:
-        print(c["member"]); break' "$C/map.json" "$1" "$2"
-}
+member_of() { chunk_member "$members" f "$1" "$2" || fail "$what: chunks.py map"; }
 # cksum J: member J's cksum_errors (mounted)
-cksum() {
-	"$RAIDFS" status --json "$mnt" >"$C/st.json" || true	# (exit 1: degraded)
-	"$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["members"][int(sys.argv[2])]["cksum_errors"])' "$C/st.json" "$1"
-}
+cksum() { member_cksum "$mnt" "$1"; }
 # chunk_at FILE STRIPE: the 4K chunk at shard offset STRIPE * 4K, as hex
 chunk_at() { dd if="$1" bs=$CH skip="$2" count=1 2>/dev/null | od -An -v -tx1 | tr -d ' \n' | sha1sum; }
 

@@ -41,7 +41,7 @@ static void test_crc(void)
 /* P's checksums from the data's (csum_xor()): equal to those of the
  * XOR's bytes, for an odd and an even number of data slots, over a
  * window of blocks in the middle of the chunk */
-static void test_xor(void)
+static void test_xor_make(void)
 {
 	enum { B = 4, MAXK = 4 };
 	static uint8_t data[MAXK][B * CSUM_BLOCK], p[B * CSUM_BLOCK];
@@ -62,6 +62,33 @@ static void test_xor(void)
 		CHECK(crc[k * B + 1] == want[0] && crc[k * B + 2] == want[1], "P's checksums from %u data slots", k);
 		CHECK(crc[k * B] == 0 && crc[k * B + 3] == 0, "csum_xor wrote outside its blocks (k %u)", k);
 	}
+}
+
+/* csum_xor_matches(): the checksums of an XOR of 2 and 3 chunks follow
+ * from theirs; a record whose slot says otherwise, by one bit of one
+ * block, is not taken */
+static void test_xor_matches(void)
+{
+	struct layout l;
+	CHECK(layout_init(&l, LEVEL_RAID6, 16384, 6, 1, 0, NULL) == 0, "layout");
+	uint32_t B = l.chunk / CSUM_BLOCK, crc[6 * 4];
+	static uint8_t c[6][16384];
+	srand(7);
+	for (int i = 0; i < 4; i++)
+		for (size_t b = 0; b < sizeof(c[i]); b++)
+			c[i][b] = (uint8_t)rand();
+	for (size_t b = 0; b < sizeof(c[4]); b++) {
+		c[4][b] = c[0][b] ^ c[1][b] ^ c[2][b];
+		c[5][b] = c[0][b] ^ c[3][b];
+	}
+	for (uint32_t i = 0; i < 6; i++)
+		csum_blocks(c[i], l.chunk, B, crc + i * B);
+	CHECK(csum_zero_block() == csum_block(c[0], 0), "the zero block's checksum");
+	CHECK(csum_xor_matches(&l, crc, 0x7, 4), "XOR of three");
+	CHECK(csum_xor_matches(&l, crc, 0x9, 5), "XOR of two");
+	CHECK(!csum_xor_matches(&l, crc, 0x3, 4), "XOR of other slots");
+	crc[4 * B + 2] ^= 1;
+	CHECK(!csum_xor_matches(&l, crc, 0x7, 4), "a slot's checksum that does not follow");
 }
 
 static void test_records(void)
@@ -124,7 +151,8 @@ static void test_file(void)
 int main(void)
 {
 	test_crc();
-	test_xor();
+	test_xor_make();
+	test_xor_matches();
 	test_records();
 	test_file();
 	if (failures) {
