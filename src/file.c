@@ -447,6 +447,7 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	rf->acked = m->size;
 	rf->size_recorded = m->size;
 	rf->reserved = m->size;
+	rf->dense = RF_DENSE_UNKNOWN;
 	rf->meta_version = m->version;
 	rf->meta_flags = m->flags;
 	pthread_rwlock_init(&rf->rw, NULL);

@@ -38,6 +38,7 @@
 #include "layout.h"
 #include "meta.h"
 
+#define RF_DENSE_UNKNOWN UINT64_MAX
 struct rfile {
 	struct array *a;
 	uint64_t key;			/* inode of the primary shard */
@@ -65,6 +66,9 @@ struct rfile {
 	uint64_t reserved;		/* the shards are allocated on the members
 					 * for this logical size (stripe.c
 					 * reserve(); atomic) */
+	uint64_t dense;			/* and below this one no shard has a hole
+					 * (RF_DENSE_UNKNOWN until reserve() first
+					 * asks the members; atomic) */
 	uint64_t meta_version;
 	bool meta_stale;		/* size changed since metadata written */
 	bool meta_agree;		/* every shard holds the record of

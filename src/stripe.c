@@ -366,26 +366,55 @@ static void note_written(struct rfile *rf, uint64_t s_end)
  * Room on the members before the first byte goes to any of them.  A stripe
  * written on some members and refused by a full one (ENOSPC) would be left
  * with its parity behind its data, which a later reconstruction would turn
- * into wrong bytes.  So before a write [off, end) takes the file past
- * rf->reserved (its size when it was opened, or the end of what was
- * reserved since), the shard ranges it will write there are allocated on
- * every member first (fallocate, size kept; from the stripe of `off` on,
- * so a write far past the end leaves the hole a hole), and a write that
- * does not fit fails with ENOSPC having changed nothing.  A member
- * filesystem that cannot allocate ahead (EOPNOTSUPP) is written as before;
- * so are holes of sparse files below rf->reserved.
+ * into wrong bytes, so such a member is failed (write_failed()): on members
+ * that share one filesystem, a full filesystem would fail them one after
+ * another.  So the shard ranges a write will write are allocated on every
+ * member first (fallocate, size kept), and a write that does not fit fails
+ * with ENOSPC having changed nothing:
+ *   - past rf->reserved (its size when it was opened, or the end of what
+ *     was reserved since): from the stripe of `off` on, so a write far
+ *     past the end leaves the hole a hole;
+ *   - below it, at or past rf->dense: a hole of a sparse file (a write
+ *     past the end left one, or the file was opened with some: the
+ *     members' first holes, lseek(SEEK_HOLE), the first time it matters).
+ * Below rf->dense nothing is allocated again: a file written in order
+ * pays nothing.  A member filesystem that cannot allocate ahead
+ * (EOPNOTSUPP) is written as before.
  */
-static int reserve(struct rfile *rf, uint64_t off, uint64_t end)
+
+/* rf->dense, asked of the members the first time: the file offset of the
+ * first stripe some member's shard has a hole in (the whole reserved size
+ * when none has one; 0 when one cannot tell) */
+static uint64_t dense_of(struct rfile *rf)
 {
+	uint64_t d = __atomic_load_n(&rf->dense, __ATOMIC_ACQUIRE);
+	if (d != RF_DENSE_UNKNOWN)
+		return d;
 	const struct layout *l = &rf->lay;
-	uint64_t have = __atomic_load_n(&rf->reserved, __ATOMIC_ACQUIRE);
-	if (end <= have)
-		return 0;
-	uint64_t first = off / layout_stripe_data_bytes(l) * l->chunk;
+	uint64_t sbytes = layout_stripe_data_bytes(l);
+	d = __atomic_load_n(&rf->reserved, __ATOMIC_ACQUIRE);
 	for (uint32_t j = 0; j < rf->a->width; j++) {
-		uint64_t from = layout_shard_size(l, j, have), to = layout_shard_size(l, j, end);
-		if (from < first)
-			from = first;
+		struct stat st;
+		if (rf->fd[j] < 0 || fstat(rf->fd[j], &st) < 0)
+			continue;
+		off_t h = lseek(rf->fd[j], 0, SEEK_HOLE);
+		if (h < 0)
+			h = 0;	/* (cannot tell: taken as a hole) */
+		if ((uint64_t)h < (uint64_t)st.st_size && (uint64_t)h / l->chunk * sbytes < d)
+			d = (uint64_t)h / l->chunk * sbytes;
+	}
+	uint64_t unknown = RF_DENSE_UNKNOWN;
+	__atomic_compare_exchange_n(&rf->dense, &unknown, d, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&rf->dense, __ATOMIC_ACQUIRE);
+}
+
+/* Shard bytes [from, to) allocated on every member j, `to` 0: to
+ * layout_shard_size(j, end).  0, or -ENOSPC from a member (nothing
+ * written yet). */
+static int allocate_ahead(struct rfile *rf, uint64_t from, uint64_t to_all, uint64_t end)
+{
+	for (uint32_t j = 0; j < rf->a->width; j++) {
+		uint64_t to = to_all ? to_all : layout_shard_size(&rf->lay, j, end);
 		if (to <= from || !writable(rf, j) ||
 		    fallocate(rf->fd[j], FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) == 0)
 			continue;
@@ -393,9 +422,54 @@ static int reserve(struct rfile *rf, uint64_t off, uint64_t end)
 			return write_failed(rf, j, from, -ENOSPC, false);
 		/* cannot allocate ahead (EOPNOTSUPP...): the writes will tell */
 	}
-	while (have < end && !__atomic_compare_exchange_n(&rf->reserved, &have, end, false,
-							  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	return 0;
+}
+
+static void raise_to(uint64_t *v, uint64_t to)
+{
+	uint64_t cur = __atomic_load_n(v, __ATOMIC_ACQUIRE);
+	while (cur < to && !__atomic_compare_exchange_n(v, &cur, to, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		;
+}
+
+/* The file was cut to `size`: what reserve() allocated past it is gone
+ * (and what grows again is a hole). */
+static void reserve_cut(struct rfile *rf, uint64_t size)
+{
+	if (__atomic_load_n(&rf->reserved, __ATOMIC_ACQUIRE) > size)
+		__atomic_store_n(&rf->reserved, size, __ATOMIC_RELEASE);
+	uint64_t d = __atomic_load_n(&rf->dense, __ATOMIC_ACQUIRE);
+	if (d != RF_DENSE_UNKNOWN && d > size)
+		__atomic_store_n(&rf->dense, size, __ATOMIC_RELEASE);
+}
+
+static int reserve(struct rfile *rf, uint64_t off, uint64_t end)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l);
+	uint64_t have = __atomic_load_n(&rf->reserved, __ATOMIC_ACQUIRE), dense = dense_of(rf);
+	if (dense > have)
+		dense = have;	/* (a truncate cut what was reserved) */
+	if (end <= dense)
+		return 0;
+	/* from the write's first stripe, or where the dense part ends; a
+	 * write into a hole of one stripe: its columns (whole pages) on
+	 * every member, not whole chunks, so that a sparse file stays as
+	 * sparse as its writes */
+	uint64_t s0 = off / sbytes, sd = dense / sbytes, from = (s0 > sd ? s0 : sd) * l->chunk, to = 0;
+	if (end <= have && s0 > sd && s0 == (end - 1) / sbytes) {
+		uint64_t a = off % sbytes, b = (end - 1) % sbytes;
+		uint64_t lo = a / l->chunk == b / l->chunk ? a % l->chunk / 4096 * 4096 : 0;
+		uint64_t hi = a / l->chunk == b / l->chunk ? (b % l->chunk / 4096 + 1) * 4096 : l->chunk;
+		to = from + (hi < l->chunk ? hi : l->chunk);
+		from += lo;
+	}
+	int r = allocate_ahead(rf, from, to, end);
+	if (r < 0)
+		return r;
+	raise_to(&rf->reserved, end);
+	if (off <= dense)	/* (no hole left between: the dense part grows) */
+		raise_to(&rf->dense, end);
 	return 0;
 }
 
@@ -2510,8 +2584,7 @@ static void cut_failed_tail(struct rfile *rf, uint64_t off)
 	guard_done(rf, gs);
 	free(kept);
 	/* cut shards lost what reserve() allocated past the end */
-	if (rf->reserved > size)
-		__atomic_store_n(&rf->reserved, size, __ATOMIC_RELEASE);
+	reserve_cut(rf, size);
 	if (ret < 0 && array_writable(rf->a)) {
 		log_err("file %016" PRIx64 ": a write past its end failed and the bytes it left on the members "
 			"could not be cut off (%s): its redundancy is made again at the next mount",
@@ -2675,8 +2748,7 @@ int stripe_truncate_locked(struct rfile *rf, uint64_t size, bool said)
 			rf->sync_end = left;	/* (what was cut off needs no fsync) */
 		drop_cut_damage(rf);
 		/* cut shards lost their allocation; grown ones are holes */
-		if (rf->reserved > size)
-			__atomic_store_n(&rf->reserved, size, __ATOMIC_RELEASE);
+		reserve_cut(rf, size);
 		ret = stripe_write_meta(rf, 0);
 	} else if (said) {
 		/* failed after it said it began: the next mount finishes it

@@ -171,4 +171,63 @@ truncate -s 49152 "$C/mnt/g" "$C/cut"
 cmp -s "$C/cut" "$C/mnt/g" || fail "cut: g grown again does not read zeros past 3000"
 rfs_unmount "$C/mnt" || fail "cut: unmount"
 log "ok: raid6: a truncate with P's member full failed that member and read right with Q"
+
+# 6. Members sharing one filesystem that fills up (one disk holding all
+#    four directories, as a first try of raidfs often has): random writes
+#    from four threads into the holes of sparse files, once it is full.
+#    Every member fills at the same moment, so a write that one refused
+#    in the middle of a stripe would fail members one after another (a
+#    raid6 lost two, down to no redundancy, before the holes below the
+#    reserved size were allocated ahead too); now each write that does not
+#    fit is refused before any member is written: no member is failed,
+#    every write acknowledged reads back, the offline check is clean.
+C=$T/shared
+mkdir -p "$C/disk"
+mount -t tmpfs -o size=32m tmpfs "$C/disk" || skip "cannot mount a tmpfs (needs root)"
+MOUNTS+=("$C/disk")
+mem=$(for i in 0 1 2 3; do mkdir -p "$C/disk/d$i" && echo "$C/disk/d$i"; done)
+expect_rc 0 "$RAIDFS" create --level raid6 --chunk 64K --name shared $mem
+rfs_mount "$(join_members $mem)" "$C/mnt" -o write_policy=writethrough || fail "shared: mount"
+head -c $((40 << 20)) /dev/urandom >"$C/mnt/fill" 2>/dev/null && fail "shared: 40 MiB fitted on a 32 MiB disk"
+# (some room again: the writes below fill it, some fit and some do not)
+truncate -s $(($(stat -c %s "$C/mnt/fill") - (4 << 20))) "$C/mnt/fill" || fail "shared: truncate"
+timeout -k 5 120 "$PY" - "$C/mnt" "$SEED" <<'PYEOF' || fail "shared: the writes into holes failed other than with ENOSPC"
+import errno, os, sys, random, threading
+mnt, seed = sys.argv[1], int(sys.argv[2])
+files = {}
+for name in ("s1", "s2"):
+    fd = os.open(os.path.join(mnt, name), os.O_RDWR | os.O_CREAT, 0o644)
+    os.ftruncate(fd, 24 << 20)
+    files[name] = fd
+done, refused, lock = {}, [0], threading.Lock()
+def writer(t):
+    r = random.Random(seed + t)
+    for _ in range(400):
+        name = r.choice(sorted(files))
+        off, data = r.randrange(0, 24 << 20, 4096), r.randbytes(4096)
+        try:
+            os.pwrite(files[name], data, off)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+            with lock:
+                refused[0] += 1
+            continue
+        with lock:
+            done[(name, off)] = data
+ts = [threading.Thread(target=writer, args=(t,)) for t in range(4)]
+for t in ts: t.start()
+for t in ts: t.join()
+assert refused[0] > 0, "the disk never filled up"
+assert len(done) > 50, "only %d writes fitted" % len(done)
+for (name, off), data in done.items():
+    assert os.pread(files[name], 4096, off) == data, "%s at %d does not read back" % (name, off)
+print("%d writes acknowledged and read back, %d refused with ENOSPC" % (len(done), refused[0]))
+PYEOF
+"$RAIDFS" status --json "$C/mnt" >"$C/st.json"
+"$PY" -c 'import json, sys; m = json.load(open(sys.argv[1]))["members"]; bad = [x["index"] if "index" in x else i for i, x in enumerate(m) if x["state"] != "online"]; sys.exit("members failed: %s" % bad if bad else 0)' "$C/st.json" ||
+	fail "shared: a full disk failed members: $("$RAIDFS" status "$C/mnt")"
+rfs_unmount "$C/mnt" || fail "shared: unmount"
+expect_rc 0 "$RAIDFS" check "$(join_members $mem)"
+log "ok: raid6 on one full disk: writes into holes refused whole with ENOSPC, no member failed, check clean"
 log "ok"
