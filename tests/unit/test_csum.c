@@ -36,6 +36,19 @@ static void test_crc(void)
 	csum_blocks(chunk, CSUM_BLOCK + 10, 3, out);
 	CHECK(out[0] == csum_block(chunk, CSUM_BLOCK) && out[1] == csum_block(chunk + CSUM_BLOCK, 10) &&
 	      out[2] == csum_block(chunk, 0), "csum_blocks over a short chunk");
+	/* whole blocks go three at a time (parity_crc32c_x3()), the rest one
+	 * by one: every block's checksum as csum_block() makes it */
+	static uint8_t seven[7 * CSUM_BLOCK];
+	uint32_t s7[7];
+	for (size_t i = 0; i < sizeof(seven); i++)
+		seven[i] = (uint8_t)(i * 2654435761u >> 11);
+	csum_blocks(seven, sizeof(seven), 7, s7);
+	for (uint32_t b = 0; b < 7; b++)
+		CHECK(s7[b] == parity_crc32c(0, seven + (size_t)b * CSUM_BLOCK, CSUM_BLOCK), "block %u of seven", b);
+	uint32_t x3[3];
+	parity_crc32c_x3("123456789", seven, seven + 8, 8, x3);
+	CHECK(x3[0] == parity_crc32c(0, "12345678", 8) && x3[1] == parity_crc32c(0, seven, 8) &&
+	      x3[2] == parity_crc32c(0, seven + 8, 8), "parity_crc32c_x3 over 8 bytes");
 }
 
 /* P's checksums from the data's (csum_xor()): equal to those of the
