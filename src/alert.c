@@ -550,31 +550,28 @@ static bool parse_interval(const char *s, uint32_t *ms)
 	return true;
 }
 
-int alert_main(int argc, char **argv)
+/* The command line into *o (o->only allocated for the mount points).
+ * 0, 1 for --help (said), 2 on a bad option (said). */
+static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	struct opts o = { .interval_ms = 5000, .timeout_s = 10 };
-	char **only = calloc(argc > 0 ? argc : 1, sizeof(*only));
-	if (!only)
-		return 2;
-	o.only = only;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
-			return 0;
+			return 1;
 		} else if (!strcmp(a, "--program") && i + 1 < argc) {
-			o.program = argv[++i];
+			o->program = argv[++i];
 		} else if (!strncmp(a, "--program=", 10)) {
-			o.program = a + 10;
+			o->program = a + 10;
 		} else if (!strcmp(a, "--syslog")) {
-			o.syslog = true;
+			o->syslog = true;
 		} else if (!strcmp(a, "--oneshot") || !strcmp(a, "-1")) {
-			o.oneshot = true;
+			o->oneshot = true;
 		} else if (!strcmp(a, "--test") || !strcmp(a, "-t")) {
-			o.test = true;
+			o->test = true;
 		} else if ((!strcmp(a, "--interval") && i + 1 < argc) || !strncmp(a, "--interval=", 11)) {
 			const char *v = a[10] == '=' ? a + 11 : argv[++i];
-			if (!parse_interval(v, &o.interval_ms)) {
+			if (!parse_interval(v, &o->interval_ms)) {
 				fprintf(stderr, "raidfs: monitor: --interval '%s' is not a number of seconds (0.01 to 86400)\n", v);
 				return 2;
 			}
@@ -586,26 +583,39 @@ int alert_main(int argc, char **argv)
 				fprintf(stderr, "raidfs: monitor: --timeout '%s' is not a whole number of seconds (1 to 3600)\n", v);
 				return 2;
 			}
-			o.timeout_s = (unsigned)t;
+			o->timeout_s = (unsigned)t;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "raidfs: monitor: unknown option '%s' (see 'raidfs monitor --help')\n", a);
 			return 2;
 		} else {
 			char canon[PATH_MAX];
 			ctl_canonical(a, canon, sizeof(canon));	/* (not entering the mount) */
-			if (!(only[o.nonly++] = strdup(canon)))
+			if (!(o->only[o->nonly++] = strdup(canon)))
 				return 2;
 		}
 	}
-	if (o.program && access(o.program, X_OK) < 0) {
-		fprintf(stderr, "raidfs: monitor: cannot run the program '%s': %s (give an executable file)\n", o.program,
+	if (o->program && access(o->program, X_OK) < 0) {
+		fprintf(stderr, "raidfs: monitor: cannot run the program '%s': %s (give an executable file)\n", o->program,
 			strerror(errno));
 		return 2;
 	}
-	if (o.oneshot && o.test) {
+	if (o->oneshot && o->test) {
 		fprintf(stderr, "raidfs: monitor: give --oneshot or --test, not both\n");
 		return 2;
 	}
+	return 0;
+}
+
+int alert_main(int argc, char **argv)
+{
+	struct opts o = { .interval_ms = 5000, .timeout_s = 10 };
+	char **only = calloc(argc > 0 ? argc : 1, sizeof(*only));
+	if (!only)
+		return 2;
+	o.only = only;
+	int p = parse_opts(argc, argv, &o);
+	if (p)
+		return p == 1 ? 0 : 2;
 	if (o.syslog)
 		openlog("raidfs-monitor", LOG_PID, LOG_DAEMON);
 	struct sigaction sa = { .sa_handler = on_signal };

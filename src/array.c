@@ -263,15 +263,11 @@ static void shown_bytes(const char *s, char *buf, size_t len)
 	buf[off] = '\0';
 }
 
-int array_create(const struct create_opts *o, char **members, int n)
+/* array_create()'s options, checked before any directory is touched;
+ * *l the layout.  0 or -EINVAL (said). */
+static int create_check_opts(const struct create_opts *o, int n, struct layout *l)
 {
-	struct layout l;
 	const char *why;
-	struct stat st[LAYOUT_MAX_WIDTH + SB_MAX_SPARES];
-	int fds[LAYOUT_MAX_WIDTH + SB_MAX_SPARES];
-	char *paths[LAYOUT_MAX_WIDTH + SB_MAX_SPARES];
-	int ret = 0, i, total;
-
 	if (n > LAYOUT_MAX_WIDTH) {
 		fprintf(stderr, "raidfs: too many members (%d): at most %d are supported\n",
 			n, LAYOUT_MAX_WIDTH);
@@ -291,7 +287,7 @@ int array_create(const struct create_opts *o, char **members, int n)
 			shown, why);
 		return -EINVAL;
 	}
-	if (layout_init(&l, o->level, o->chunk, n, o->groups, 0, &why) < 0) {
+	if (layout_init(l, o->level, o->chunk, n, o->groups, 0, &why) < 0) {
 		fprintf(stderr, "raidfs: cannot create %s with %d member%s: %s\n",
 			layout_level_name(o->level), n, n == 1 ? "" : "s", why);
 		return -EINVAL;
@@ -300,45 +296,49 @@ int array_create(const struct create_opts *o, char **members, int n)
 		fprintf(stderr, "raidfs: too many spares (%d): at most %d\n", o->nspares, SB_MAX_SPARES);
 		return -EINVAL;
 	}
-	total = n + o->nspares;
-	for (i = 0; i < n; i++)
-		paths[i] = members[i];
-	for (i = 0; i < o->nspares; i++)
-		paths[n + i] = o->spares[i];
-	for (i = 0; i < total; i++)
-		fds[i] = -1;
-	if (nested_member(paths, total) < 0)
-		return -EINVAL;
-	for (i = 0; i < total; i++) {
+	return 0;
+}
+
+/* The total directories of a new array (members, then spares) opened
+ * into fds[] (the caller closes them), each checked: a directory, not
+ * given twice, empty (unless --force), able to hold user xattrs.  0 or
+ * -errno (said). */
+static int create_open_dirs(const struct create_opts *o, char **paths, int total, int *fds)
+{
+	struct stat st;
+	for (int i = 0; i < total; i++) {
 		fds[i] = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fds[i] < 0 || fstat(fds[i], &st[i]) < 0) {
+		if (fds[i] < 0 || fstat(fds[i], &st) < 0) {
 			fprintf(stderr, "raidfs: cannot open member '%s': %s (create the directory, or mount the disk there)\n",
 				paths[i], strerror(errno));
-			ret = -ENOENT;
-			goto out;
+			return -ENOENT;
 		}
 		int twin = given_before(fds, i);
 		if (twin >= 0) {
 			fprintf(stderr, "raidfs: member '%s' is given twice (same directory as '%s'): each member must be a different directory\n",
 				paths[i], paths[twin]);
-			ret = -EINVAL;
-			goto out;
+			return -EINVAL;
 		}
 		if (!o->force && !array_dir_is_empty(fds[i])) {
 			fprintf(stderr, "raidfs: member '%s' is not empty: raidfs needs empty member directories (use --force to use it anyway; files already there are left alone but are not part of the array)\n",
 				paths[i]);
-			ret = -ENOTEMPTY;
-			goto out;
+			return -ENOTEMPTY;
 		}
 		int e = array_probe_xattr(fds[i]);
 		if (e < 0) {
 			fprintf(stderr, "raidfs: member '%s' cannot hold user extended attributes (%s): raidfs keeps per-file metadata there; use a filesystem with user xattrs (ext4, xfs, btrfs, tmpfs)\n",
 				paths[i], strerror(-e));
-			ret = e;
-			goto out;
+			return e;
 		}
 	}
+	return 0;
+}
 
+/* The new array's superblock (n members, then the spares) written to
+ * every directory, with its dirty-file log.  0 or -errno (said). */
+static int create_write_superblocks(const struct create_opts *o, const struct layout *l, int n, int total,
+				    char **paths, const int *fds)
+{
 	struct superblock sb;
 	memset(&sb, 0, sizeof(sb));
 	random_bytes(sb.uuid, sizeof(sb.uuid));
@@ -347,31 +347,53 @@ int array_create(const struct create_opts *o, char **members, int n)
 	sb.chunk = o->chunk;
 	sb.width = n;
 	sb.nspares = o->nspares;
-	sb.groups = l.groups;
+	sb.groups = l->groups;
 	sb.events = 1;
 	sb.csum = o->csum;
 	sb.ctime = sb.utime = time(NULL);
-	for (i = 0; i < total; i++) {
+	for (int i = 0; i < total; i++) {
 		sb.members[i].state = i < n ? MS_ONLINE : MS_SPARE;
 		random_bytes(sb.members[i].uuid, 16);
 		char *rp = realpath(paths[i], NULL);
 		snprintf(sb.members[i].path, SB_PATH_MAX, "%s", rp ? rp : paths[i]);
 		free(rp);
 	}
-	for (i = 0; i < total; i++) {
+	for (int i = 0; i < total; i++) {
 		sb.index = i;
 		memcpy(sb.member_uuid, sb.members[i].uuid, 16);
-		ret = sb_write(fds[i], &sb);
+		int ret = sb_write(fds[i], &sb);
 		if (ret == 0 && mkdirat(fds[i], SB_DIRTY_DIR, 0700) < 0 && errno != EEXIST)
 			ret = -errno;
 		if (ret < 0) {
 			fprintf(stderr, "raidfs: cannot write the superblock to member '%s': %s\n",
 				paths[i], strerror(-ret));
-			goto out;
+			return ret;
 		}
 	}
-out:
-	for (i = 0; i < total; i++)
+	return 0;
+}
+
+int array_create(const struct create_opts *o, char **members, int n)
+{
+	struct layout l;
+	int fds[LAYOUT_MAX_WIDTH + SB_MAX_SPARES];
+	char *paths[LAYOUT_MAX_WIDTH + SB_MAX_SPARES];
+	int ret = create_check_opts(o, n, &l);
+	if (ret < 0)
+		return ret;
+	int total = n + o->nspares;
+	for (int i = 0; i < n; i++)
+		paths[i] = members[i];
+	for (int i = 0; i < o->nspares; i++)
+		paths[n + i] = o->spares[i];
+	for (int i = 0; i < total; i++)
+		fds[i] = -1;
+	if (nested_member(paths, total) < 0)
+		return -EINVAL;
+	ret = create_open_dirs(o, paths, total, fds);
+	if (ret == 0)
+		ret = create_write_superblocks(o, &l, n, total, paths, fds);
+	for (int i = 0; i < total; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	return ret;

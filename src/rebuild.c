@@ -493,18 +493,16 @@ static uint64_t chunk_have(const struct window *v, uint32_t j, uint64_t s)
  * for holes, write.  A stripe that does not verify is not written and
  * goes to v->slow.  0, 1 (the whole window stripe by stripe), or
  * -errno. */
-static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
+/* do_piece(), step 1: every member's chunks the piece's stripes need,
+ * one read per run of them.  0, 1 (a read error: the window goes stripe
+ * by stripe) or -ENOMEM. */
+static int piece_read(struct window *v, uint32_t x0, uint32_t x1, struct piece_bufs *pb)
 {
 	struct walk *w = v->w;
 	struct rfile *rf = v->rf;
 	const struct layout *l = &rf->lay;
-	struct piece_bufs *pb = &v->fc->bufs[t];
-	uint32_t chunk = l->chunk, g, slot;
+	uint32_t chunk = l->chunk;
 	uint64_t mask = x1 - x0 == 64 ? ~0ull : ((1ull << (x1 - x0)) - 1) << x0;
-	uint8_t *res[64];		/* per stripe: lj's chunk, rebuilt */
-	if (!piece_buf(&pb->out, PIECE_MAX) || !piece_buf(&pb->have, PIECE_MAX) ||
-	    !piece_buf(&pb->junk, (size_t)PARITY_MAX_M * LAYOUT_MAX_CHUNK))
-		return -ENOMEM;
 	for (uint32_t mj = 0; mj < l->width; mj++) {
 		uint64_t bits = v->need[mj] & mask;
 		if (bits && !piece_buf(&pb->src[mj], PIECE_MAX))
@@ -528,48 +526,56 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 			}
 		}
 	}
-	bool zero[64], look = w->verify;
-	uint32_t per = csum_per_row(l);
-	uint64_t bad = 0;	/* stripes that do not verify */
-	for (uint32_t x = x0; x < x1; x++) {
-		uint64_t s = v->s0 + x;
-		size_t at = (size_t)(x - x0) * chunk;
-		const struct recon_plan *p = &v->plan[x];
-		const uint32_t *row = v->crcs ? v->crcs + (size_t)x * per : NULL;
-		bool ok = true;
-		layout_member_slot(l, s, w->lj, &g, &slot);
-		if (v->from[x] != NO_COPY) {
-			/* lj's own chunk or a mirror's copy: it must match its
-			 * own slot's checksums and lj's */
-			uint32_t fs = p->op == RECON_READ ? slot : p->src;
-			res[x] = pb->src[v->from[x]] + at;
-			ok = !row || (chunk_matches(l, row, fs, res[x], chunk_have(v, v->from[x], s)) &&
-				      (fs == slot || chunk_matches(l, row, slot, res[x], chunk_have(v, v->from[x], s))));
-		} else {
-			res[x] = pb->out + at;
-			for (uint32_t i = 0; row && ok && i < l->k + l->m; i++)
-				ok = !(p->read >> i & 1) ||
-				     chunk_matches(l, row, i, pb->src[p->member[i]] + at, chunk_have(v, p->member[i], s));
-			int r = ok ? compute_chunk(l, p, slot, pb->src, at, res[x], pb->junk) : 0;
-			if (r < 0)
-				return r == -EIO ? 1 : r;
-			/* what an XOR made follows from the checksums of what
-			 * it was made of (csum_xor_matches()); Q from its bytes */
-			bool xor = p->op == RECON_XOR || (p->op == RECON_ENCODE && slot == l->k);
-			ok = ok && (!row || (xor ? csum_xor_matches(l, row, p->read, slot)
-						 : chunk_matches(l, row, slot, res[x], chunk)));
-		}
-		if (!ok) {
-			bad |= 1ull << x;
-			zero[x] = false;
-			continue;
-		}
-		zero[x] = !w->verify && all_zero(res[x], chunk);
-		look |= zero[x];
+	return 0;
+}
+
+/* do_piece(), step 2: stripe x's chunk of lj into res[x] (a source's
+ * buffer, or pb->out), verified against the row's record when the file
+ * has checksums.  *ok: it verified; 0, 1 (the stripe cannot be made: the
+ * window goes stripe by stripe) or -errno. */
+static int piece_make(struct window *v, uint32_t x0, uint32_t x, struct piece_bufs *pb, uint8_t **res, bool *ok)
+{
+	const struct layout *l = &v->rf->lay;
+	uint32_t chunk = l->chunk, g, slot;
+	uint64_t s = v->s0 + x;
+	size_t at = (size_t)(x - x0) * chunk;
+	const struct recon_plan *p = &v->plan[x];
+	const uint32_t *row = v->crcs ? v->crcs + (size_t)x * csum_per_row(l) : NULL;
+	layout_member_slot(l, s, v->w->lj, &g, &slot);
+	*ok = true;
+	if (v->from[x] != NO_COPY) {
+		/* lj's own chunk or a mirror's copy: it must match its own
+		 * slot's checksums and lj's */
+		uint32_t fs = p->op == RECON_READ ? slot : p->src;
+		res[x] = pb->src[v->from[x]] + at;
+		*ok = !row || (chunk_matches(l, row, fs, res[x], chunk_have(v, v->from[x], s)) &&
+			       (fs == slot || chunk_matches(l, row, slot, res[x], chunk_have(v, v->from[x], s))));
+		return 0;
 	}
-	if (bad)
-		__atomic_or_fetch(&v->slow, bad, __ATOMIC_RELAXED);
-	int tfd = rf->fd[w->j];
+	res[x] = pb->out + at;
+	for (uint32_t i = 0; row && *ok && i < l->k + l->m; i++)
+		*ok = !(p->read >> i & 1) ||
+		      chunk_matches(l, row, i, pb->src[p->member[i]] + at, chunk_have(v, p->member[i], s));
+	int r = *ok ? compute_chunk(l, p, slot, pb->src, at, res[x], pb->junk) : 0;
+	if (r < 0)
+		return r == -EIO ? 1 : r;
+	/* what an XOR made follows from the checksums of what it was made of
+	 * (csum_xor_matches()); Q from its bytes */
+	bool xor = p->op == RECON_XOR || (p->op == RECON_ENCODE && slot == l->k);
+	*ok = *ok && (!row || (xor ? csum_xor_matches(l, row, p->read, slot) : chunk_matches(l, row, slot, res[x], chunk)));
+	return 0;
+}
+
+/* do_piece(), step 3: the rebuilt chunks res[x0..x1) to the new member,
+ * one pwritev per run, but the stripes in `bad` and, first pass, the
+ * all-zero chunks where the new shard holds zeros already (zero[]); the
+ * verify pass writes only what differs.  0 or -errno. */
+static int piece_write(struct window *v, uint32_t x0, uint32_t x1, struct piece_bufs *pb, uint8_t **res,
+		       const bool *zero, bool look, uint64_t bad)
+{
+	struct walk *w = v->w;
+	uint32_t chunk = v->rf->lay.chunk;
+	int tfd = v->rf->fd[w->j];
 	/* past the new shard's end it holds zeros: no need to look */
 	bool empty = !w->verify && (v->s0 + x0) * chunk >= v->tsize;
 	bool have = look && !empty && read_upto(w->a, w->j, tfd, pb->have, (size_t)(x1 - x0) * chunk,
@@ -598,6 +604,35 @@ static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
 		}
 	}
 	return 0;
+}
+
+static int do_piece(struct window *v, uint32_t x0, uint32_t x1, int t)
+{
+	struct piece_bufs *pb = &v->fc->bufs[t];
+	uint8_t *res[64];		/* per stripe: lj's chunk, rebuilt */
+	if (!piece_buf(&pb->out, PIECE_MAX) || !piece_buf(&pb->have, PIECE_MAX) ||
+	    !piece_buf(&pb->junk, (size_t)PARITY_MAX_M * LAYOUT_MAX_CHUNK))
+		return -ENOMEM;
+	int r = piece_read(v, x0, x1, pb);
+	if (r)
+		return r;
+	bool zero[64], look = v->w->verify;
+	uint64_t bad = 0;	/* stripes that do not verify */
+	for (uint32_t x = x0; x < x1; x++) {
+		bool ok;
+		if ((r = piece_make(v, x0, x, pb, res, &ok)))
+			return r;
+		if (!ok) {
+			bad |= 1ull << x;
+			zero[x] = false;
+			continue;
+		}
+		zero[x] = !v->w->verify && all_zero(res[x], v->rf->lay.chunk);
+		look |= zero[x];
+	}
+	if (bad)
+		__atomic_or_fetch(&v->slow, bad, __ATOMIC_RELAXED);
+	return piece_write(v, x0, x1, pb, res, zero, look, bad);
 }
 
 static void window_worker(void *arg, int t)
