@@ -38,16 +38,34 @@ EOF
 mine() { grep -F -- "$T/" "$1"; }
 # every_rc CMD...: run `raidfs status` or `list` of every array (output in
 # $OUT); its exit status must be the worst the lines say - other tests'
-# arrays, failed or degraded, may be mounted beside ours: 2 if one failed
-# or does not answer, 1 if one is degraded or has scrub errors, else 0
+# arrays, failed, degraded or being rebuilt, may be mounted beside ours:
+# 2 if one failed or does not answer, 1 if one is not optimal or has
+# scrub errors, else 0
 every_rc() {
-	local rc=0 want=0
+	local rc=0 want
 	"$RAIDFS" "$@" > "$OUT" 2> "$ERR" || rc=$?
-	if grep -Eq " failed \[|	failed	|not answering|not-answering" "$OUT"; then
-		want=2
-	elif grep -Eq " degraded|	degraded|scrub-errors" "$OUT"; then
-		want=1
-	fi
+	want=$("$PY" - "$OUT" <<'PYEOF'
+import re, sys
+worst = 0
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    f = line.split("\t")
+    if len(f) == 6:                       # list: NAME LEVEL STATE UP/TOTAL HEALTH MOUNTPOINT
+        state, health = f[2], f[4]
+    else:                                 # status: NAME : LEVEL STATE [UP/TOTAL] ...
+        m = re.match(r"\S+ : \S+ (.*?) \[\d+/\d+\]", line)
+        if not m:
+            if " : " in line:             # not answering, an older daemon
+                worst = 2
+            continue
+        state, health = m.group(1), line
+    if state.startswith("failed") or state in ("not-answering", "unknown"):
+        worst = 2
+    elif not state.startswith("optimal") or "scrub-errors" in health:
+        worst = max(worst, 1)
+print(worst)
+PYEOF
+)
 	[ "$rc" = "$want" ] || fail "raidfs $*: exit $rc where its lines say $want: $(cat "$OUT" "$ERR")"
 }
 
