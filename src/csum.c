@@ -70,29 +70,29 @@ uint32_t csum_zero_block(void)
 	return v;
 }
 
+/* The checksum of block b of the XOR of the slots in `from` (bit i: slot
+ * i; B checksums a slot), from theirs: CRC32C is affine over GF(2). */
+static uint32_t xor_block(const uint32_t *crc, uint32_t B, uint32_t b, uint64_t from)
+{
+	uint32_t x = __builtin_popcountll(from) & 1 ? 0 : csum_zero_block();
+	for (uint64_t f = from; f; f &= f - 1)
+		x ^= crc[(size_t)__builtin_ctzll(f) * B + b];
+	return x;
+}
+
 bool csum_xor_matches(const struct layout *l, const uint32_t *crc, uint64_t from, uint32_t slot)
 {
-	uint32_t B = l->chunk / CSUM_BLOCK, odd = __builtin_popcountll(from) & 1;
-	for (uint32_t b = 0; b < B; b++) {
-		uint32_t x = odd ? 0 : csum_zero_block();
-		for (uint64_t f = from; f; f &= f - 1)
-			x ^= crc[(size_t)__builtin_ctzll(f) * B + b];
-		if (x != crc[(size_t)slot * B + b])
+	uint32_t B = l->chunk / CSUM_BLOCK;
+	for (uint32_t b = 0; b < B; b++)
+		if (xor_block(crc, B, b, from) != crc[(size_t)slot * B + b])
 			return false;
-	}
 	return true;
 }
 
 void csum_xor(uint32_t *crc, uint32_t B, uint32_t b0, uint32_t nb, uint32_t k)
 {
-	uint32_t z = k % 2 ? 0 : csum_zero_block();
-	uint32_t *out = crc + (size_t)k * B + b0;
-	for (uint32_t b = 0; b < nb; b++) {
-		uint32_t x = z;
-		for (uint32_t i = 0; i < k; i++)
-			x ^= crc[(size_t)i * B + b0 + b];
-		out[b] = x;
-	}
+	for (uint32_t b = b0; b < b0 + nb; b++)
+		crc[(size_t)k * B + b] = xor_block(crc, B, b, (1ull << k) - 1);
 }
 
 void csum_encode(uint8_t *rec, size_t R, uint64_t gen, const uint32_t *crc, uint32_t n)
