@@ -24,11 +24,11 @@ declare -A layer=(
 	[member]=1 [superblock]=1 [meta]=1 [csum]=1 [nslock]=1 [layout]=1 [recon]=1
 	[counters]=1
 	[array]=2 [event]=2
-	[stripe]=3 [guard]=3 [nsintent]=3 [hidden]=3
+	[stripe]=3 [guard]=3 [nsintent]=3
 	[file]=4
 	[cache]=5 [cachelog]=5 [cachepolicy]=5
 	[resync]=6 [rebuild]=6 [scrub]=6 [monitor]=6 [check]=6
-	[fuse]=7 [ctl]=7 [scan]=7 [alert]=7
+	[inode]=7 [fuse]=7 [ctl]=7 [scan]=7 [alert]=7
 	[mount]=8 [main]=8
 )
 

@@ -1,16 +1,25 @@
 /*
  * fsops.h - the FUSE operations (fuse.c) (layer 7): every request of the kernel is
- * served here, from the array's namespace (the primary member) and the
- * open-file table (file.h), through the cache (cache.h).
+ * served here (libfuse's low-level API), from the array's namespace (the
+ * primary member) through the node table (inode.h) and the open-file
+ * table (file.h), through the cache (cache.h).
  */
 #ifndef RAIDFS_FSOPS_H
 #define RAIDFS_FSOPS_H
 
 struct array;
-struct fuse_operations;
+struct fuse_lowlevel_ops;
 
-/* The operation table for fuse_new(); a is handed back by the init
- * callback as the private data of every request. */
-const struct fuse_operations *fsops_get(struct array *a);
+/* The operation table for fuse_session_new(), serving array a (the node
+ * table starts empty: the root only). */
+const struct fuse_lowlevel_ops *fsops_get(struct array *a);
+
+/* How long the kernel may keep attributes and names it was given, in
+ * seconds (-o attr_timeout=, entry_timeout=; 1 each by default). */
+extern double fsops_attr_timeout, fsops_entry_timeout;
+
+/* Before the mount serves: the files a stopped daemon kept as orphans
+ * (unlinked while open, .raidfs/orphans/) removed from every member. */
+void fsops_sweep_orphans(struct array *a);
 
 #endif

@@ -1,5 +1,10 @@
 /*
- * fuse.c - the FUSE operations of raidfs (libfuse3 high-level API).
+ * fuse.c - the FUSE operations of raidfs (libfuse3 low-level API).
+ *
+ * The kernel names objects by node id (inode.h): each request's node is
+ * turned into its path relative to the member roots by the node table,
+ * and the operations below work on those paths; an open file is reached
+ * through its struct rfile, never by a path.
  *
  * Namespace operations (mkdir, rename, link, chmod ...) are applied to every
  * present member at the same relative path, primary member first: the
@@ -17,12 +22,13 @@
  * `.raidfs` at the member root holds raidfs's own state and is hidden.
  */
 #define FUSE_USE_VERSION 312
-#include <fuse.h>
+#include <fuse_lowlevel.h>
 
 #include <dirent.h>
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +42,16 @@
 #include "file.h"
 #include "meta.h"
 #include "csum.h"
-#include "hidden.h"
+#include "inode.h"
 #include "nsintent.h"
 #include "rebuild.h"
 #include "util.h"
 
 static struct array *A;
+/* the caller of this thread's request */
+static __thread const struct fuse_ctx *CTX;
+/* -o attr_timeout=, entry_timeout= (fsops.h) */
+double fsops_attr_timeout = 1.0, fsops_entry_timeout = 1.0;
 
 static const char *rel(const char *path)
 {
@@ -57,9 +67,6 @@ static bool hidden(const char *path)
 	       (path[sizeof(SB_DIR)] == '\0' || path[sizeof(SB_DIR)] == '/');
 }
 
-/* lookups that found nothing (see fs_rename()) */
-static unsigned long hide_misses;
-
 /* path is NULL for an unlinked or renamed-away object reached by handle */
 #define CHECK_HIDDEN(p) do { if (!(p) || hidden(p)) return -ENOENT; } while (0)
 
@@ -71,6 +78,7 @@ struct dirh {
 	DIR *d;			/* on the primary of opendir() */
 	bool root;
 	char *path;		/* as opendir() saw it (fs_fsyncdir()) */
+	off_t pos;		/* the offset the stream is at (ll_readdir()) */
 };
 
 static struct rfile *RF(const struct fuse_file_info *fi)
@@ -244,7 +252,7 @@ static bool primary_disagrees(const char *path)
 /* uid/gid for a new object under path's parent */
 static void new_owner(const char *path, uid_t *uid, gid_t *gid)
 {
-	struct fuse_context *ctx = fuse_get_context();
+	const struct fuse_ctx *ctx = CTX;
 	*uid = ctx->uid;
 	*gid = ctx->gid;
 	char parent[PATH_MAX];
@@ -342,8 +350,6 @@ again:;
 	int _e = ON_PRIMARY(fstatat(PRIMARY, r, st, AT_SYMLINK_NOFOLLOW));
 	if (_e < 0 && rfile_epoch() != epoch)
 		goto again;
-	if (_e == -ENOENT)
-		__atomic_add_fetch(&hide_misses, 1, __ATOMIC_RELEASE);	/* see fs_rename() */
 	if (_e < 0)
 		return _e;
 	if (S_ISREG(st->st_mode)) {
@@ -465,7 +471,6 @@ static int remove_everywhere(const char *path, int flags)
 	return _e;
 }
 
-static bool hidden_by_libfuse(const char *path);
 static bool regular_at(const char *relpath, struct stat *st, uint64_t *id);
 
 /* The regular file at relpath loses its last name if it is unlinked or
@@ -489,17 +494,107 @@ static void forget_sums(uint64_t id)
 			csum_unlink(A->m[j].dirfd, id);
 }
 
-static int fs_unlink(const char *path)
+/*
+ * A file unlinked or renamed over while open keeps its shards under
+ * `.raidfs/orphans/<file id>` on every member (inode.h) until its last
+ * release: nothing is left in its directory, and its data stays reachable
+ * by name for the namespace's own work (a crash leaves the orphans to the
+ * next mount, fsops_sweep_orphans()).  orphan_lock orders an orphaning
+ * (unlink, rename) against the last release that removes the orphan.
+ */
+static pthread_mutex_t orphan_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void orphan_name(uint64_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, "/" INODE_ORPHAN_DIR "/%016" PRIx64, id);
+}
+
+/* rename from -> to (relative) on member directory dirfd, making the
+ * orphans' directory when it is missing */
+static int orphan_rename_at(int dirfd, const char *from, const char *to)
+{
+	if (renameat(dirfd, from, dirfd, to) == 0)
+		return 0;
+	if (errno != ENOENT || mkdirat(dirfd, INODE_ORPHAN_DIR, 0700) < 0) {
+		if (errno == EEXIST)
+			errno = ENOENT;	/* (from is missing, not the directory) */
+		return -1;
+	}
+	return renameat(dirfd, from, dirfd, to);
+}
+
+/* path moved to the orphan name of file id on every member */
+static int orphan_move(const char *path, uint64_t id)
+{
+	char to[64];
+	orphan_name(id, to, sizeof(to));
+	int slot = nsintent_begin(A, NSI_RENAME, rel(path), rel(to), 0);
+	int _e = ON_PRIMARY(orphan_rename_at(PRIMARY, rel(path), rel(to)));
+	if (_e == 0)
+		FOR_OTHERS(j)
+			if (orphan_rename_at(A->m[j].dirfd, rel(path), rel(to)) < 0 && errno != ENOENT)
+				note_member_error(j, "unlink", path, NULL, errno);
+	nsintent_end(A, slot);
+	return _e;
+}
+
+/* The last release of orphan id: its shards and checksum files go. */
+static void orphan_remove(uint64_t id)
+{
+	char path[64];
+	orphan_name(id, path, sizeof(path));
+	pthread_mutex_lock(&orphan_lock);
+	if (note_write() == 0 && remove_everywhere(path, 0) == 0)
+		forget_sums(id);
+	pthread_mutex_unlock(&orphan_lock);
+}
+
+void fsops_sweep_orphans(struct array *a)
+{
+	unsigned n = 0;
+	for (uint32_t j = 0; j < a->width; j++) {
+		int fd = member_writable(a, j) ? openat(a->m[j].dirfd, INODE_ORPHAN_DIR,
+							O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+		if (!d) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			if (unlinkat(fd, e->d_name, 0) == 0)
+				n += j == (uint32_t)a->primary;
+			char *end;
+			uint64_t id = strtoull(e->d_name, &end, 16);
+			if (!*end && id)
+				csum_unlink(a->m[j].dirfd, id);
+		}
+		closedir(d);
+	}
+	if (n)
+		log_info("removed %u file%s unlinked while open when raidfs stopped", n, n == 1 ? "" : "s");
+}
+
+static int fs_unlink(uint64_t parent, const char *name, const char *path)
 {
 	CHECK_HIDDEN(path);
 	int r = note_write();
-	uint64_t last = r == 0 ? last_name_of(rel(path)) : 0;
-	if (r == 0)
-		r = remove_everywhere(path, 0);
-	if (r == 0)
+	if (r < 0)
+		return r;
+	uint64_t last = last_name_of(rel(path));
+	pthread_mutex_lock(&orphan_lock);
+	uint64_t node = last ? inode_orphan(parent, name, last) : 0;
+	r = node ? orphan_move(path, last) : remove_everywhere(path, 0);
+	if (r < 0 && node)
+		inode_unorphan(node, parent, name);
+	pthread_mutex_unlock(&orphan_lock);
+	if (r == 0 && !node) {
 		forget_sums(last);
-	if (r == 0 && hidden_by_libfuse(path))
-		hidden_unmark(A, rel(path));	/* (libfuse's at the last close) */
+		inode_unlinked(parent, name);
+	}
 	return r;
 }
 
@@ -548,144 +643,6 @@ static int rename_everywhere(const char *from, const char *to, unsigned int flag
 	return 0;
 }
 
-/*
- * rename(a, b) where a and b are hard links of one file does nothing
- * (POSIX).  The kernel cannot see it here: the high-level libfuse gives
- * each name its own inode.  When b is open, libfuse first renames b to a
- * ".fuse_hidden..." name (so the open file survives) and only then asks
- * for rename(a, b), which would move a away.  So a hide is remembered on
- * its thread, and the rename that libfuse sends right after it on that
- * thread, of another link of the hidden file onto the hidden name, puts
- * the name back instead (as a link: the open file keeps its hidden
- * name, which libfuse removes at the last close).
- *
- * A hide that came from unlink(b) must not count: a later rename(a, b) is
- * then a real one.  Before any rename onto b after that unlink the kernel
- * looks b up and gets ENOENT, so every lookup that finds nothing ends the
- * remembered hide (hide_misses); between a rename's hide and its rename no
- * lookup is sent.
- */
-static _Thread_local struct {
-	bool armed;
-	char name[PATH_MAX];	/* b */
-	char hidden[PATH_MAX];	/* the name libfuse gave it */
-	unsigned long misses;	/* hide_misses when it was hidden */
-} hide;
-
-/* libfuse's hidden names: exactly ".fuse_hidden" and 16 hex digits */
-static bool hidden_by_libfuse(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	if (strncmp(base, ".fuse_hidden", 12) != 0 || strlen(base) != 28)
-		return false;
-	for (int i = 12; i < 28; i++)
-		if (!isxdigit((unsigned char)base[i]))
-			return false;
-	return true;
-}
-
-static void hide_remember(const char *from, const char *to)
-{
-	hide.armed = strlen(from) < sizeof(hide.name) && strlen(to) < sizeof(hide.hidden);
-	if (hide.armed) {
-		strcpy(hide.name, from);
-		strcpy(hide.hidden, to);
-		hide.misses = __atomic_load_n(&hide_misses, __ATOMIC_ACQUIRE);
-	}
-}
-
-static int fs_link(const char *from, const char *to);
-
-/*
- * libfuse 3.14 (Debian 12's) removes a file's hidden name at its last
- * release, but a release that runs while an unlink is hiding the file
- * finds it not hidden yet, and the hidden name stays for good (libfuse
- * issue #746, fixed in 3.15): `rm f; rmdir d` then fails with ENOTEMPTY
- * for ever.  So a rename to a name of libfuse's form, of a file open or
- * closed a moment ago (libfuse hides only open files; in the race the
- * release came first), is noted with the file's inode, and once a second
- * the monitor removes the names still on that file once nobody has it
- * open (sweep_hidden()).
- */
-#define HIDDEN_MAX 1024
-#define HIDDEN_CLOSED_MS 2000
-static struct hidden_name {
-	char *path;
-	uint64_t ino;		/* on the primary of key epoch `epoch` */
-	uint64_t epoch;
-} hidden_names[HIDDEN_MAX];
-static size_t nhidden_names;
-static pthread_mutex_t hidden_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void hidden_note(const char *path, uint64_t ino, uint64_t epoch)
-{
-	pthread_mutex_lock(&hidden_lock);
-	char *p = nhidden_names < HIDDEN_MAX ? strdup(path) : NULL;
-	if (p)
-		hidden_names[nhidden_names++] = (struct hidden_name){ p, ino, epoch };
-	pthread_mutex_unlock(&hidden_lock);
-}
-
-/*
- * Remove a hidden name libfuse left behind.  Unlike a user's unlink, the
- * kernel does not keep lookups of the name away meanwhile, so the name
- * goes from the other members first: a lookup in between finds it on the
- * primary (as if it came before the removal), never gone from the primary
- * alone - which primary_disagrees() would take for a failing primary.
- */
-static int remove_hidden(const char *path)
-{
-	int r = note_write();
-	if (r < 0)
-		return r;
-	int slot = nsintent_begin(A, NSI_UNLINK, rel(path), NULL, 0);
-	(void)PRIMARY;	/* (cur_primary for FOR_OTHERS) */
-	remove_on_others(path, 0);
-	r = ON_PRIMARY(unlinkat(PRIMARY, rel(path), 0));
-	nsintent_end(A, slot);
-	if (r == 0)
-		hidden_unmark(A, rel(path));
-	return r;
-}
-
-static void sweep_hidden(struct array *a)
-{
-	/* (no wait behind a rebuild or a long operation: next second) */
-	if (!__atomic_load_n(&nhidden_names, __ATOMIC_RELAXED) || !nslock_try_shared(&a->ns_lock))
-		return;
-	pthread_mutex_lock(&hidden_lock);
-	size_t n = nhidden_names;
-	struct hidden_name mine[HIDDEN_MAX];
-	memcpy(mine, hidden_names, n * sizeof(mine[0]));
-	nhidden_names = 0;
-	pthread_mutex_unlock(&hidden_lock);
-	for (size_t i = 0; i < n; i++) {
-		struct stat st;
-		uint64_t epoch = rfile_epoch();
-		bool keep = false;
-		if (fstatat(PRIMARY, rel(mine[i].path), &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			/* (gone: libfuse removed it) */
-		} else if (epoch != mine[i].epoch) {
-			/* another member serves the namespace since: its inode
-			 * of the name, looked at again next time */
-			keep = true;
-			mine[i].ino = st.st_ino;
-			mine[i].epoch = epoch;
-		} else if (st.st_ino == mine[i].ino) {
-			/* (a file released right now: libfuse removes the name
-			 * itself, or finds it gone) */
-			keep = rfile_in_use(mine[i].ino, epoch, 0);
-			if (!keep && remove_hidden(mine[i].path) == 0)
-				log_info("removed '%s', a hidden name libfuse left behind", mine[i].path);
-		}
-		if (keep)
-			hidden_note(mine[i].path, mine[i].ino, mine[i].epoch);
-		free(mine[i].path);
-	}
-	nslock_unlock(&a->ns_lock);
-}
-
 /* Is relpath a regular file on the primary?  *st its stat, *id its
  * raidfs id (its metadata record's; 0: none). */
 static bool regular_at(const char *relpath, struct stat *st, uint64_t *id)
@@ -699,98 +656,42 @@ static bool regular_at(const char *relpath, struct stat *st, uint64_t *id)
 	return ok;
 }
 
-/* A hidden name noted by an earlier mount (hidden.h): its file was open
- * when that daemon stopped, and nobody holds it now - the sweep removes
- * it, if the file there is still the one noted.  Any other note just
- * goes. */
-static void hidden_noted(const char *relpath, uint64_t id, void *arg)
-{
-	struct array *a = arg;
-	char path[PATH_MAX];
-	struct stat st;
-	uint64_t now;
-	snprintf(path, sizeof(path), "/%s", relpath);
-	if (hidden_by_libfuse(path) && regular_at(relpath, &st, &now) && now == id) {
-		log_info("'%s' is the hidden name of a file open when raidfs stopped: it is removed", path);
-		hidden_note(path, st.st_ino, rfile_epoch());
-	} else {
-		hidden_unmark(a, relpath);
-	}
-}
-
 /* once a second (array.c's monitor) */
 static void tick(struct array *a)
 {
-	static bool noted;
-	if (!noted && !a->readonly) {
-		noted = true;
-		hidden_each(a, hidden_noted, a);
-	}
-	sweep_hidden(a);
 	nsintent_refresh(a);
 }
 
-/* true when rename(from, to) is libfuse's follow-up of hiding an open
- * 'to' that is a link of 'from': 'to' is then back (as a link).  Every
- * rename ends the remembered hide (fs_rename()). */
-static bool rename_between_links(const char *from, const char *to)
-{
-	bool same = false;
-	if (hide.armed && strcmp(hide.name, to) == 0 &&
-	    __atomic_load_n(&hide_misses, __ATOMIC_ACQUIRE) == hide.misses) {
-		struct stat a, h, t;
-		int fd = PRIMARY;
-		same = fstatat(fd, rel(from), &a, AT_SYMLINK_NOFOLLOW) == 0 &&
-		       fstatat(fd, rel(hide.hidden), &h, AT_SYMLINK_NOFOLLOW) == 0 &&
-		       fstatat(fd, rel(to), &t, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT &&
-		       a.st_ino == h.st_ino && a.st_dev == h.st_dev;
-		if (same && fs_link(hide.hidden, to) < 0) {
-			log_warn("rename '%s' -> '%s' between links of one file: "
-				 "could not link '%s' back; the open file's hidden name "
-				 "goes back instead", from, to, to);
-			same = rename_everywhere(hide.hidden, to, 0) == 0;
-			if (same)
-				hidden_unmark(A, rel(hide.hidden));
-		}
-	}
-	return same;
-}
-
-static int fs_rename(const char *from, const char *to, unsigned int flags)
+/* rename(parent/name -> newparent/newname), at paths from and to */
+static int fs_rename(uint64_t parent, const char *name, uint64_t newparent, const char *newname,
+		     const char *from, const char *to, unsigned int flags)
 {
 	CHECK_HIDDEN(from);
 	CHECK_HIDDEN(to);
 	int r = note_write();
 	if (r < 0)
 		return r;
-	if (flags == 0 && hidden_by_libfuse(to)) {
-		struct stat st;
-		uint64_t epoch = rfile_epoch(), id;
-		bool note = regular_at(rel(from), &st, &id) && rfile_in_use(st.st_ino, epoch, HIDDEN_CLOSED_MS);
-		/* (noted first: a crash right after the rename leaves it;
-		 * a file closed long ago under such a name is the user's) */
-		if (note && id)
-			hidden_mark(A, rel(to), id);
-		r = rename_everywhere(from, to, flags);
-		if (r == 0) {
-			hide_remember(from, to);
-			if (note)
-				hidden_note(to, st.st_ino, epoch);
-			if (hidden_by_libfuse(from))
-				hidden_unmark(A, rel(from));
-		}
-		if (r < 0 ? note : !note)
-			hidden_unmark(A, rel(to));
-		return r;
-	}
-	bool no_op = flags == 0 && rename_between_links(from, to);
-	hide.armed = false;
-	uint64_t last = !no_op && !(flags & (RENAME_EXCHANGE | RENAME_NOREPLACE)) ? last_name_of(rel(to)) : 0;
-	r = no_op ? 0 : rename_everywhere(from, to, flags);
+	uint64_t last = !(flags & (RENAME_EXCHANGE | RENAME_NOREPLACE)) ? last_name_of(rel(to)) : 0;
+	pthread_mutex_lock(&orphan_lock);
+	/* an open file renamed over is kept as an orphan (fs_unlink()) */
+	uint64_t node = last ? inode_orphan(newparent, newname, last) : 0;
+	r = node ? orphan_move(to, last) : 0;
+	bool moved = node && r == 0;
 	if (r == 0)
-		forget_sums(last);	/* (the file renamed over) */
-	if (r == 0 && !no_op && hidden_by_libfuse(from))
-		hidden_unmark(A, rel(from));
+		r = rename_everywhere(from, to, flags);
+	if (r < 0 && moved) {
+		char o[64];
+		orphan_name(last, o, sizeof(o));
+		rename_everywhere(o, to, 0);	/* (back) */
+	}
+	if (r < 0 && node)
+		inode_unorphan(node, newparent, newname);
+	pthread_mutex_unlock(&orphan_lock);
+	if (r == 0) {
+		if (!node)
+			forget_sums(last);	/* (the file renamed over) */
+		inode_renamed(parent, name, newparent, newname, flags);
+	}
 	return r;
 }
 
@@ -999,18 +900,6 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	return 0;
 }
 
-static int fs_read(const char *path, char *buf, size_t size, off_t off,
-		   struct fuse_file_info *fi)
-{
-	return cache_read(RF(fi), buf, size, off);
-}
-
-static int fs_write(const char *path, const char *buf, size_t size, off_t off,
-		    struct fuse_file_info *fi)
-{
-	return cache_write(RF(fi), buf, size, off);
-}
-
 /* A write by someone without CAP_FSETID (approximated as: not root)
  * clears set-user-ID, and set-group-ID when group execute is set, as the
  * kernel does for the page-cache path. */
@@ -1018,7 +907,7 @@ static void kill_setid_on_write(struct fuse_file_info *fi)
 {
 	struct stat st;
 	struct rfile *rf = RF(fi);
-	if (fuse_get_context()->uid == 0)
+	if (CTX->uid == 0)
 		return;
 	pthread_rwlock_rdlock(&rf->rw);	/* (see fs_getattr()) */
 	int e = fstat(rf->fd[PRIMARY_IDX], &st);
@@ -1044,8 +933,7 @@ static void kill_setid_on_write(struct fuse_file_info *fi)
  * into per-thread scratch as it goes, on both threads of a full-stripe
  * write (stripe.c).
  */
-static int fs_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
-			struct fuse_file_info *fi)
+static ssize_t fs_write_buf(struct fuse_bufvec *buf, off_t off, struct fuse_file_info *fi)
 {
 	static __thread void *abuf;
 	static __thread size_t abuf_len;
@@ -1074,16 +962,6 @@ static int fs_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
 	return cache_write(rf, abuf, n, off);
 }
 
-static int fs_release(const char *path, struct fuse_file_info *fi)
-{
-	return rfile_release(RF(fi));
-}
-
-static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
-{
-	return cache_fsync(RF(fi), datasync);
-}
-
 /* ------------------------------------------------------------- dirs, fs */
 
 static int open_primary(const char *path, int flags)
@@ -1108,6 +986,7 @@ static int fs_opendir(const char *path, struct fuse_file_info *fi)
 		return -e;
 	}
 	h->root = strcmp(path, "/") == 0;
+	h->pos = 0;
 	fi->fh = (uintptr_t)h | 1;
 	return 0;
 }
@@ -1170,29 +1049,6 @@ static int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
 	if (ret == 0 && !synced)
 		ret = -EIO;
 	return ret < 0 ? ret : array_writable(A) ? 0 : -EIO;
-}
-
-static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
-		      off_t off, struct fuse_file_info *fi, enum fuse_readdir_flags flags)
-{
-	struct dirh *h = DH(fi);
-	if (!h)
-		return -EBADF;
-	/* the whole directory in one pass (offset 0 mode): libfuse buffers it */
-	rewinddir(h->d);
-	struct dirent *e;
-	errno = 0;
-	while ((e = readdir(h->d))) {
-		if (h->root && strcmp(e->d_name, SB_DIR) == 0)
-			continue;
-		struct stat st;
-		memset(&st, 0, sizeof(st));
-		st.st_ino = e->d_ino;
-		st.st_mode = DTTOIF(e->d_type);
-		if (filler(buf, e->d_name, &st, 0, 0))
-			break;
-	}
-	return 0;
 }
 
 static int fs_statfs(const char *path, struct statvfs *out)
@@ -1354,37 +1210,20 @@ static int fs_removexattr(const char *path, const char *name)
 
 /* ------------------------------------------------------------ lifecycle */
 
-static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+static void ll_init(void *userdata, struct fuse_conn_info *conn)
 {
-	/* inode numbers are the primary member's, so hard links share one */
-	cfg->use_ino = 1;
-	/* An unlinked open file is renamed to .fuse_hidden* until closed:
-	 * the kernel sends fstat() of it without a file handle, which only a
-	 * path can answer in the high-level API. */
-	cfg->hard_remove = 0;
-	/* Operations on an open file (read, write, fsync, ftruncate, fchmod,
-	 * fstat ...) work from the file handle alone: libfuse need not build
-	 * their path (it takes its tree lock and allocates for that on every
-	 * request). */
-	cfg->nullpath_ok = 1;
-	cfg->entry_timeout = 1.0;
-	/* The high-level API gives every name of a hard-linked file its own
-	 * kernel inode, so a cached size could be stale under the other name
-	 * after a write: attributes are not cached (DESIGN.md decision 13: the
-	 * low-level API lifts this). */
-	cfg->attr_timeout = 0;
-	cfg->negative_timeout = 0;
+	(void)userdata;
 	if (conn->capable & FUSE_CAP_SPLICE_READ)
 		conn->want |= FUSE_CAP_SPLICE_READ;
 	conn->max_write = 1024 * 1024;
 	conn->max_read = 0;
 	log_info("array '%s' (%s, %u members, state %s) mounted on %s", A->sb.name,
 		 layout_level_name(A->lay.level), A->width, array_state_name(array_state(A)), A->mountpoint);
-	return A;
 }
 
-static void fs_destroy(void *priv)
+static void ll_destroy(void *userdata)
 {
+	(void)userdata;
 	log_info("array '%s' unmounted from %s", A->sb.name, A->mountpoint);
 }
 
@@ -1403,65 +1242,516 @@ static void fs_destroy(void *priv)
 		nslock_unlock(&A->ns_lock); \
 	} \
 	_nr; })
-static int ns_mknod(const char *p, mode_t m, dev_t d) { return NS(fs_mknod(p, m, d)); }
-static int ns_mkdir(const char *p, mode_t m) { return NS(fs_mkdir(p, m)); }
-static int ns_unlink(const char *p) { return NS(fs_unlink(p)); }
-static int ns_rmdir(const char *p) { return NS(fs_rmdir(p)); }
-static int ns_symlink(const char *t, const char *p) { return NS(fs_symlink(t, p)); }
-static int ns_rename(const char *f, const char *t, unsigned int fl) { return NS(fs_rename(f, t, fl)); }
-static int ns_link(const char *f, const char *t) { return NS(fs_link(f, t)); }
-static int ns_chmod(const char *p, mode_t m, struct fuse_file_info *fi) { return NS(fs_chmod(p, m, fi)); }
-static int ns_chown(const char *p, uid_t u, gid_t g, struct fuse_file_info *fi) { return NS(fs_chown(p, u, g, fi)); }
-static int ns_utimens(const char *p, const struct timespec tv[2], struct fuse_file_info *fi) { return NS(fs_utimens(p, tv, fi)); }
-static int ns_setxattr(const char *p, const char *n, const char *v, size_t s, int f) { return NS(fs_setxattr(p, n, v, s, f)); }
-static int ns_removexattr(const char *p, const char *n) { return NS(fs_removexattr(p, n)); }
-static int ns_create(const char *p, mode_t m, struct fuse_file_info *fi) { return NS(fs_create(p, m, fi)); }
-/* An open (or a truncate by name) finds the shards by path on every
- * member: under the lock, so it never catches a member's slot in the
- * middle of a rebuild or replacement switching it over. */
-static int ns_open(const char *p, struct fuse_file_info *fi) { return NS(fs_open(p, fi)); }
-static int ns_truncate(const char *p, off_t s, struct fuse_file_info *fi)
+
+/* The request's caller noted (new_owner(), kill_setid_on_write()). */
+#define REQ(req) (CTX = fuse_req_ctx(req))
+
+/* path of node ino (with name: of that name in it), or the reply sent */
+#define PATH_OR_REPLY(req, ino, name, buf) do { \
+	int _pr = inode_path((ino), (name), (buf), sizeof(buf)); \
+	if (_pr < 0) { \
+		fuse_reply_err((req), -_pr); \
+		return; \
+	} \
+} while (0)
+
+static void reply_status(fuse_req_t req, int r)
 {
-	return RF(fi) ? fs_truncate(p, s, fi) : NS(fs_truncate(p, s, fi));
+	fuse_reply_err(req, r < 0 ? -r : 0);
 }
 
-static const struct fuse_operations ops = {
-	.init = fs_init,
-	.destroy = fs_destroy,
-	.getattr = fs_getattr,
-	.readlink = fs_readlink,
-	.mknod = ns_mknod,
-	.mkdir = ns_mkdir,
-	.unlink = ns_unlink,
-	.rmdir = ns_rmdir,
-	.symlink = ns_symlink,
-	.rename = ns_rename,
-	.link = ns_link,
-	.chmod = ns_chmod,
-	.chown = ns_chown,
-	.truncate = ns_truncate,
-	.open = ns_open,
-	.read = fs_read,
-	.write = fs_write,
-	.write_buf = fs_write_buf,
-	.statfs = fs_statfs,
-	.release = fs_release,
-	.fsync = fs_fsync,
-	.setxattr = ns_setxattr,
-	.getxattr = fs_getxattr,
-	.listxattr = fs_listxattr,
-	.removexattr = ns_removexattr,
-	.opendir = fs_opendir,
-	.readdir = fs_readdir,
-	.releasedir = fs_releasedir,
-	.fsyncdir = fs_fsyncdir,
-	.create = ns_create,
-	.utimens = ns_utimens,
+/* The open file of node ino, from the handle or the node (a reference
+ * in *held to release then). */
+static struct rfile *file_of(fuse_ino_t ino, struct fuse_file_info *fi, struct fuse_file_info *tmp,
+			     struct rfile **held)
+{
+	*held = NULL;
+	if (RF(fi))
+		return RF(fi);
+	*held = inode_rfile(ino);
+	if (*held) {
+		memset(tmp, 0, sizeof(*tmp));
+		tmp->fh = (uintptr_t)*held;
+	}
+	return *held;
+}
+
+/* attributes of node ino (path: its path, or NULL for an open file) */
+static int attr_of(fuse_ino_t ino, const char *path, struct fuse_file_info *fi, struct stat *st)
+{
+	struct fuse_file_info tmp;
+	struct rfile *held;
+	memset(st, 0, sizeof(*st));
+	if (file_of(ino, fi, &tmp, &held)) {
+		int r = fs_getattr(NULL, st, held ? &tmp : fi);
+		if (held)
+			rfile_release(held);
+		return r;
+	}
+	return path ? fs_getattr(path, st, NULL) : -ESTALE;
+}
+
+/* The entry of name under parent, found at path: its node counted. */
+static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path,
+			   struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof(e));
+	uint64_t epoch = rfile_epoch();
+	int r = fi ? fs_getattr(NULL, &e.attr, fi) : fs_getattr(path, &e.attr, NULL);
+	if (r == 0 && !(e.ino = inode_found(parent, name, e.attr.st_ino, epoch)))
+		r = -ENOMEM;
+	if (r < 0) {
+		if (fi)
+			rfile_release(RF(fi));
+		fuse_reply_err(req, -r);
+		return;
+	}
+	e.attr_timeout = fsops_attr_timeout;
+	e.entry_timeout = fsops_entry_timeout;
+	if (fi) {
+		inode_opened(e.ino, RF(fi));
+		if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+			/* (the caller was interrupted: nobody will release it) */
+			inode_closed(e.ino);
+			inode_forget(e.ino, 1);
+			rfile_release(RF(fi));
+		}
+		return;
+	}
+	fuse_reply_entry(req, &e);
+}
+
+/* A new object at path (parent, name), made with result r: its entry. */
+static void reply_made(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path, int r)
+{
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_entry_at(req, parent, name, path, NULL);
+}
+
+static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	char path[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, parent, name, path);
+	if (hidden(path)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	reply_entry_at(req, parent, name, path, NULL);
+}
+
+static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	inode_forget(ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		inode_forget(forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	REQ(req);
+	int r = inode_path(ino, NULL, path, sizeof(path));
+	r = attr_of(ino, r == 0 ? path : NULL, fi, &st);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, fsops_attr_timeout);
+}
+
+/* the changes of a setattr, in the order chmod, chown, truncate, times */
+static int set_attrs(const char *path, struct stat *attr, int valid, struct fuse_file_info *fi)
+{
+	int r = 0;
+	if (valid & FUSE_SET_ATTR_MODE)
+		r = NS(fs_chmod(path, attr->st_mode, fi));
+	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+		r = NS(fs_chown(path, (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1,
+				(valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1, fi));
+	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE))
+		r = RF(fi) ? fs_truncate(path, attr->st_size, fi) : NS(fs_truncate(path, attr->st_size, fi));
+	if (r == 0 && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
+		struct timespec tv[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
+		if (valid & FUSE_SET_ATTR_ATIME_NOW)
+			tv[0].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_ATIME)
+			tv[0] = attr->st_atim;
+		if (valid & FUSE_SET_ATTR_MTIME_NOW)
+			tv[1].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_MTIME)
+			tv[1] = attr->st_mtim;
+		r = NS(fs_utimens(path, tv, fi));
+	}
+	return r;
+}
+
+static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid, struct fuse_file_info *fi)
+{
+	char path[PATH_MAX];
+	struct fuse_file_info tmp;
+	struct rfile *held;
+	struct stat st;
+	REQ(req);
+	if (!file_of(ino, fi, &tmp, &held))
+		PATH_OR_REPLY(req, ino, NULL, path);
+	else
+		path[0] = '\0';
+	struct fuse_file_info *f = held ? &tmp : fi;
+	int r = set_attrs(path[0] ? path : NULL, attr, valid, f);
+	if (r == 0)
+		r = attr_of(ino, path[0] ? path : NULL, f, &st);
+	if (held)
+		rfile_release(held);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, fsops_attr_timeout);
+}
+
+static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char path[PATH_MAX], buf[PATH_MAX + 1];
+	REQ(req);
+	PATH_OR_REPLY(req, ino, NULL, path);
+	int r = fs_readlink(path, buf, sizeof(buf));
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	char path[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, parent, name, path);
+	int r = NS(fs_mknod(path, mode, rdev));
+	reply_made(req, parent, name, path, r);
+}
+
+static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	char path[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, parent, name, path);
+	int r = NS(fs_mkdir(path, mode));
+	reply_made(req, parent, name, path, r);
+}
+
+static void ll_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+	char path[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, parent, name, path);
+	int r = NS(fs_symlink(target, path));
+	reply_made(req, parent, name, path, r);
+}
+
+static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	char path[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, parent, name, path);
+	reply_status(req, NS(fs_unlink(parent, name, path)));
+}
+
+static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	char path[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, parent, name, path);
+	int r = NS(fs_rmdir(path));
+	if (r == 0)
+		inode_unlinked(parent, name);
+	reply_status(req, r);
+}
+
+static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, parent, name, from);
+	PATH_OR_REPLY(req, newparent, newname, to);
+	reply_status(req, NS(fs_rename(parent, name, newparent, newname, from, to, flags)));
+}
+
+static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, ino, NULL, from);
+	PATH_OR_REPLY(req, newparent, newname, to);
+	reply_made(req, newparent, newname, to, NS(fs_link(from, to)));
+}
+
+static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	char path[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, ino, NULL, path);
+	int r = NS(fs_open(path, fi));
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	inode_opened(ino, RF(fi));
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		/* (interrupted: no release will come) */
+		uint64_t orphan = inode_closed(ino);
+		rfile_release(RF(fi));
+		if (orphan)
+			NS((orphan_remove(orphan), 0));
+	}
+}
+
+static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	char path[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, parent, name, path);
+	int r = NS(fs_create(path, mode, fi));
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_entry_at(req, parent, name, path, fi);
+}
+
+static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	static __thread char *buf;
+	static __thread size_t buf_len;
+	(void)ino;
+	REQ(req);
+	if (buf_len < size) {
+		void *p;
+		if (posix_memalign(&p, 4096, size)) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		free(buf);
+		buf = p;
+		buf_len = size;
+	}
+	ssize_t n = cache_read(RF(fi), buf, size, off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, n);
+}
+
+static void ll_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
+			 struct fuse_file_info *fi)
+{
+	(void)ino;
+	REQ(req);
+	ssize_t n = fs_write_buf(bufv, off, fi);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, n);
+}
+
+static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	REQ(req);
+	uint64_t orphan = inode_closed(ino);
+	int r = rfile_release(RF(fi));
+	if (orphan)
+		NS((orphan_remove(orphan), 0));
+	reply_status(req, r);
+}
+
+static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	REQ(req);
+	reply_status(req, cache_fsync(RF(fi), datasync));
+}
+
+static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	char path[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, ino, NULL, path);
+	int r = fs_opendir(path, fi);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else if (fuse_reply_open(req, fi) == -ENOENT)
+		fs_releasedir(path, fi);
+}
+
+static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fs_releasedir(NULL, fi);
+	fuse_reply_err(req, 0);
+}
+
+static void ll_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	REQ(req);
+	reply_status(req, fs_fsyncdir(NULL, datasync, fi));
+}
+
+/* Entries from the offset the kernel gives on (the stream's own offsets:
+ * d_off), as many as fit in size bytes. */
+static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct dirh *h = DH(fi);
+	(void)ino;
+	char *buf = h ? malloc(size) : NULL;
+	if (!buf) {
+		fuse_reply_err(req, h ? ENOMEM : EBADF);
+		return;
+	}
+	if (off != h->pos) {
+		if (off == 0)
+			rewinddir(h->d);
+		else
+			seekdir(h->d, off);
+		h->pos = off;
+	}
+	size_t used = 0;
+	struct dirent *e;
+	for (;;) {
+		long here = telldir(h->d);
+		errno = 0;
+		if (!(e = readdir(h->d)))
+			break;
+		if (h->root && strcmp(e->d_name, SB_DIR) == 0) {
+			h->pos = e->d_off;
+			continue;
+		}
+		struct stat st;
+		memset(&st, 0, sizeof(st));
+		st.st_ino = e->d_ino;
+		st.st_mode = DTTOIF(e->d_type);
+		size_t l = fuse_add_direntry(req, buf + used, size - used, e->d_name, &st, e->d_off);
+		if (l > size - used) {
+			seekdir(h->d, here);	/* (the next call starts with it) */
+			break;
+		}
+		used += l;
+		h->pos = e->d_off;
+	}
+	if (!e && errno && !used)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void ll_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+	(void)ino;
+	int r = fs_statfs(NULL, &sv);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+/* ----------------------------------------------------------------- xattr */
+
+static void ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+			int flags)
+{
+	char path[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, ino, NULL, path);
+	reply_status(req, NS(fs_setxattr(path, name, value, size, flags)));
+}
+
+static void ll_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	char path[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, ino, NULL, path);
+	reply_status(req, NS(fs_removexattr(path, name)));
+}
+
+/* getxattr and listxattr: size 0 asks for the size alone */
+static void reply_xattr_call(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	char path[PATH_MAX];
+	REQ(req);
+	PATH_OR_REPLY(req, ino, NULL, path);
+	char *buf = size ? malloc(size) : NULL;
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	int r = name ? fs_getxattr(path, name, buf, size) : fs_listxattr(path, buf, size);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else if (!size)
+		fuse_reply_xattr(req, r);
+	else
+		fuse_reply_buf(req, buf, r);
+	free(buf);
+}
+
+static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	reply_xattr_call(req, ino, name, size);
+}
+
+static void ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	reply_xattr_call(req, ino, NULL, size);
+}
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = ll_init,
+	.destroy = ll_destroy,
+	.lookup = ll_lookup,
+	.forget = ll_forget,
+	.forget_multi = ll_forget_multi,
+	.getattr = ll_getattr,
+	.setattr = ll_setattr,
+	.readlink = ll_readlink,
+	.mknod = ll_mknod,
+	.mkdir = ll_mkdir,
+	.unlink = ll_unlink,
+	.rmdir = ll_rmdir,
+	.symlink = ll_symlink,
+	.rename = ll_rename,
+	.link = ll_link,
+	.open = ll_open,
+	.read = ll_read,
+	.write_buf = ll_write_buf,
+	.release = ll_release,
+	.fsync = ll_fsync,
+	.opendir = ll_opendir,
+	.readdir = ll_readdir,
+	.releasedir = ll_releasedir,
+	.fsyncdir = ll_fsyncdir,
+	.statfs = ll_statfs,
+	.setxattr = ll_setxattr,
+	.getxattr = ll_getxattr,
+	.listxattr = ll_listxattr,
+	.removexattr = ll_removexattr,
+	.create = ll_create,
 };
 
-const struct fuse_operations *fsops_get(struct array *a)
+const struct fuse_lowlevel_ops *fsops_get(struct array *a)
 {
 	A = a;
 	a->tick = tick;
+	inode_init();
 	return &ops;
 }

@@ -8,7 +8,7 @@
  * `raidfs mount` command; later ones go to the log.
  */
 #define FUSE_USE_VERSION 312
-#include <fuse.h>
+#include <fuse_lowlevel.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -184,9 +184,9 @@ static int repair(struct array *a, const char *mountpoint, const struct mount_op
 	return 0;
 }
 
-/* The FUSE mount of array a on mountpoint, not served yet: NULL with the
- * reason printed. */
-static struct fuse *fuse_up(struct array *a, const char *mountpoint, const struct mount_opts *o)
+/* The FUSE session of array a mounted on mountpoint, not served yet:
+ * NULL with the reason printed. */
+static struct fuse_session *fuse_up(struct array *a, const char *mountpoint, const struct mount_opts *o)
 {
 	char fsname[SB_NAME_MAX + 16];
 	snprintf(fsname, sizeof(fsname), "fsname=raidfs:%.63s", a->sb.name);
@@ -204,25 +204,27 @@ static struct fuse *fuse_up(struct array *a, const char *mountpoint, const struc
 		fuse_opt_add_arg(&args, "-o");
 		fuse_opt_add_arg(&args, "ro");
 	}
-	struct fuse *f = fuse_new(&args, fsops_get(a), sizeof(struct fuse_operations), a);
-	if (!f) {
+	const struct fuse_lowlevel_ops *ops = fsops_get(a);
+	struct fuse_session *se = fuse_session_new(&args, ops, sizeof(*ops), a);
+	fuse_opt_free_args(&args);
+	if (!se) {
 		fprintf(stderr, "raidfs: cannot start FUSE (bad option in '%s'?)\n", o->fuse_opts);
 		return NULL;
 	}
-	if (fuse_mount(f, mountpoint) != 0) {
+	if (fuse_session_mount(se, mountpoint) != 0) {
 		fprintf(stderr, "raidfs: cannot mount on '%s' (does it exist, and is it not already mounted?)\n",
 			mountpoint);
-		fuse_destroy(f);
+		fuse_session_destroy(se);
 		return NULL;
 	}
-	return f;
+	return se;
 }
 
 /* Serve requests until the unmount, with the services running; then stop
- * them in order.  The result of fuse_loop_mt(). */
-static int serve(struct array *a, struct fuse *f, bool offline)
+ * them in order.  The result of fuse_session_loop_mt(). */
+static int serve(struct array *a, struct fuse_session *se, bool offline)
 {
-	fuse_set_signal_handlers(fuse_get_session(f));
+	fuse_set_signal_handlers(se);
 	if (!offline && cache_start() < 0)
 		log_warn("array '%s' runs without a cache", a->sb.name);
 	ctl_start(a);
@@ -232,10 +234,12 @@ static int serve(struct array *a, struct fuse *f, bool offline)
 	if (array_state(a) == ARRAY_DEGRADED)
 		event_post(a, "DegradedArray", -1);
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
-	fuse_loop_cfg_set_clone_fd(lc, 0);
+	/* (a device descriptor per worker: no wakeup of every idle thread
+	 * per request) */
+	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, 16);
 	fuse_loop_cfg_set_idle_threads(lc, 8);
-	int r = fuse_loop_mt(f, lc);
+	int r = fuse_session_loop_mt(se, lc);
 	fuse_loop_cfg_destroy(lc);
 	scrub_stop();	/* (before the cache's last destage, which it would slow) */
 	cache_close();
@@ -244,7 +248,7 @@ static int serve(struct array *a, struct fuse *f, bool offline)
 	monitor_stop();
 	ctl_stop();
 	rebuild_stop();
-	fuse_remove_signal_handlers(fuse_get_session(f));
+	fuse_remove_signal_handlers(se);
 	return r;
 }
 
@@ -285,7 +289,10 @@ int mount_paths(char **paths, int n, const char *mountpoint, struct mount_opts *
 	scrub_load(a);	/* (what the last scrub found, for status) */
 	rfile_table_init();
 
-	struct fuse *f = fuse_up(a, mountpoint, o);
+	if (!offline && !a->readonly)
+		fsops_sweep_orphans(a);
+
+	struct fuse_session *f = fuse_up(a, mountpoint, o);
 	if (!f) {
 		array_close(a);
 		return 1;
@@ -295,13 +302,13 @@ int mount_paths(char **paths, int n, const char *mountpoint, struct mount_opts *
 	if (!o->log && !o->foreground)
 		log_open("syslog");
 	if (fuse_daemonize(o->foreground) != 0) {
-		fuse_unmount(f);
-		fuse_destroy(f);
+		fuse_session_unmount(f);
+		fuse_session_destroy(f);
 		return 1;
 	}
 	r = serve(a, f, offline);
-	fuse_unmount(f);
-	fuse_destroy(f);
+	fuse_session_unmount(f);
+	fuse_session_destroy(f);
 	array_close(a);
 	return r ? 1 : 0;
 }
