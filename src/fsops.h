@@ -7,8 +7,10 @@
 #ifndef RAIDFS_FSOPS_H
 #define RAIDFS_FSOPS_H
 
-struct array;
+#include "array.h"
+
 struct fuse_lowlevel_ops;
+struct fuse_session;
 
 /* The operation table for fuse_session_new(), serving array a (the node
  * table starts empty: the root only). */
@@ -21,5 +23,13 @@ extern double fsops_attr_timeout, fsops_entry_timeout;
 /* Before the mount serves: the files a stopped daemon kept as orphans
  * (unlinked while open, .raidfs/orphans/) removed from every member. */
 void fsops_sweep_orphans(struct array *a);
+
+/* The kernel told of what changes under what it caches without a request
+ * of its (a new primary, a mirror's copies rewritten): started with the
+ * session se, stopped after its loop. */
+void fsops_start(struct fuse_session *se);
+void fsops_stop(void);
+/* The hooks that tell it (array.h), registered by mount.c. */
+extern const struct array_hooks fsops_hooks;
 
 #endif

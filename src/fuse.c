@@ -1715,6 +1715,139 @@ static void ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	reply_xattr_call(req, ino, NULL, size);
 }
 
+/* ------------------------------------------------------ kernel caches */
+
+/*
+ * What the kernel caches (attributes for attr_timeout, names for
+ * entry_timeout, the pages of files) is kept right by the requests
+ * themselves; what changes it otherwise is told to the kernel here: a
+ * slot or the primary changed (another member's inode numbers and times:
+ * every node's attributes), a mirror's copies rewritten from another
+ * copy (the file's pages).  A thread of its own sends the notices: the
+ * kernel may wait for page locks that a request waiting for us holds.
+ */
+struct kinval {
+	uint64_t node;
+	int64_t off, len;	/* off < 0: the attributes only */
+	char *name;		/* not NULL: the entry of that name in node */
+};
+#define KINVAL_MAX (1u << 20)
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct kinval *q;
+	size_t n, cap;
+	bool started, stop;
+	pthread_t thread;
+	struct fuse_session *se;
+} K = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+/* queued (lost when the queue is full: the timeouts still bound it);
+ * name is taken over */
+static void kinval(uint64_t node, int64_t off, int64_t len, char *name)
+{
+	pthread_mutex_lock(&K.lock);
+	if (K.started && K.n == K.cap && K.cap < KINVAL_MAX) {
+		size_t cap = K.cap ? K.cap * 2 : 256;
+		struct kinval *q = realloc(K.q, cap * sizeof(*q));
+		if (q) {
+			K.q = q;
+			K.cap = cap;
+		}
+	}
+	if (K.started && K.n < K.cap) {
+		K.q[K.n++] = (struct kinval){ node, off, len, name };
+		name = NULL;
+		pthread_cond_signal(&K.cond);
+	}
+	pthread_mutex_unlock(&K.lock);
+	free(name);
+}
+
+static void *notifier(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&K.lock);
+	while (!K.stop) {
+		if (!K.n) {
+			pthread_cond_wait(&K.cond, &K.lock);
+			continue;
+		}
+		struct kinval *q = K.q;
+		size_t n = K.n;
+		K.q = NULL;
+		K.n = K.cap = 0;
+		pthread_mutex_unlock(&K.lock);
+		/* (-ENOENT: the kernel forgot the node meanwhile) */
+		for (size_t i = 0; i < n; i++) {
+			if (q[i].name)
+				fuse_lowlevel_notify_inval_entry(K.se, q[i].node, q[i].name, strlen(q[i].name));
+			else
+				fuse_lowlevel_notify_inval_inode(K.se, q[i].node, q[i].off, q[i].len);
+			free(q[i].name);
+		}
+		free(q);
+		pthread_mutex_lock(&K.lock);
+	}
+	pthread_mutex_unlock(&K.lock);
+	return NULL;
+}
+
+void fsops_start(struct fuse_session *se)
+{
+	K.se = se;
+	K.stop = false;
+	K.started = pthread_create(&K.thread, NULL, notifier, NULL) == 0;
+	if (!K.started)
+		log_warn("no thread to tell the kernel of changes: what it caches may lag up to %g s", fsops_attr_timeout);
+}
+
+void fsops_stop(void)
+{
+	pthread_mutex_lock(&K.lock);
+	bool started = K.started;
+	K.started = false;
+	K.stop = true;
+	pthread_cond_signal(&K.cond);
+	pthread_mutex_unlock(&K.lock);
+	if (started)
+		pthread_join(K.thread, NULL);
+	for (size_t i = 0; i < K.n; i++)
+		free(K.q[i].name);
+	free(K.q);
+	K.q = NULL;
+	K.n = K.cap = 0;
+}
+
+static void inval_entry(uint64_t parent, const char *name, void *arg)
+{
+	(void)arg;
+	char *copy = strdup(name);
+	if (copy)
+		kinval(parent, 0, 0, copy);
+}
+
+/* Another member serves the namespace (or a slot changed): its inode
+ * numbers differ, and the kernel keeps an inode's number for good, so
+ * every name is dropped (the next lookup makes new nodes). */
+static void slot_changed(struct array *a)
+{
+	(void)a;
+	inode_each_name(inval_entry, NULL);
+}
+
+static void data_rewritten(struct rfile *rf, uint64_t off, uint64_t end)
+{
+	uint64_t id = inode_by_ino(__atomic_load_n(&rf->key, __ATOMIC_ACQUIRE), rfile_epoch());
+	if (id)
+		kinval(id, (int64_t)off, end == UINT64_MAX || end - off > INT64_MAX ? 0 : (int64_t)(end - off), NULL);
+}
+
+const struct array_hooks fsops_hooks = {
+	.slot_change_end = slot_changed,
+	.data_rewritten = data_rewritten,
+};
+
 static const struct fuse_lowlevel_ops ops = {
 	.init = ll_init,
 	.destroy = ll_destroy,

@@ -70,6 +70,14 @@ static struct node *find_id(uint64_t id)
 	return NULL;
 }
 
+static struct node *find_ino(uint64_t ino, uint64_t epoch)
+{
+	struct node *n = by_ino[mix(ino ^ epoch << 48)];
+	while (n && (n->ino != ino || n->epoch != epoch))
+		n = n->inonext;
+	return n;
+}
+
 static struct name **find_name(uint64_t parent, const char *name)
 {
 	struct name **pp = &by_name[name_hash(parent, name)];
@@ -177,9 +185,7 @@ static struct node *new_node(uint64_t ino, uint64_t epoch)
 uint64_t inode_found(uint64_t parent, const char *name, uint64_t ino, uint64_t epoch)
 {
 	pthread_rwlock_wrlock(&lock);
-	struct node *n = by_ino[mix(ino ^ epoch << 48)];
-	while (n && (n->ino != ino || n->epoch != epoch))
-		n = n->inonext;
+	struct node *n = find_ino(ino, epoch);
 	bool fresh = !n;
 	if (fresh)
 		n = new_node(ino, epoch);
@@ -385,6 +391,45 @@ struct rfile *inode_rfile(uint64_t id)
 		rfile_hold(rf);
 	pthread_rwlock_unlock(&lock);
 	return rf;
+}
+
+uint64_t inode_by_ino(uint64_t ino, uint64_t epoch)
+{
+	pthread_rwlock_rdlock(&lock);
+	struct node *n = find_ino(ino, epoch);
+	uint64_t id = n ? n->id : 0;
+	pthread_rwlock_unlock(&lock);
+	return id;
+}
+
+void inode_each_name(void (*fn)(uint64_t parent, const char *name, void *arg), void *arg)
+{
+	struct copy {
+		uint64_t parent;
+		char *name;
+	} *c = NULL;
+	size_t n = 0, cap = 0;
+	pthread_rwlock_rdlock(&lock);
+	for (uint32_t b = 0; b < BUCKETS; b++)
+		for (struct name *nm = by_name[b]; nm; nm = nm->hnext) {
+			if (n == cap) {
+				struct copy *g = realloc(c, (cap = cap ? 2 * cap : 256) * sizeof(*c));
+				if (!g)
+					goto out;
+				c = g;
+			}
+			if (!(c[n].name = strdup(nm->name)))
+				goto out;
+			c[n++].parent = nm->parent;
+		}
+out:
+	pthread_rwlock_unlock(&lock);
+	for (size_t i = 0; i < n; i++) {
+		if (c[i].parent != INODE_ORPHANS)
+			fn(c[i].parent, c[i].name, arg);
+		free(c[i].name);
+	}
+	free(c);
 }
 
 uint64_t inode_count(void)

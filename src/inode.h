@@ -92,6 +92,12 @@ uint64_t inode_closed(uint64_t id);
  * or NULL when it is not open. */
 struct rfile *inode_rfile(uint64_t id);
 
+/* The node of inode number ino in key epoch `epoch` (0: none). */
+uint64_t inode_by_ino(uint64_t ino, uint64_t epoch);
+/* fn(parent, name, arg) for every name in the table (outside the table's
+ * lock: a copy is taken first). */
+void inode_each_name(void (*fn)(uint64_t parent, const char *name, void *arg), void *arg);
+
 /* Nodes in the table (tests, status). */
 uint64_t inode_count(void);
 

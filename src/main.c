@@ -31,6 +31,7 @@
 #include "rebuild.h"
 #include "check.h"
 #include "ctl.h"
+#include "fsops.h"
 #include "mount.h"
 #include "scan.h"
 #include "layout.h"
@@ -177,6 +178,8 @@ enum {
 	KEY_FOREGROUND, KEY_HELP, KEY_LOG, KEY_NODEGRADED, KEY_FORCE, KEY_RO, KEY_EVENT_PROGRAM,
 	KEY_READ_ERRORS, KEY_CKSUM_ERRORS, KEY_REBUILD_MIN, KEY_REBUILD_MAX, KEY_SCAN,
 	KEY_SPACE_WARN,		/* (status: docs/operations.md part 2) */
+	KEY_ATTR_TIMEOUT,	/* (fsops.h) */
+	KEY_ENTRY_TIMEOUT,
 };
 static const struct fuse_opt mount_opt_table[] = {
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
@@ -191,6 +194,8 @@ static const struct fuse_opt mount_opt_table[] = {
 	FUSE_OPT_KEY("read_error_threshold=", KEY_READ_ERRORS),
 	FUSE_OPT_KEY("cksum_error_threshold=", KEY_CKSUM_ERRORS),
 	FUSE_OPT_KEY("space_warn=", KEY_SPACE_WARN),
+	FUSE_OPT_KEY("attr_timeout=", KEY_ATTR_TIMEOUT),
+	FUSE_OPT_KEY("entry_timeout=", KEY_ENTRY_TIMEOUT),
 	FUSE_OPT_KEY("rebuild_min_rate=", KEY_REBUILD_MIN),
 	FUSE_OPT_KEY("rebuild_max_rate=", KEY_REBUILD_MAX),
 	FUSE_OPT_KEY("scan=", KEY_SCAN),
@@ -273,6 +278,22 @@ static int parse_space_warn(const char *v)
 	return -1;
 }
 
+/* -o attr_timeout=SECS, entry_timeout=SECS: how long the kernel keeps
+ * what it was told (0 to 3600 seconds, fractions allowed). */
+static int parse_timeout(const char *what, const char *v, double *out)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (!*v || *end || errno || !(d >= 0 && d <= 3600)) {
+		fprintf(stderr, "raidfs: mount: bad %s '%s': give seconds from 0 to 3600 (for example 1 or 0.5)\n",
+			what, v);
+		return -1;
+	}
+	*out = d;
+	return 0;
+}
+
 /* fuse_opt_parse() callback for mount_opt_table: 0 taken, 1 kept (for
  * the cache's table, then FUSE), -1 refused (message printed). */
 static int mount_opt(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -317,6 +338,8 @@ static int mount_opt(void *data, const char *arg, int key, struct fuse_args *out
 		}
 		return 0;
 	case KEY_SPACE_WARN: return parse_space_warn(v);
+	case KEY_ATTR_TIMEOUT: return parse_timeout("attr_timeout", v, &fsops_attr_timeout);
+	case KEY_ENTRY_TIMEOUT: return parse_timeout("entry_timeout", v, &fsops_entry_timeout);
 	case KEY_REBUILD_MIN: set_rebuild_rate(true, strtoul(v, NULL, 10)); return 0;
 	case KEY_REBUILD_MAX: set_rebuild_rate(false, strtoul(v, NULL, 10)); return 0;
 	case KEY_LOG:

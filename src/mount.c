@@ -239,8 +239,10 @@ static int serve(struct array *a, struct fuse_session *se, bool offline)
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, 16);
 	fuse_loop_cfg_set_idle_threads(lc, 8);
+	fsops_start(se);
 	int r = fuse_session_loop_mt(se, lc);
 	fuse_loop_cfg_destroy(lc);
+	fsops_stop();
 	scrub_stop();	/* (before the cache's last destage, which it would slow) */
 	cache_close();
 	/* nothing may start a rebuild after rebuild_stop(): the monitor and
@@ -280,6 +282,7 @@ int mount_paths(char **paths, int n, const char *mountpoint, struct mount_opts *
 	array_add_hooks(a, &rfile_hooks);
 	array_add_hooks(a, &rebuild_hooks);
 	array_add_hooks(a, &cache_hooks);
+	array_add_hooks(a, &fsops_hooks);
 	a->readonly = o->readonly;
 	a->force = o->force;
 	/* new files checksummed: the array's setting (docs/checksums.md) */
