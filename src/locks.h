@@ -11,6 +11,7 @@
  *
  *    1. c->last.lock        the preserved cache (struct cache, cache.c)
  *    2. a->ns_lock          namespace lock (struct nslock)
+ *   2b. orphan_lock         a file orphaned against its last release (fuse.c)
  *    3. rf->rw              one file's reader/writer lock
  *    4. rf->log_order       one file's order of cache-log records
  *    5. tail_lock           the cache log's tail moves (cachelog.c)
@@ -18,11 +19,12 @@
  *    7. record_lock         size records (stripe.c)
  *    8. a->lock             member states and superblocks
  *    9. c->lock             the cache (struct cache, cache.c)
+ *   9b. the node table      its rwlock (inode.c)
  *   10. table_lock          the open-file table (file.c)
  *   11. L.sync_lock         the cache log's fdatasync (cachelog.c)
  *   12. L.lock              the cache log's ring (cachelog.c)
  *   13. leaves, in any order after the above: G.lock, S.lock,
- *       rb_lock, fw.lock, w->lock, redo_lock, sc_lock, hidden_lock,
+ *       rb_lock, fw.lock, w->lock, redo_lock, sc_lock, K.lock,
  *       a->left_lock, m->fault_lock, L.fault_lock, evq_lock,
  *       c->log.noted_lock, pair lock, plan_lock;
  *       then log_lock, taken under anything (every log line).
@@ -39,7 +41,10 @@
  *                             retried
  *   ns_lock   -> rf->rw       rebuild_file(), rfile_restore_shard(), the
  *                             scrub's open, fs_truncate() by name
- *   ns_lock   -> table_lock   rfile_open() from fs_open() (ns_open())
+ *   ns_lock   -> table_lock   rfile_open() from fs_open() (ll_open())
+ *   ns_lock   -> orphan_lock  fs_unlink(), fs_rename(), orphan_remove()
+ *   orphan_lock -> the node table  inode_orphan() in fs_unlink()
+ *   the node table -> table_lock  inode_rfile() holds the open file
  *   ns_lock   -> S.lock       nsintent_begin() in every namespace operation
  *   ns_lock   -> redo_lock    rebuild_redo() from fuse.c; redo_drain()
  *   ns_lock   -> rb_lock      open_grouped() (progress), briefly
@@ -100,7 +105,7 @@
  *     place_locked() drops it before cachelog_ops.tail and .wait, and
  *     retire() calls .needed without it.
  *   - A thread that may hold ns_lock only tries it (nslock_try_excl() in
- *     missed_names_in_flight(), nslock_try_shared() in sweep_hidden()).
+ *     missed_names_in_flight()).
  *
  * THE LOCKS
  *
@@ -111,7 +116,7 @@
  *   times or xattrs, and open and truncate by name (fuse.c NS(): mknod,
  *   mkdir, unlink, rmdir, symlink, rename, link, chmod, chown, utimens,
  *   setxattr, removexattr, create, open, truncate without a handle);
- *   kill_setid_on_write(); the monitor's hidden-name sweep (try).
+ *   kill_setid_on_write(); an orphan's removal at the last release.
  *   Group: the rebuild's two file threads while each opens a file and
  *   settles its shard on the new member (rebuild_file()).
  *   Exclusive: the rebuild's walk where it creates or removes names on
@@ -244,7 +249,7 @@
  *                           in full, a re-add's resynced paths.
  *   redo_lock (rebuild.c)   the redo queue and .raidfs/rebuild-redo.
  *   sc_lock (scrub.c)       the scrub's state and progress.
- *   hidden_lock (fuse.c)    the hidden names libfuse may leave behind.
+ *   K.lock (fuse.c)         the queue of notices for the kernel.
  *   a->left_lock (array.h)  the files the mount's resync left dirty.
  *   m->fault_lock (array.h, member.c)  one member's injected faults.
  *   L.fault_lock (cachelog.c)  the cache log's injected faults.
