@@ -1705,9 +1705,40 @@ static void reply_xattr_call(fuse_req_t req, fuse_ino_t ino, const char *name, s
 	free(buf);
 }
 
+/*
+ * The kernel asks for security.capability before every write through the
+ * page cache (its set-id and capability clearing).  libfuse 3.14 cannot
+ * offer FUSE_HANDLE_KILLPRIV_V2, with which the kernel would stop asking
+ * (SB_NOSEC), and an ENOSYS would turn off every xattr of the mount; so
+ * an open file answers from its primary shard's descriptor, without a
+ * path or an open on the member.
+ */
+static int open_file_xattr(fuse_ino_t ino, const char *name, char *buf, size_t size)
+{
+	struct rfile *rf = inode_rfile(ino);
+	if (!rf)
+		return 1;
+	pthread_rwlock_rdlock(&rf->rw);	/* (see fs_getattr()) */
+	int fd = rf->fd[PRIMARY_IDX];
+	ssize_t n = reserved_xattr(name) || fd < 0 ? -1 : fgetxattr(fd, name, buf, size);
+	int r = fd < 0 ? 1 : reserved_xattr(name) ? -ENODATA : n < 0 ? -errno : (int)n;
+	pthread_rwlock_unlock(&rf->rw);
+	rfile_release(rf);
+	return r;
+}
+
 static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	reply_xattr_call(req, ino, name, size);
+	char buf[256];
+	int r = size <= sizeof(buf) ? open_file_xattr(ino, name, buf, size) : 1;
+	if (r == 1)
+		reply_xattr_call(req, ino, name, size);
+	else if (r < 0)
+		fuse_reply_err(req, -r);
+	else if (!size)
+		fuse_reply_xattr(req, r);
+	else
+		fuse_reply_buf(req, buf, r);
 }
 
 static void ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
