@@ -7,6 +7,8 @@
 #ifndef RAIDFS_FSOPS_H
 #define RAIDFS_FSOPS_H
 
+#include <stdbool.h>
+
 #include "array.h"
 
 struct fuse_lowlevel_ops;
@@ -19,6 +21,10 @@ const struct fuse_lowlevel_ops *fsops_get(struct array *a);
 /* How long the kernel may keep attributes and names it was given, in
  * seconds (-o attr_timeout=, entry_timeout=; 1 each by default). */
 extern double fsops_attr_timeout, fsops_entry_timeout;
+/* -o writeback_cache: the kernel's page cache takes buffered writes and
+ * sends them merged (off by default: what it holds is lost with the
+ * daemon, which the cache's battery would have kept). */
+extern bool fsops_writeback_cache;
 
 /* Before the mount serves: the files a stopped daemon kept as orphans
  * (unlinked while open, .raidfs/orphans/) removed from every member. */

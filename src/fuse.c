@@ -52,6 +52,7 @@ static struct array *A;
 static __thread const struct fuse_ctx *CTX;
 /* -o attr_timeout=, entry_timeout= (fsops.h) */
 double fsops_attr_timeout = 1.0, fsops_entry_timeout = 1.0;
+bool fsops_writeback_cache;
 
 static const char *rel(const char *path)
 {
@@ -1215,6 +1216,12 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
 	(void)userdata;
 	if (conn->capable & FUSE_CAP_SPLICE_READ)
 		conn->want |= FUSE_CAP_SPLICE_READ;
+	/* (the kernel then owns the size and mtime of a file it caches
+	 * writes for, and reads pages to fill them partly written) */
+	if (fsops_writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	conn->max_write = 1024 * 1024;
 	conn->max_read = 0;
 	log_info("array '%s' (%s, %u members, state %s) mounted on %s", A->sb.name,

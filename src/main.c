@@ -180,6 +180,7 @@ enum {
 	KEY_SPACE_WARN,		/* (status: docs/operations.md part 2) */
 	KEY_ATTR_TIMEOUT,	/* (fsops.h) */
 	KEY_ENTRY_TIMEOUT,
+	KEY_WRITEBACK_CACHE,
 };
 static const struct fuse_opt mount_opt_table[] = {
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
@@ -196,6 +197,7 @@ static const struct fuse_opt mount_opt_table[] = {
 	FUSE_OPT_KEY("space_warn=", KEY_SPACE_WARN),
 	FUSE_OPT_KEY("attr_timeout=", KEY_ATTR_TIMEOUT),
 	FUSE_OPT_KEY("entry_timeout=", KEY_ENTRY_TIMEOUT),
+	FUSE_OPT_KEY("writeback_cache", KEY_WRITEBACK_CACHE),
 	FUSE_OPT_KEY("rebuild_min_rate=", KEY_REBUILD_MIN),
 	FUSE_OPT_KEY("rebuild_max_rate=", KEY_REBUILD_MAX),
 	FUSE_OPT_KEY("scan=", KEY_SCAN),
@@ -340,6 +342,7 @@ static int mount_opt(void *data, const char *arg, int key, struct fuse_args *out
 	case KEY_SPACE_WARN: return parse_space_warn(v);
 	case KEY_ATTR_TIMEOUT: return parse_timeout("attr_timeout", v, &fsops_attr_timeout);
 	case KEY_ENTRY_TIMEOUT: return parse_timeout("entry_timeout", v, &fsops_entry_timeout);
+	case KEY_WRITEBACK_CACHE: fsops_writeback_cache = true; return 0;
 	case KEY_REBUILD_MIN: set_rebuild_rate(true, strtoul(v, NULL, 10)); return 0;
 	case KEY_REBUILD_MAX: set_rebuild_rate(false, strtoul(v, NULL, 10)); return 0;
 	case KEY_LOG:
