@@ -971,12 +971,9 @@ static int open_primary(const char *path, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
-static int fs_opendir(const char *path, struct fuse_file_info *fi)
+/* The handle of directory descriptor fd (taken over) opened at path. */
+static int dirh_make(int fd, const char *path, struct fuse_file_info *fi)
 {
-	CHECK_HIDDEN(path);
-	int fd = ON_PRIMARY_ERR(open_primary(path, O_RDONLY | O_DIRECTORY));
-	if (fd < 0)
-		return fd;
 	struct dirh *h = malloc(sizeof(*h));
 	if (!h || !(h->path = strdup(path)) || !(h->d = fdopendir(fd))) {
 		int e = h && h->path ? errno : ENOMEM;
@@ -990,6 +987,13 @@ static int fs_opendir(const char *path, struct fuse_file_info *fi)
 	h->pos = 0;
 	fi->fh = (uintptr_t)h | 1;
 	return 0;
+}
+
+static int fs_opendir(const char *path, struct fuse_file_info *fi)
+{
+	CHECK_HIDDEN(path);
+	int fd = ON_PRIMARY_ERR(open_primary(path, O_RDONLY | O_DIRECTORY));
+	return fd < 0 ? fd : dirh_make(fd, path, fi);
 }
 
 static int fs_releasedir(const char *path, struct fuse_file_info *fi)
@@ -1370,6 +1374,10 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	REQ(req);
 	int r = inode_path(ino, NULL, path, sizeof(path));
 	r = attr_of(ino, r == 0 ? path : NULL, fi, &st);
+	/* an open directory no name reaches any more (another directory was
+	 * renamed over it, or it was removed) answers from its descriptor */
+	if ((r == -ESTALE || r == -ENOENT) && inode_dir_stat(ino, &st) == 0)
+		r = 0;
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
@@ -1591,17 +1599,29 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	char path[PATH_MAX];
 	REQ(req);
-	PATH_OR_REPLY(req, ino, NULL, path);
-	int r = fs_opendir(path, fi);
-	if (r < 0)
+	int r = inode_path(ino, NULL, path, sizeof(path));
+	if (r == 0) {
+		r = fs_opendir(path, fi);
+	} else if (r == -ESTALE && (r = inode_dir_dup(ino)) >= 0) {
+		/* a directory no name reaches, open elsewhere: read as it is
+		 * (its fsyncdir syncs the members' filesystems) */
+		snprintf(path, sizeof(path), "/%s", SB_DIR);
+		r = dirh_make(r, path, fi);
+	}
+	if (r < 0) {
 		fuse_reply_err(req, -r);
-	else if (fuse_reply_open(req, fi) == -ENOENT)
+		return;
+	}
+	inode_opened_dir(ino, fcntl(dirfd(DH(fi)->d), F_DUPFD_CLOEXEC, 0));
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		inode_closed(ino);
 		fs_releasedir(path, fi);
+	}
 }
 
 static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	inode_closed(ino);
 	fs_releasedir(NULL, fi);
 	fuse_reply_err(req, 0);
 }

@@ -6,11 +6,14 @@
  * (parent id, name) -> node.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "file.h"
 #include "inode.h"
@@ -32,6 +35,7 @@ struct node {
 	uint64_t nlookup;
 	int nopen;
 	struct rfile *rf;	/* while nopen > 0 */
+	int dirfd;		/* an open directory's (or -1) */
 	uint64_t orphan;	/* id of the file kept under .raidfs/orphans */
 	struct name *names;
 	struct node *idnext, *inonext;
@@ -42,7 +46,7 @@ static struct name *by_name[BUCKETS];
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
 static uint64_t next_id = INODE_ROOT + 1;
 static uint64_t nnodes;
-static struct node root = { .id = INODE_ROOT, .nlookup = 1 };
+static struct node root = { .id = INODE_ROOT, .nlookup = 1, .dirfd = -1 };
 
 static uint32_t mix(uint64_t x)
 {
@@ -171,6 +175,7 @@ static struct node *new_node(uint64_t ino, uint64_t epoch)
 	if (!n)
 		return NULL;
 	n->id = next_id++;
+	n->dirfd = -1;
 	n->ino = ino;
 	n->epoch = epoch;
 	n->indexed = true;
@@ -366,6 +371,9 @@ uint64_t inode_closed(uint64_t id)
 	struct node *n = find_id(id);
 	if (n && n->nopen > 0 && --n->nopen == 0) {
 		n->rf = NULL;
+		if (n->dirfd >= 0)
+			close(n->dirfd);
+		n->dirfd = -1;
 		orphan = n->orphan;
 		if (orphan) {
 			char hex[17];
@@ -380,6 +388,42 @@ uint64_t inode_closed(uint64_t id)
 	}
 	pthread_rwlock_unlock(&lock);
 	return orphan;
+}
+
+void inode_opened_dir(uint64_t id, int fd)
+{
+	pthread_rwlock_wrlock(&lock);
+	struct node *n = find_id(id);
+	if (n) {
+		n->nopen++;
+		if (n->dirfd < 0) {
+			n->dirfd = fd;
+			fd = -1;
+		}
+	}
+	pthread_rwlock_unlock(&lock);
+	if (fd >= 0)
+		close(fd);
+}
+
+int inode_dir_stat(uint64_t id, struct stat *st)
+{
+	pthread_rwlock_rdlock(&lock);
+	struct node *n = find_id(id);
+	int r = !n || n->dirfd < 0 ? -ESTALE : fstat(n->dirfd, st) < 0 ? -errno : 0;
+	pthread_rwlock_unlock(&lock);
+	return r;
+}
+
+int inode_dir_dup(uint64_t id)
+{
+	pthread_rwlock_rdlock(&lock);
+	struct node *n = find_id(id);
+	int fd = !n || n->dirfd < 0 ? -ESTALE : fcntl(n->dirfd, F_DUPFD_CLOEXEC, 0);
+	if (fd == -1)
+		fd = -errno;
+	pthread_rwlock_unlock(&lock);
+	return fd;
 }
 
 struct rfile *inode_rfile(uint64_t id)

@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 struct rfile;
+struct stat;
 
 #define INODE_ROOT 1		/* FUSE_ROOT_ID */
 #define INODE_ORPHANS 0		/* pseudo parent of orphan names */
@@ -85,6 +86,14 @@ void inode_unorphan(uint64_t node, uint64_t parent, const char *name);
 
 /* An open of node id gave rf (one reference, which the handle keeps). */
 void inode_opened(uint64_t id, struct rfile *rf);
+/* An opendir of node id: fd (a descriptor of the directory on the
+ * primary, taken over: closed at the last close) answers its attributes
+ * once no name reaches it (another directory renamed over it). */
+void inode_opened_dir(uint64_t id, int fd);
+/* fstat() of that descriptor: 0, or -ESTALE when there is none. */
+int inode_dir_stat(uint64_t id, struct stat *st);
+/* A new descriptor of that directory (-ESTALE: none, or -errno). */
+int inode_dir_dup(uint64_t id);
 /* A handle of node id was released: its orphan id when that was the last
  * handle of an orphan (the caller removes the shards), else 0. */
 uint64_t inode_closed(uint64_t id);
