@@ -19,6 +19,7 @@
 #include "inode.h"
 
 #define BUCKETS (1u << 16)
+#define PATH_DEPTH_MAX 4096	/* (a path of PATH_MAX has at most 2048) */
 
 struct name {
 	uint64_t parent;
@@ -135,12 +136,9 @@ static int add_name(struct node *n, uint64_t parent, const char *name)
 	nm->node = n;
 	nm->hnext = NULL;
 	*find_name(parent, name) = nm;
-	/* (appended: the first name keeps building the path) */
-	struct name **q = &n->names;
-	while (*q)
-		q = &(*q)->nnext;
-	nm->nnext = NULL;
-	*q = nm;
+	/* (first: the name looked up last is the likeliest to lead there) */
+	nm->nnext = n->names;
+	n->names = nm;
 	return 0;
 }
 
@@ -230,27 +228,39 @@ static int prepend(char *buf, char **end, const char *s, size_t l)
 	return 0;
 }
 
+/* The path of node id prepended at *end: through the first of its names
+ * whose parents lead to the root (a name whose parent lost its own names
+ * - a new primary's lookups made new nodes for them - is passed over). */
+static int build(uint64_t id, char *buf, char **end, int depth)
+{
+	if (id == INODE_ROOT)
+		return 0;
+	struct node *n = find_id(id);
+	/* (a bound on the walk: a loop in the names would be a bug) */
+	if (!n || depth > PATH_DEPTH_MAX)
+		return -ESTALE;
+	for (const struct name *nm = n->names; nm; nm = nm->nnext) {
+		char *mark = *end;
+		int r = prepend(buf, end, nm->name, strlen(nm->name));
+		if (r == 0 && nm->parent == INODE_ORPHANS)
+			return prepend(buf, end, INODE_ORPHAN_DIR, strlen(INODE_ORPHAN_DIR));
+		if (r == 0)
+			r = build(nm->parent, buf, end, depth + 1);
+		if (r != -ESTALE)
+			return r;
+		*end = mark;
+	}
+	return -ESTALE;
+}
+
 int inode_path(uint64_t id, const char *name, char *buf, size_t len)
 {
 	char *end = buf + len - 1;
 	*end = '\0';
 	int r = name ? prepend(buf, &end, name, strlen(name)) : 0;
 	pthread_rwlock_rdlock(&lock);
-	/* (a bound on the walk: a loop in the names would be a bug) */
-	for (int depth = 0; r == 0 && id != INODE_ROOT; depth++) {
-		struct node *n = find_id(id);
-		if (!n || !n->names || depth > 65536) {
-			r = -ESTALE;
-			break;
-		}
-		const struct name *nm = n->names;
-		r = prepend(buf, &end, nm->name, strlen(nm->name));
-		id = nm->parent;
-		if (r == 0 && id == INODE_ORPHANS) {
-			r = prepend(buf, &end, INODE_ORPHAN_DIR, strlen(INODE_ORPHAN_DIR));
-			break;
-		}
-	}
+	if (r == 0)
+		r = build(id, buf, &end, 0);
 	pthread_rwlock_unlock(&lock);
 	if (r < 0)
 		return r;
