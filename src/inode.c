@@ -20,6 +20,7 @@
 
 #define BUCKETS (1u << 16)
 #define PATH_DEPTH_MAX 4096	/* (a path of PATH_MAX has at most 2048) */
+#define PAST_MAX 2
 
 struct name {
 	uint64_t parent;
@@ -39,6 +40,10 @@ struct node {
 	int dirfd;		/* an open directory's (or -1) */
 	uint64_t orphan;	/* id of the file kept under .raidfs/orphans */
 	struct name *names;
+	struct name *past;	/* names a lookup gave to another node (a new
+				 * primary's): not in the hash, tried last by
+				 * build() so that what is still below this node
+				 * stays reachable; at most PAST_MAX */
 	struct node *idnext, *inonext;
 };
 
@@ -120,13 +125,41 @@ static void drop_name(struct name **pp)
 	free(nm);
 }
 
+/* The name *pp points at went to another node: kept in its old node's
+ * past names (the oldest beyond PAST_MAX freed). */
+static void keep_past(struct name **pp)
+{
+	struct name *nm = *pp;
+	struct node *n = nm->node;
+	*pp = nm->hnext;
+	for (struct name **q = &n->names; *q; q = &(*q)->nnext)
+		if (*q == nm) {
+			*q = nm->nnext;
+			break;
+		}
+	if (!n->names)
+		unindex(n);
+	nm->hnext = NULL;
+	nm->nnext = n->past;
+	n->past = nm;
+	int k = 0;
+	for (struct name **q = &n->past; *q; q = &(*q)->nnext)
+		if (++k > PAST_MAX) {
+			struct name *old = *q;
+			*q = old->nnext;
+			free(old->name);
+			free(old);
+			break;
+		}
+}
+
 static int add_name(struct node *n, uint64_t parent, const char *name)
 {
 	struct name **pp = find_name(parent, name);
 	if (*pp && (*pp)->node == n)
 		return 0;
 	if (*pp)
-		drop_name(pp);	/* (another object has the name now) */
+		keep_past(pp);	/* (another object has the name now) */
 	struct name *nm = malloc(sizeof(*nm));
 	if (!nm || !(nm->name = strdup(name))) {
 		free(nm);
@@ -147,6 +180,12 @@ static void free_node(struct node *n)
 	while (n->names) {
 		struct name *nm = n->names;
 		drop_name(find_name(nm->parent, nm->name));
+	}
+	while (n->past) {
+		struct name *nm = n->past;
+		n->past = nm->nnext;
+		free(nm->name);
+		free(nm);
 	}
 	unindex(n);
 	for (struct node **pp = &by_id[mix(n->id)]; *pp; pp = &(*pp)->idnext)
@@ -230,7 +269,8 @@ static int prepend(char *buf, char **end, const char *s, size_t l)
 
 /* The path of node id prepended at *end: through the first of its names
  * whose parents lead to the root (a name whose parent lost its own names
- * - a new primary's lookups made new nodes for them - is passed over). */
+ * - a new primary's lookups made new nodes for them - is passed over),
+ * else through a past name. */
 static int build(uint64_t id, char *buf, char **end, int depth)
 {
 	if (id == INODE_ROOT)
@@ -239,17 +279,19 @@ static int build(uint64_t id, char *buf, char **end, int depth)
 	/* (a bound on the walk: a loop in the names would be a bug) */
 	if (!n || depth > PATH_DEPTH_MAX)
 		return -ESTALE;
-	for (const struct name *nm = n->names; nm; nm = nm->nnext) {
-		char *mark = *end;
-		int r = prepend(buf, end, nm->name, strlen(nm->name));
-		if (r == 0 && nm->parent == INODE_ORPHANS)
-			return prepend(buf, end, INODE_ORPHAN_DIR, strlen(INODE_ORPHAN_DIR));
-		if (r == 0)
-			r = build(nm->parent, buf, end, depth + 1);
-		if (r != -ESTALE)
-			return r;
-		*end = mark;
-	}
+	const struct name *lists[2] = { n->names, n->past };
+	for (int l = 0; l < 2; l++)
+		for (const struct name *nm = lists[l]; nm; nm = nm->nnext) {
+			char *mark = *end;
+			int r = prepend(buf, end, nm->name, strlen(nm->name));
+			if (r == 0 && nm->parent == INODE_ORPHANS)
+				return prepend(buf, end, INODE_ORPHAN_DIR, strlen(INODE_ORPHAN_DIR));
+			if (r == 0)
+				r = build(nm->parent, buf, end, depth + 1);
+			if (r != -ESTALE)
+				return r;
+			*end = mark;
+		}
 	return -ESTALE;
 }
 

@@ -15,7 +15,10 @@
  *     first one builds its path (inode_path()), the others keep it
  *     reachable when that name is unlinked or renamed away.  A name is
  *     unique in the table: a lookup that finds another object at a name
- *     moves the name;
+ *     moves the name, and the node it leaves keeps it as a past name,
+ *     tried last (after a new primary, a directory's new node takes its
+ *     name, and what the kernel still reaches through the old node -
+ *     a working directory, an open directory - keeps its path);
  *   - its open count and the open file (struct rfile) while open, so that
  *     operations on an open file never need a path (inode_rfile());
  *   - its orphan id: a file unlinked (or renamed over) while open is kept
