@@ -74,6 +74,15 @@ crash_round() {
 			>"$C/cw.$it.$w.out" 2>&1 &
 		pids+=($!)
 	done
+	# (both writers at work on the mount before the kill: on a loaded
+	# machine a writer that starts late would write into the directory
+	# under the lazily unmounted mount point for good)
+	for w in 1 2; do
+		for _ in $(seq 1 300); do
+			grep -q '"t": *"s"' "$C/state.$it.$w" 2>/dev/null && break
+			sleep 0.1
+		done
+	done
 	sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.5 + (r % 100) / 100 }')"
 	local dirty
 	dirty=$(json_cache "$mnt" dirty_bytes)
