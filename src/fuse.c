@@ -904,7 +904,9 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 /* A write by someone without CAP_FSETID (approximated as: not root)
  * clears set-user-ID, and set-group-ID when group execute is set, as the
  * kernel does for the page-cache path. */
-static void kill_setid_on_write(struct fuse_file_info *fi)
+static void attrs_changed(uint64_t node);
+
+static void kill_setid_on_write(uint64_t node, struct fuse_file_info *fi)
 {
 	struct stat st;
 	struct rfile *rf = RF(fi);
@@ -920,7 +922,8 @@ static void kill_setid_on_write(struct fuse_file_info *fi)
 		kill |= S_ISGID;
 	if (kill) {
 		nslock_shared(&A->ns_lock);
-		fs_chmod(NULL, st.st_mode & 07777 & ~kill, fi);
+		if (fs_chmod(NULL, st.st_mode & 07777 & ~kill, fi) == 0)
+			attrs_changed(node);	/* (the kernel caches the mode) */
 		nslock_unlock(&A->ns_lock);
 	}
 }
@@ -934,7 +937,7 @@ static void kill_setid_on_write(struct fuse_file_info *fi)
  * into per-thread scratch as it goes, on both threads of a full-stripe
  * write (stripe.c).
  */
-static ssize_t fs_write_buf(struct fuse_bufvec *buf, off_t off, struct fuse_file_info *fi)
+static ssize_t fs_write_buf(uint64_t node, struct fuse_bufvec *buf, off_t off, struct fuse_file_info *fi)
 {
 	static __thread void *abuf;
 	static __thread size_t abuf_len;
@@ -943,7 +946,7 @@ static ssize_t fs_write_buf(struct fuse_bufvec *buf, off_t off, struct fuse_file
 	const struct fuse_buf *b0 = &buf->buf[buf->idx];
 
 	if (fi->fh & FH_DIRECT)
-		kill_setid_on_write(fi);
+		kill_setid_on_write(node, fi);
 
 	if (buf->count == 1 && !(b0->flags & FUSE_BUF_IS_FD))
 		return cache_write(rf, (const char *)b0->mem + buf->off, len, off);
@@ -1569,9 +1572,8 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 static void ll_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
 			 struct fuse_file_info *fi)
 {
-	(void)ino;
 	REQ(req);
-	ssize_t n = fs_write_buf(bufv, off, fi);
+	ssize_t n = fs_write_buf(ino, bufv, off, fi);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -1875,6 +1877,15 @@ void fsops_stop(void)
 	free(K.q);
 	K.q = NULL;
 	K.n = K.cap = 0;
+}
+
+/* The daemon itself changed node's attributes in a request about
+ * something else: the kernel forgets what it cached of them, at once
+ * (attributes only: no page lock is taken). */
+static void attrs_changed(uint64_t node)
+{
+	if (K.se)
+		fuse_lowlevel_notify_inval_inode(K.se, node, -1, 0);
 }
 
 static void inval_entry(uint64_t parent, const char *name, void *arg)

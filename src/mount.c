@@ -234,9 +234,10 @@ static int serve(struct array *a, struct fuse_session *se, bool offline)
 	if (array_state(a) == ARRAY_DEGRADED)
 		event_post(a, "DegradedArray", -1);
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
-	/* (a device descriptor per worker: no wakeup of every idle thread
-	 * per request) */
-	fuse_loop_cfg_set_clone_fd(lc, 1);
+	/* (no clone_fd: with a /dev/fuse descriptor per worker, a daemon
+	 * killed during a rebuild kept its members locked a moment after
+	 * it was reaped, and a mount right after the kill was refused) */
+	fuse_loop_cfg_set_clone_fd(lc, 0);
 	fuse_loop_cfg_set_max_threads(lc, 16);
 	fuse_loop_cfg_set_idle_threads(lc, 8);
 	fsops_start(se);
