@@ -260,10 +260,11 @@ static void new_owner(const char *path, uid_t *uid, gid_t *gid)
 		*gid = st.st_gid;
 }
 
-static void chown_new(int dirfd, const char *path, uid_t uid, gid_t gid)
+static void chown_new(int dirfd, const char *path, uid_t uid, gid_t gid, mode_t mode)
 {
-	if (geteuid() == 0)
-		fchownat(dirfd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW);
+	if (geteuid() == 0 && fchownat(dirfd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (mode & (S_ISUID | S_ISGID)) && !S_ISDIR(mode) && !S_ISLNK(mode))
+		fchmodat(dirfd, rel(path), mode & 07777, 0);	/* (the chown dropped them) */
 }
 
 static int note_write(void)
@@ -405,11 +406,11 @@ static int make_everywhere(const char *path, mode_t mode, dev_t rdev, const char
 	int slot = nsintent_begin(A, NSI_MAKE, rel(path), NULL, 0);
 	int _e = ON_PRIMARY(make_at(PRIMARY, path, mode, rdev, target));
 	if (_e == 0) {
-		chown_new(OP_FD, path, uid, gid);
+		chown_new(OP_FD, path, uid, gid, mode);
 		FOR_OTHERS(j) {
 			if (make_at(A->m[j].dirfd, path, mode, rdev, target) < 0 && errno != EEXIST)
 				note_member_error(j, op, path, NULL, errno);
-			chown_new(A->m[j].dirfd, path, uid, gid);
+			chown_new(A->m[j].dirfd, path, uid, gid, mode);
 		}
 	}
 	nsintent_end(A, slot);
