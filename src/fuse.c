@@ -383,8 +383,8 @@ static int fs_readlink(const char *path, char *buf, size_t size)
 
 /* ------------------------------------------------------------- namespace */
 
-/* A directory (target NULL, S_IFDIR in mode), FIFO or socket (target
- * NULL), or symlink to target at path under member directory dirfd. */
+/* A directory (target NULL, S_IFDIR in mode), FIFO, socket or device
+ * node (target NULL), or symlink to target at path under member directory dirfd. */
 static int make_at(int dirfd, const char *path, mode_t mode, dev_t rdev, const char *target)
 {
 	if (target)
@@ -394,7 +394,7 @@ static int make_at(int dirfd, const char *path, mode_t mode, dev_t rdev, const c
 	return mknodat(dirfd, rel(path), mode, rdev);
 }
 
-/* mkdir, mknod of a FIFO or socket, symlink: on the primary, then on the
+/* mkdir, mknod of a FIFO, socket or device, symlink: on the primary, then on the
  * others, owned as new_owner() says */
 static int make_everywhere(const char *path, mode_t mode, dev_t rdev, const char *target, const char *op)
 {
@@ -435,8 +435,8 @@ static int fs_mknod(const char *path, mode_t mode, dev_t rdev)
 			rfile_release(rf);
 		return r;
 	}
-	if (!S_ISFIFO(mode) && !S_ISSOCK(mode))
-		return -EPERM;	/* device nodes make no sense on a pool */
+	/* device nodes too (as root): a backup of a root filesystem keeps
+	 * them, as md, ZFS and btrfs do; each member holds one */
 	return make_everywhere(path, mode, rdev, NULL, "mknod");
 }
 
