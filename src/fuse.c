@@ -23,6 +23,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1353,6 +1354,55 @@ static int fs_removexattr(const char *path, const char *name)
 	return 0;
 }
 
+/* ------------------------------------------ local filesystem calls
+ *
+ * Thin callbacks over the cache (cache.h): each turns the request into
+ * the cache's call on the open file.  The low-level API keeps the same
+ * calls (fallocate, lseek, copy_file_range, ioctl).
+ */
+
+static int fs_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi)
+{
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	return cache_fallocate(RF(fi), mode, (uint64_t)off, (uint64_t)len);
+}
+
+static off_t fs_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi)
+{
+	if (off < 0)
+		return -ENXIO;
+	return (off_t)cache_seek(RF(fi), (uint64_t)off, whence);
+}
+
+static ssize_t fs_copy_file_range(const char *pin, struct fuse_file_info *fi_in, off_t off_in, const char *pout,
+				  struct fuse_file_info *fi_out, off_t off_out, size_t len, int flags)
+{
+	if (flags || off_in < 0 || off_out < 0)
+		return -EINVAL;
+	return cache_copy_range(RF(fi_in), (uint64_t)off_in, RF(fi_out), (uint64_t)off_out, len);
+}
+
+/* The inode flags (lsattr, chattr): raidfs keeps none, so it says none
+ * and takes none; an fsxattr with nothing set; other ioctls: ENOTTY.
+ * (The kernel asks with a 4-byte flags word, whatever the command's
+ * encoded size.) */
+static int fs_ioctl(const char *path, unsigned int cmd, void *arg, struct fuse_file_info *fi, unsigned int flags,
+		    void *data)
+{
+	if (cmd == FS_IOC_GETFLAGS || cmd == FS_IOC32_GETFLAGS) {
+		memset(data, 0, sizeof(unsigned int));
+		return 0;
+	}
+	if (cmd == FS_IOC_SETFLAGS || cmd == FS_IOC32_SETFLAGS)
+		return *(const unsigned int *)data ? -EOPNOTSUPP : 0;
+	if (cmd == FS_IOC_FSGETXATTR) {
+		memset(data, 0, sizeof(struct fsxattr));
+		return 0;
+	}
+	return -ENOTTY;
+}
+
 /* ------------------------------------------------------------ lifecycle */
 
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
@@ -1458,6 +1508,11 @@ static const struct fuse_operations ops = {
 	.fsyncdir = fs_fsyncdir,
 	.create = ns_create,
 	.utimens = ns_utimens,
+	/* local filesystem calls */
+	.fallocate = fs_fallocate,
+	.lseek = fs_lseek,
+	.copy_file_range = fs_copy_file_range,
+	.ioctl = fs_ioctl,
 };
 
 const struct fuse_operations *fsops_get(struct array *a)

@@ -3180,3 +3180,147 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 		*target_err = ret;
 	return ret < 0 ? ret : (long)chunk;
 }
+
+/* ------------------------------------------------ allocation and holes */
+
+/*
+ * fallocate(2) and lseek(SEEK_DATA/SEEK_HOLE) on the shards.  A chunk
+ * sits at stripe * chunk in every member's shard (dense shards), so the
+ * shard range of stripes [s0, s1) is the same on every member, and a
+ * stripe whose chunk is a hole on every member that holds valid data for
+ * it reads as zeros: those members are at least the group's data count,
+ * and k chunks of zeros make every other chunk of the group zero (parity
+ * of zeros is zeros, for XOR, P+Q and Reed-Solomon alike).
+ */
+
+/* A member refused the allocation: the part past each shard's length
+ * len[j] that the members before `upto` allocated is given back, so
+ * that nothing stays half done (below it the bytes are the file's). */
+static void allocate_undo(struct rfile *rf, uint32_t upto, const uint64_t *len, uint64_t to)
+{
+	for (uint32_t j = 0; j < upto; j++)
+		if (len[j] < to && writable(rf, j))
+			fallocate(rf->fd[j], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)len[j],
+				  (off_t)(to - len[j]));
+}
+
+int stripe_allocate(struct rfile *rf, uint64_t off, uint64_t end)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l), len[LAYOUT_MAX_WIDTH];
+	uint64_t from = off / sbytes * l->chunk, to = (end + sbytes - 1) / sbytes * l->chunk;
+	int ret = 0;
+	if (end <= off)
+		return 0;
+	pthread_rwlock_wrlock(&rf->rw);	/* (the undo must not cut a write) */
+	for (uint32_t j = 0; j < rf->a->width && ret == 0; j++) {
+		struct stat st;
+		len[j] = to;
+		if (!writable(rf, j))
+			continue;
+		if (fstat(rf->fd[j], &st) == 0)
+			len[j] = (uint64_t)st.st_size;
+		if (fallocate(rf->fd[j], FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) == 0 ||
+		    (errno != ENOSPC && errno != EDQUOT && errno != EFBIG))
+			continue;	/* (a member that cannot allocate: its writes will tell) */
+		ret = -errno;
+		allocate_undo(rf, j, len, to);
+	}
+	pthread_rwlock_unlock(&rf->rw);
+	return ret;
+}
+
+/* The shard ranges of the whole stripes inside file bytes [off, end)
+ * given back on every member (their chunks hold zeros already); the
+ * stripe across the file's end counts as whole (past the end is zeros). */
+static void punch_stripes(struct rfile *rf, uint64_t off, uint64_t end)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l), size = rf->size;
+	uint64_t s0 = (off + sbytes - 1) / sbytes, s1 = end >= size ? (size + sbytes - 1) / sbytes : end / sbytes;
+	if (s1 <= s0)
+		return;
+	for (uint32_t j = 0; j <= SHADOW; j++) {
+		if (j == rf->a->width)
+			j = SHADOW;
+		if ((j == SHADOW ? rf->fd[j] >= 0 : writable(rf, j)))
+			fallocate(rf->fd[j], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(s0 * l->chunk),
+				  (off_t)((s1 - s0) * l->chunk));
+	}
+	/* a write there allocates again (reserve()) */
+	uint64_t d = __atomic_load_n(&rf->dense, __ATOMIC_ACQUIRE);
+	if (d != RF_DENSE_UNKNOWN && d > s0 * sbytes)
+		__atomic_store_n(&rf->dense, s0 * sbytes, __ATOMIC_RELEASE);
+}
+
+int stripe_zero_locked(struct rfile *rf, const void *zeros, uint64_t off, uint64_t end, bool punch)
+{
+	ssize_t r = stripe_write_locked(rf, zeros, end - off, off);
+	if (r < 0)
+		return (int)r;
+	if (punch)
+		punch_stripes(rf, off, end);
+	return 0;
+}
+
+/* The first stripe u >= s (below ns) whose chunk has no data in shard
+ * fd; ns when there is none or the member cannot tell. */
+static uint64_t next_hole_stripe(int fd, uint64_t s, uint64_t chunk, uint64_t ns)
+{
+	while (s < ns) {
+		off_t d = lseek(fd, (off_t)(s * chunk), SEEK_DATA);
+		if (d < 0)
+			return errno == ENXIO ? s : ns;
+		if ((uint64_t)d >= (s + 1) * chunk)
+			return s;
+		off_t h = lseek(fd, d, SEEK_HOLE);
+		if (h < 0)
+			return ns;
+		s = ((uint64_t)h + chunk - 1) / chunk;
+	}
+	return ns;
+}
+
+/* The first stripe u >= s (below ns) some shard holds data in */
+static uint64_t next_data_stripe(const struct rfile *rf, uint64_t s, uint64_t ns)
+{
+	uint64_t best = ns, chunk = rf->lay.chunk;
+	for (uint32_t j = 0; j < rf->a->width && best > s; j++) {
+		if (!rfile_usable_at(rf, j, s))
+			continue;
+		off_t d = lseek(rf->fd[j], (off_t)(s * chunk), SEEK_DATA);
+		if (d < 0 && errno != ENXIO)
+			return s;	/* (cannot tell: data) */
+		if (d >= 0 && (uint64_t)d / chunk < best)
+			best = (uint64_t)d / chunk;
+	}
+	return best;
+}
+
+int64_t stripe_seek(struct rfile *rf, uint64_t off, int whence)
+{
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), chunk = rf->lay.chunk;
+	pthread_rwlock_rdlock(&rf->rw);
+	uint64_t size = rf->size, ns = (size + sbytes - 1) / sbytes, s = off / sbytes, t = s;
+	int64_t ret = -ENXIO;
+	if (off < size && whence == SEEK_DATA) {
+		t = next_data_stripe(rf, s, ns);
+		if (t < ns)
+			ret = (int64_t)(t > s ? t * sbytes : off);
+	} else if (off < size) {
+		/* a stripe that is a hole on every member with valid data */
+		for (bool moved = true; moved && t < ns;) {
+			moved = false;
+			for (uint32_t j = 0; j < rf->a->width && t < ns; j++) {
+				if (!rfile_usable_at(rf, j, t))
+					continue;
+				uint64_t u = next_hole_stripe(rf->fd[j], t, chunk, ns);
+				moved |= u > t;
+				t = u;
+			}
+		}
+		ret = t >= ns ? (int64_t)size : (int64_t)(t > s ? t * sbytes : off);
+	}
+	pthread_rwlock_unlock(&rf->rw);
+	return ret;
+}
