@@ -1977,6 +1977,8 @@ int64_t cache_seek(struct rfile *rf, uint64_t off, int whence)
 
 ssize_t cache_copy_range(struct rfile *in, uint64_t off_in, struct rfile *out, uint64_t off_out, size_t len)
 {
+	if (len > (64u << 20))
+		len = 64u << 20;	/* (a short copy: the caller asks again, a worker is not held for long) */
 	size_t bl = len < (1u << 20) ? len : (1u << 20), done = 0;
 	uint8_t *buf = malloc(bl ? bl : 1);
 	if (!buf)

@@ -168,7 +168,8 @@ int cache_fallocate(struct rfile *rf, int mode, uint64_t off, uint64_t len);
 int64_t cache_seek(struct rfile *rf, uint64_t off, int whence);
 /* copy_file_range(2): len bytes of `in` at off_in written to `out` at
  * off_out through the cache (cache_read(), cache_write()), 1 MiB at a
- * time, up to the end of `in`.  Bytes copied, or -errno when none. */
+ * time, up to the end of `in` and at most 64 MiB per call (the caller
+ * asks again for the rest).  Bytes copied, or -errno when none. */
 ssize_t cache_copy_range(struct rfile *in, uint64_t off_in, struct rfile *out, uint64_t off_out, size_t len);
 /* Forget the clean cached bytes of rf in [off, end): the members' bytes
  * there changed under the cache (mirror copies made alike again:
