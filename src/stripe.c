@@ -3253,16 +3253,6 @@ static void punch_stripes(struct rfile *rf, uint64_t off, uint64_t end)
 		__atomic_store_n(&rf->dense, s0 * sbytes, __ATOMIC_RELEASE);
 }
 
-int stripe_zero_locked(struct rfile *rf, const void *zeros, uint64_t off, uint64_t end, bool punch)
-{
-	ssize_t r = stripe_write_locked(rf, zeros, end - off, off);
-	if (r < 0)
-		return (int)r;
-	if (punch)
-		punch_stripes(rf, off, end);
-	return 0;
-}
-
 /* The first stripe u >= s (below ns) whose chunk has no data in shard
  * fd; ns when there is none or the member cannot tell. */
 static uint64_t next_hole_stripe(int fd, uint64_t s, uint64_t chunk, uint64_t ns)
@@ -3297,30 +3287,65 @@ static uint64_t next_data_stripe(const struct rfile *rf, uint64_t s, uint64_t ns
 	return best;
 }
 
+/* The first stripe t >= s (below ns) that is a hole on every member
+ * with valid data for it; ns when there is none */
+static uint64_t hole_stripe_from(const struct rfile *rf, uint64_t s, uint64_t ns)
+{
+	uint64_t t = s;
+	for (bool moved = true; moved && t < ns;) {
+		moved = false;
+		for (uint32_t j = 0; j < rf->a->width && t < ns; j++) {
+			if (!rfile_usable_at(rf, j, t))
+				continue;
+			uint64_t u = next_hole_stripe(rf->fd[j], t, rf->lay.chunk, ns);
+			moved |= u > t;
+			t = u;
+		}
+	}
+	return t;
+}
+
 int64_t stripe_seek(struct rfile *rf, uint64_t off, int whence)
 {
-	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), chunk = rf->lay.chunk;
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
 	pthread_rwlock_rdlock(&rf->rw);
-	uint64_t size = rf->size, ns = (size + sbytes - 1) / sbytes, s = off / sbytes, t = s;
+	uint64_t size = rf->size, ns = (size + sbytes - 1) / sbytes, s = off / sbytes, t;
 	int64_t ret = -ENXIO;
 	if (off < size && whence == SEEK_DATA) {
 		t = next_data_stripe(rf, s, ns);
 		if (t < ns)
 			ret = (int64_t)(t > s ? t * sbytes : off);
 	} else if (off < size) {
-		/* a stripe that is a hole on every member with valid data */
-		for (bool moved = true; moved && t < ns;) {
-			moved = false;
-			for (uint32_t j = 0; j < rf->a->width && t < ns; j++) {
-				if (!rfile_usable_at(rf, j, t))
-					continue;
-				uint64_t u = next_hole_stripe(rf->fd[j], t, chunk, ns);
-				moved |= u > t;
-				t = u;
-			}
-		}
+		t = hole_stripe_from(rf, s, ns);
 		ret = t >= ns ? (int64_t)size : (int64_t)(t > s ? t * sbytes : off);
 	}
 	pthread_rwlock_unlock(&rf->rw);
 	return ret;
+}
+
+/* Stripes that are holes on the members (inside the file) read as zeros
+ * already: only the others are written, so that zeroing or punching a
+ * sparse range takes no room */
+int stripe_zero_locked(struct rfile *rf, const void *zeros, uint64_t off, uint64_t end, bool punch)
+{
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), ns = (rf->size + sbytes - 1) / sbytes;
+	uint64_t lim = end < rf->size ? end : rf->size;	/* (past the end: written, the size grows) */
+	for (uint64_t pos = off; pos < end;) {
+		uint64_t h = pos < lim ? hole_stripe_from(rf, pos / sbytes, ns) : ns;
+		uint64_t wend = h < ns && h * sbytes < lim ? h * sbytes : end;
+		if (wend > pos) {
+			ssize_t r = stripe_write_locked(rf, zeros, wend - pos, pos);
+			if (r < 0)
+				return (int)r;
+		}
+		if (wend == end)
+			break;
+		uint64_t d = next_data_stripe(rf, h, ns);
+		pos = d * sbytes > pos ? (d * sbytes < lim ? d * sbytes : lim) : pos;
+		if (pos == lim && lim == end)
+			break;
+	}
+	if (punch)
+		punch_stripes(rf, off, end);
+	return 0;
 }

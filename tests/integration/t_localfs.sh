@@ -16,7 +16,8 @@
 #    members; after the unmount 'raidfs check' is clean, and a degraded
 #    mount (one member away) reads the model's bytes.  Then members on
 #    small filesystems, one nearly full: an allocation that does not fit
-#    fails with ENOSPC and allocates nothing on the others.
+#    fails with ENOSPC and allocates nothing on the others; a punch over
+#    the holes of a sparse file needs no room.
 # 5. SEEK_DATA/SEEK_HOLE find the hole of a sparse file; cp --sparse=always
 #    into the mount keeps the hole.
 # 6. copy_file_range from a file still in the write-back cache, with
@@ -120,7 +121,10 @@ smnt=$T/smnt
 MOUNTS=("$smnt" "${MOUNTS[@]}")	# (the FUSE mount goes before the tmpfs under it)
 rfs_mount "$(join_members $small)" "$smnt" || fail "mount (small)"
 head -c $((1 << 20)) /dev/urandom >"$smnt/f" && sync "$smnt/f"
-head -c $((12 << 20)) /dev/zero >"$T/fs3/filler"
+truncate -s 48M "$smnt/sparse" && head -c 4096 /dev/urandom >>"$smnt/sparse" && sync "$smnt/sparse"
+head -c $((16 << 20)) /dev/zero >"$T/fs3/filler" 2>/dev/null	# (member 3 full)
+fallocate -p -o 4096 -l $((48 << 20)) "$smnt/sparse" ||
+	bad "a punch over the holes of a sparse file fails on members without room (it needs none)"
 blocks() { local d n=""; for d in $small; do n="$n $(stat -c %b "$d/f")"; done; echo $n; }
 b0=$(blocks)
 out=$(fallocate -l $((20 << 20)) "$smnt/f" 2>&1) && bad "an allocation beyond one member's room succeeded"
