@@ -3323,10 +3323,66 @@ int64_t stripe_seek(struct rfile *rf, uint64_t off, int whence)
 	return ret;
 }
 
-/* Stripes that are holes on the members (inside the file) read as zeros
- * already: only the others are written, so that zeroing or punching a
- * sparse range takes no room */
-int stripe_zero_locked(struct rfile *rf, const void *zeros, uint64_t off, uint64_t end, bool punch)
+/* The checksum records of stripes [s0, s1) made those of zero chunks,
+ * with new generations, on every member (as a write of zeros makes
+ * them); zeros: at least a chunk of zero bytes.  0 or -ENOMEM. */
+static int rows_zeroed(struct rfile *rf, uint64_t s0, uint64_t s1, const uint8_t *zeros)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t per = csum_per_row(l), ns = (uint32_t)(s1 - s0);
+	size_t rows = (size_t)ns * l->groups;
+	uint64_t *gens = malloc(rows * sizeof(*gens));
+	uint32_t *crcs = malloc((rows + 1) * per * 4);
+	if (!gens || !crcs) {
+		free(gens);
+		free(crcs);
+		return -ENOMEM;
+	}
+	uint8_t *blk[LAYOUT_MAX_WIDTH];
+	for (uint32_t i = 0; i < l->k + l->m; i++)
+		blk[i] = (uint8_t *)zeros;
+	sum_slots(l, blk, l->chunk, crcs + rows * per, 0, recon_all(l));	/* (one row's, copied) */
+	rows_newest(rf, s0, ns, gens);
+	for (size_t r = 0; r < rows; r++) {
+		gens[r] = next_gen(gens[r]);
+		memcpy(crcs + r * per, crcs + rows * per, (size_t)per * 4);
+	}
+	for (uint32_t j = 0; j < rf->a->width; j++)
+		rows_put(rf, j, s0, ns, gens, crcs);
+	free(gens);
+	free(crcs);
+	return 0;
+}
+
+/* Whole stripes [s0, s1) made holes on every member without writing
+ * zeros first: only while every member holds its shard and takes
+ * writes (no guard, no missed write, no replacement to follow), the
+ * file marked dirty first (a crash in the middle is resynced), the
+ * checksum records after the punches.  False, with nothing but holes
+ * in chunks of zeros-to-be made, when a member cannot punch: the caller
+ * writes zeros. */
+static bool punch_fast(struct rfile *rf, uint64_t s0, uint64_t s1, const uint8_t *zeros)
+{
+	uint64_t chunk = rf->lay.chunk;
+	if (s1 <= s0 || array_state(rf->a) != ARRAY_OPTIMAL || rf->fd[SHADOW] >= 0 || rf->damaged ||
+	    stripe_mark_dirty(rf) < 0)
+		return false;
+	for (uint32_t j = 0; j < rf->a->width; j++)
+		if (!writable(rf, j) || !rfile_usable_at(rf, j, s0))
+			return false;
+	note_written(rf, s1);
+	for (uint32_t j = 0; j < rf->a->width; j++)
+		if (fallocate(rf->fd[j], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(s0 * chunk),
+			      (off_t)((s1 - s0) * chunk)) < 0)
+			return false;
+	return !rf->sums || rows_zeroed(rf, s0, s1, zeros) == 0;
+}
+
+/* Zeros over [off, end), rf->rw held exclusively.  Stripes that are
+ * holes on the members (inside the file) read as zeros already: only
+ * the others are written, so that zeroing or punching a sparse range
+ * takes no room. */
+static int zero_runs(struct rfile *rf, const void *zeros, uint64_t off, uint64_t end)
 {
 	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), ns = (rf->size + sbytes - 1) / sbytes;
 	uint64_t lim = end < rf->size ? end : rf->size;	/* (past the end: written, the size grows) */
@@ -3345,7 +3401,25 @@ int stripe_zero_locked(struct rfile *rf, const void *zeros, uint64_t off, uint64
 		if (pos == lim && lim == end)
 			break;
 	}
-	if (punch)
-		punch_stripes(rf, off, end);
 	return 0;
+}
+
+/* A punch's whole stripes (punch_stripes()'s) go straight to holes when
+ * punch_fast() can; the rest is written with zeros, and a punch then
+ * gives back the whole stripes of what was written. */
+int stripe_zero_locked(struct rfile *rf, const void *zeros, uint64_t off, uint64_t end, bool punch)
+{
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), size = rf->size;
+	uint64_t s0 = (off + sbytes - 1) / sbytes, s1 = end >= size ? (size + sbytes - 1) / sbytes : end / sbytes;
+	int r;
+	if (punch && s1 > s0 && punch_fast(rf, s0, s1, zeros)) {
+		r = off < s0 * sbytes ? zero_runs(rf, zeros, off, s0 * sbytes) : 0;
+		if (r == 0 && end > s1 * sbytes)
+			r = zero_runs(rf, zeros, s1 * sbytes, end);
+		return r;
+	}
+	r = zero_runs(rf, zeros, off, end);
+	if (r == 0 && punch)
+		punch_stripes(rf, off, end);
+	return r;
 }
