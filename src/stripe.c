@@ -3193,15 +3193,28 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
  * of zeros is zeros, for XOR, P+Q and Reed-Solomon alike).
  */
 
+/* The shards have a hole from file offset `at` on: a write there
+ * allocates again (reserve()) */
+static void dense_below(struct rfile *rf, uint64_t at)
+{
+	uint64_t d = __atomic_load_n(&rf->dense, __ATOMIC_ACQUIRE);
+	if (d != RF_DENSE_UNKNOWN && d > at)
+		__atomic_store_n(&rf->dense, at, __ATOMIC_RELEASE);
+}
+
 /* A member refused the allocation: the part past each shard's length
  * len[j] that the members before `upto` allocated is given back, so
  * that nothing stays half done (below it the bytes are the file's). */
 static void allocate_undo(struct rfile *rf, uint32_t upto, const uint64_t *len, uint64_t to)
 {
+	uint64_t low = to;
 	for (uint32_t j = 0; j < upto; j++)
-		if (len[j] < to && writable(rf, j))
+		if (len[j] < to && writable(rf, j)) {
 			fallocate(rf->fd[j], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)len[j],
 				  (off_t)(to - len[j]));
+			low = len[j] < low ? len[j] : low;
+		}
+	dense_below(rf, low / rf->lay.chunk * layout_stripe_data_bytes(&rf->lay));
 }
 
 int stripe_allocate(struct rfile *rf, uint64_t off, uint64_t end)
@@ -3247,10 +3260,7 @@ static void punch_stripes(struct rfile *rf, uint64_t off, uint64_t end)
 			fallocate(rf->fd[j], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(s0 * l->chunk),
 				  (off_t)((s1 - s0) * l->chunk));
 	}
-	/* a write there allocates again (reserve()) */
-	uint64_t d = __atomic_load_n(&rf->dense, __ATOMIC_ACQUIRE);
-	if (d != RF_DENSE_UNKNOWN && d > s0 * sbytes)
-		__atomic_store_n(&rf->dense, s0 * sbytes, __ATOMIC_RELEASE);
+	dense_below(rf, s0 * sbytes);
 }
 
 /* The first stripe u >= s (below ns) whose chunk has no data in shard
@@ -3371,6 +3381,7 @@ static bool punch_fast(struct rfile *rf, uint64_t s0, uint64_t s1, const uint8_t
 		if (!writable(rf, j) || !rfile_usable_at(rf, j, s0))
 			return false;
 	note_written(rf, s1);
+	dense_below(rf, s0 * layout_stripe_data_bytes(&rf->lay));
 	for (uint32_t j = 0; j < rf->a->width; j++)
 		if (fallocate(rf->fd[j], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(s0 * chunk),
 			      (off_t)((s1 - s0) * chunk)) < 0)

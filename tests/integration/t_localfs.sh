@@ -17,7 +17,9 @@
 #    mount (one member away) reads the model's bytes.  Then members on
 #    small filesystems, one nearly full: an allocation that does not fit
 #    fails with ENOSPC and allocates nothing on the others; a punch over
-#    the holes of a sparse file needs no room.
+#    the holes of a sparse file needs no room; a write into a punched
+#    range is refused with ENOSPC (its room taken again first), no member
+#    failed.
 # 5. SEEK_DATA/SEEK_HOLE find the hole of a sparse file; cp --sparse=always
 #    into the mount keeps the hole.
 # 6. copy_file_range from a file still in the write-back cache, with
@@ -133,6 +135,34 @@ case $out in *"No space left"*) ;; *) bad "allocation beyond a member's room: '$
 [ "$(blocks)" = "$b0" ] || bad "the refused allocation left blocks on the members: $b0 -> $(blocks)"
 fallocate -z -o $((1 << 20)) -l $((20 << 20)) "$smnt/f" 2>/dev/null && bad "a zero range beyond one member's room succeeded"
 [ "$(stat -c %s "$smnt/f")" = $((1 << 20)) ] || bad "the refused zero range changed the size to $(stat -c %s "$smnt/f")"
+# a write into a range punched through the same descriptor allocates
+# again: refused with ENOSPC before any member is written, rather than
+# failing the full member in the middle of a stripe
+rm -f "$T/fs3/filler"
+"$PY" - "$smnt/dense" "$T/fs3/filler" <<'EOF2' || bad "a write into a punched range on a full member (above)"
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o644)
+data = os.urandom(3 << 20)
+os.pwrite(fd, data, 0)
+os.fsync(fd)
+if libc.fallocate(fd, 3, ctypes.c_longlong(0), ctypes.c_longlong(3 << 20)) != 0:
+    sys.exit("punch failed: %s" % os.strerror(ctypes.get_errno()))
+try:
+    with open(sys.argv[2], "wb") as f:	# the member's filesystem full
+        f.write(bytes(16 << 20))
+except OSError:
+    pass
+try:
+    os.pwrite(fd, data, 0)
+    os.fsync(fd)
+    sys.exit("the write into the punched range fit on a full member")
+except OSError as e:
+    if e.errno != errno.ENOSPC:
+        sys.exit("the write into the punched range: %s, expected ENOSPC" % e)
+EOF2
+"$RAIDFS" status "$smnt" >"$T/status.out" 2>&1
+grep -q "^state: *optimal" "$T/status.out" || { cat "$T/status.out" >&2; bad "a write into a punched range on a full member failed a member"; }
 rm -f "$T/fs3/filler"
 fallocate -l $((8 << 20)) "$smnt/f" || bad "an allocation that fits failed"
 [ "$(stat -c %s "$smnt/f")" = $((8 << 20)) ] || bad "the size after the allocation is $(stat -c %s "$smnt/f")"
