@@ -1474,11 +1474,13 @@ static int record_and_unlock(struct cache *c, struct rfile *rf, bool done, uint6
 	return r < 0 && cachelog_failed() ? without_log(c, rf) : r;
 }
 
-static ssize_t write_through(struct cache *c, struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
+/* Before bytes go straight to the members: the file log emptied (a
+ * record still in it must never be replayed over them; only after a
+ * switch from write-back), the array writable, the user's I/O noted.
+ * 0 or -errno. */
+static int straight_begin(struct cache *c, struct rfile *rf)
 {
 	if (cache_opts.bbu == BBU_FILE && cachelog_live()) {
-		/* a record still in the log must never be replayed over these
-		 * bytes: empty it first (only after a switch from write-back) */
 		int r = flush_all(c);
 		if (r == 0)
 			r = cachelog_reset();
@@ -1488,6 +1490,14 @@ static ssize_t write_through(struct cache *c, struct rfile *rf, const uint8_t *b
 	if (!array_writable(rf->a))
 		return rf->a->readonly ? -EROFS : -EIO;
 	array_note_user_io(rf->a);
+	return 0;
+}
+
+static ssize_t write_through(struct cache *c, struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
+{
+	int b = straight_begin(c, rf);
+	if (b < 0)
+		return b;
 	bool release;
 	pthread_rwlock_wrlock(&rf->rw);
 	ssize_t r = drop_range_locked(c, rf, off, off + len, &release);
@@ -1890,6 +1900,108 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 	if (release)
 		rfile_release(rf);
 	return r;
+}
+
+/* ------------------------------------- fallocate, holes, copy_file_range */
+
+/*
+ * Zeros over [off, end) (with `keep`, not past the file's end as it is
+ * under the lock), as write-through writes of at most a zero buffer each
+ * (whole stripes, about 1 MiB): the cached lines of the range written out
+ * and dropped first, as write_through() does, the zeros and their parity
+ * through stripe_zero_locked() (with `punch`, the whole stripes given
+ * back on the members) and, with a live file log, their record.
+ */
+static int zero_through(struct cache *c, struct rfile *rf, uint64_t off, uint64_t end, bool keep, bool punch)
+{
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
+	uint64_t zc = sbytes * (sbytes < (1u << 20) ? (1u << 20) / sbytes : 1);
+	uint8_t *zeros = calloc(1, zc);
+	int r = zeros ? straight_begin(c, rf) : -ENOMEM;
+	for (uint64_t pos = off; r == 0 && pos < end;) {
+		bool release;
+		pthread_rwlock_wrlock(&rf->rw);
+		uint64_t lim = keep && rf->size < end ? rf->size : end;
+		uint64_t n = pos < lim ? (lim < (pos / zc + 1) * zc ? lim : (pos / zc + 1) * zc) - pos : 0;
+		r = n ? drop_range_locked(c, rf, pos, pos + n, &release) : 0;
+		if (n && r == 0)
+			r = stripe_zero_locked(rf, zeros, pos, pos + n, punch);
+		int e = record_and_unlock(c, rf, n && r == 0, pos, zeros, n);
+		if (n && release)
+			rfile_release(rf);
+		r = r < 0 ? r : e;
+		pos = n ? pos + n : end;
+	}
+	free(zeros);
+	return r;
+}
+
+int cache_fallocate(struct rfile *rf, int mode, uint64_t off, uint64_t len)
+{
+	struct cache *c = &cache_one;
+	const int known = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE;
+	bool keep = mode & FALLOC_FL_KEEP_SIZE, punch = mode & FALLOC_FL_PUNCH_HOLE;
+	if (mode & ~known)
+		return -EOPNOTSUPP;	/* (collapse, insert, unshare) */
+	if ((punch && (!keep || (mode & FALLOC_FL_ZERO_RANGE))) || len == 0)
+		return -EINVAL;
+	if (off + len < off || off + len > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	if (cache_offline())
+		return -EIO;
+	if (!array_writable(rf->a))
+		return rf->a->readonly ? -EROFS : -EIO;
+	int r = punch ? 0 : stripe_allocate(rf, off, off + len);	/* (room first: nothing half done) */
+	if (r == 0 && (punch || (mode & FALLOC_FL_ZERO_RANGE)))
+		r = zero_through(c, rf, off, off + len, keep, punch);
+	else if (r == 0 && !keep && off + len > __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE))
+		r = cache_truncate(rf, off + len);	/* (the size as a truncate sets it) */
+	return r;
+}
+
+int64_t cache_seek(struct rfile *rf, uint64_t off, int whence)
+{
+	struct cache *c = &cache_one;
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return -EINVAL;
+	if (cache_offline())
+		return -EIO;
+	if (c->up) {
+		/* lines not written out yet hold data the shards lack */
+		int r = flush_file(c, rf, 0, ~0ull);
+		if (r < 0)
+			return r;
+	}
+	return stripe_seek(rf, off, whence);
+}
+
+ssize_t cache_copy_range(struct rfile *in, uint64_t off_in, struct rfile *out, uint64_t off_out, size_t len)
+{
+	if (len > (64u << 20))
+		len = 64u << 20;	/* (a short copy: the caller asks again, a worker is not held for long) */
+	size_t bl = len < (1u << 20) ? len : (1u << 20), done = 0;
+	uint8_t *buf = malloc(bl ? bl : 1);
+	if (!buf)
+		return -ENOMEM;
+	while (done < len) {
+		size_t want = len - done < bl ? len - done : bl;
+		ssize_t n = cache_read(in, buf, want, off_in + done);
+		if (n <= 0) {
+			if (n < 0 && done == 0)
+				done = (size_t)n;
+			break;
+		}
+		ssize_t w = cache_write(out, buf, (size_t)n, off_out + done);
+		if (w < 0 && done == 0)
+			done = (size_t)w;
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+		if ((size_t)n < want || w < n)
+			break;	/* (the end of the input) */
+	}
+	free(buf);
+	return (ssize_t)done;
 }
 
 void cache_forget_clean(struct rfile *rf, uint64_t off, uint64_t end)

@@ -1226,7 +1226,9 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	}
 	if (geteuid() == 0) {
 		for (uint32_t j = 0; j < a->width; j++)
-			if (fds[j] >= 0 && fchown(fds[j], uid, gid) < 0) {
+			if (fds[j] >= 0 && (fchown(fds[j], uid, gid) < 0 ||
+					    ((mode & (S_ISUID | S_ISGID)) && fchmod(fds[j], mode) < 0))) {
+				/* (the chown dropped the set-id bits given) */
 				ret = -errno;
 				goto fail;
 			}
@@ -1244,8 +1246,9 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		goto fail;
 	}
 	open_shadow(rf, relpath, true, mode);
-	if (rf->fd[SHADOW] >= 0 && geteuid() == 0)
-		fchown(rf->fd[SHADOW], uid, gid);
+	if (rf->fd[SHADOW] >= 0 && geteuid() == 0 && fchown(rf->fd[SHADOW], uid, gid) == 0 &&
+	    (mode & (S_ISUID | S_ISGID)))
+		fchmod(rf->fd[SHADOW], mode);
 	/* in the dirty log before the metadata goes out member by member:
 	 * a crash in between is repaired by the next mount */
 	rf->path = strdup(relpath);

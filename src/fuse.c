@@ -23,6 +23,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,10 +261,11 @@ static void new_owner(const char *path, uid_t *uid, gid_t *gid)
 		*gid = st.st_gid;
 }
 
-static void chown_new(int dirfd, const char *path, uid_t uid, gid_t gid)
+static void chown_new(int dirfd, const char *path, uid_t uid, gid_t gid, mode_t mode)
 {
-	if (geteuid() == 0)
-		fchownat(dirfd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW);
+	if (geteuid() == 0 && fchownat(dirfd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (mode & (S_ISUID | S_ISGID)) && !S_ISDIR(mode) && !S_ISLNK(mode))
+		fchmodat(dirfd, rel(path), mode & 07777, 0);	/* (the chown dropped them) */
 }
 
 static int note_write(void)
@@ -382,8 +384,8 @@ static int fs_readlink(const char *path, char *buf, size_t size)
 
 /* ------------------------------------------------------------- namespace */
 
-/* A directory (target NULL, S_IFDIR in mode), FIFO or socket (target
- * NULL), or symlink to target at path under member directory dirfd. */
+/* A directory (target NULL, S_IFDIR in mode), FIFO, socket or device
+ * node (target NULL), or symlink to target at path under member directory dirfd. */
 static int make_at(int dirfd, const char *path, mode_t mode, dev_t rdev, const char *target)
 {
 	if (target)
@@ -393,7 +395,7 @@ static int make_at(int dirfd, const char *path, mode_t mode, dev_t rdev, const c
 	return mknodat(dirfd, rel(path), mode, rdev);
 }
 
-/* mkdir, mknod of a FIFO or socket, symlink: on the primary, then on the
+/* mkdir, mknod of a FIFO, socket or device, symlink: on the primary, then on the
  * others, owned as new_owner() says */
 static int make_everywhere(const char *path, mode_t mode, dev_t rdev, const char *target, const char *op)
 {
@@ -405,11 +407,11 @@ static int make_everywhere(const char *path, mode_t mode, dev_t rdev, const char
 	int slot = nsintent_begin(A, NSI_MAKE, rel(path), NULL, 0);
 	int _e = ON_PRIMARY(make_at(PRIMARY, path, mode, rdev, target));
 	if (_e == 0) {
-		chown_new(OP_FD, path, uid, gid);
+		chown_new(OP_FD, path, uid, gid, mode);
 		FOR_OTHERS(j) {
 			if (make_at(A->m[j].dirfd, path, mode, rdev, target) < 0 && errno != EEXIST)
 				note_member_error(j, op, path, NULL, errno);
-			chown_new(A->m[j].dirfd, path, uid, gid);
+			chown_new(A->m[j].dirfd, path, uid, gid, mode);
 		}
 	}
 	nsintent_end(A, slot);
@@ -434,8 +436,8 @@ static int fs_mknod(const char *path, mode_t mode, dev_t rdev)
 			rfile_release(rf);
 		return r;
 	}
-	if (!S_ISFIFO(mode) && !S_ISSOCK(mode))
-		return -EPERM;	/* device nodes make no sense on a pool */
+	/* device nodes too (as root): a backup of a root filesystem keeps
+	 * them, as md, ZFS and btrfs do; each member holds one */
 	return make_everywhere(path, mode, rdev, NULL, "mknod");
 }
 
@@ -1352,6 +1354,55 @@ static int fs_removexattr(const char *path, const char *name)
 	return 0;
 }
 
+/* ------------------------------------------ local filesystem calls
+ *
+ * Thin callbacks over the cache (cache.h): each turns the request into
+ * the cache's call on the open file.  The low-level API keeps the same
+ * calls (fallocate, lseek, copy_file_range, ioctl).
+ */
+
+static int fs_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi)
+{
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	return cache_fallocate(RF(fi), mode, (uint64_t)off, (uint64_t)len);
+}
+
+static off_t fs_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi)
+{
+	if (off < 0)
+		return -ENXIO;
+	return (off_t)cache_seek(RF(fi), (uint64_t)off, whence);
+}
+
+static ssize_t fs_copy_file_range(const char *pin, struct fuse_file_info *fi_in, off_t off_in, const char *pout,
+				  struct fuse_file_info *fi_out, off_t off_out, size_t len, int flags)
+{
+	if (flags || off_in < 0 || off_out < 0)
+		return -EINVAL;
+	return cache_copy_range(RF(fi_in), (uint64_t)off_in, RF(fi_out), (uint64_t)off_out, len);
+}
+
+/* The inode flags (lsattr, chattr): raidfs keeps none, so it says none
+ * and takes none; an fsxattr with nothing set; other ioctls: ENOTTY.
+ * (The kernel asks with a 4-byte flags word, whatever the command's
+ * encoded size.) */
+static int fs_ioctl(const char *path, unsigned int cmd, void *arg, struct fuse_file_info *fi, unsigned int flags,
+		    void *data)
+{
+	if (cmd == FS_IOC_GETFLAGS || cmd == FS_IOC32_GETFLAGS) {
+		memset(data, 0, sizeof(unsigned int));
+		return 0;
+	}
+	if (cmd == FS_IOC_SETFLAGS || cmd == FS_IOC32_SETFLAGS)
+		return *(const unsigned int *)data ? -EOPNOTSUPP : 0;
+	if (cmd == FS_IOC_FSGETXATTR) {
+		memset(data, 0, sizeof(struct fsxattr));
+		return 0;
+	}
+	return -ENOTTY;
+}
+
 /* ------------------------------------------------------------ lifecycle */
 
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
@@ -1457,6 +1508,11 @@ static const struct fuse_operations ops = {
 	.fsyncdir = fs_fsyncdir,
 	.create = ns_create,
 	.utimens = ns_utimens,
+	/* local filesystem calls */
+	.fallocate = fs_fallocate,
+	.lseek = fs_lseek,
+	.copy_file_range = fs_copy_file_range,
+	.ioctl = fs_ioctl,
 };
 
 const struct fuse_operations *fsops_get(struct array *a)

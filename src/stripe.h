@@ -140,6 +140,24 @@ void stripe_log_covered(bool on);
  * is freed (guard.h).  Nothing with member_sync=never. */
 int stripe_sync_shards(struct rfile *rf);
 
+/* fallocate(2) below the cache (cache_fallocate() calls these):
+ * stripe_allocate(): room for file bytes [off, end) on every member
+ * (the shards' ranges of those stripes, sizes kept), taking rf->rw; 0,
+ * or -ENOSPC (-EDQUOT, -EFBIG) with nothing allocated past any shard's
+ * length.  stripe_zero_locked(): [off, end) written with `zeros` (that
+ * many zero bytes) as any write, parity and checksums with it; with
+ * `punch`, the whole stripes inside then given back on every member
+ * (they read as zeros either way); rf->rw held exclusively.  0 or
+ * -errno. */
+int stripe_allocate(struct rfile *rf, uint64_t off, uint64_t end);
+int stripe_zero_locked(struct rfile *rf, const void *zeros, uint64_t off, uint64_t end, bool punch);
+/* lseek(SEEK_DATA or SEEK_HOLE) from file offset off (< size, else
+ * -ENXIO), at stripe granularity: a hole is a stripe every member with
+ * valid data for it has no data in (it reads as zeros); the end of the
+ * file is a hole.  The shards only: the caller writes cached lines out
+ * first.  Takes rf->rw shared.  The offset or -errno. */
+int64_t stripe_seek(struct rfile *rf, uint64_t off, int whence);
+
 /* Put the file in the dirty log before its first change (idempotent,
  * any lock state). */
 int stripe_mark_dirty(struct rfile *rf);
