@@ -422,8 +422,12 @@ bool rfile_shards_empty(const struct array *a, const int *fds)
 	return true;
 }
 
-int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
-		  struct rfile *rf)
+/* As rfile_private(); `sums_now` false: no checksum file opened, each
+ * made by the first record written to its member (sums_fd() in stripe.c)
+ * - a new file's, whose members hold no record yet, so that a member
+ * the file's stripes do not reach never gets one. */
+static int private_init(struct array *a, const int *fds, const struct file_meta *m, struct rfile *rf,
+			bool sums_now)
 {
 	memset(rf, 0, sizeof(*rf));
 	rf->a = a;
@@ -435,7 +439,7 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	rf->sums = m->flags & META_F_SUMS;
 	for (uint32_t j = 0; j < MEMBER_SLOTS; j++)
 		rf->sfd[j] = -1;
-	for (uint32_t j = 0; rf->sums && j < a->width; j++) {
+	for (uint32_t j = 0; rf->sums && sums_now && j < a->width; j++) {
 		int fd = rf->fd[j] < 0 ? -1 : csum_open(a->m[j].dirfd, m->id, a->readonly ? O_RDONLY : O_RDWR | O_CREAT);
 		if (fd < 0 && member_error_is_own(fd)) {
 			close_fds(a, rf->sfd);	/* (the daemon's own shortage: the open fails) */
@@ -453,6 +457,11 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	pthread_rwlock_init(&rf->rw, NULL);
 	pthread_mutex_init(&rf->log_order, NULL);
 	return 0;
+}
+
+int rfile_private(struct array *a, const int *fds, const struct file_meta *m, struct rfile *rf)
+{
+	return private_init(a, fds, m, rf, true);
 }
 
 void rfile_private_end(struct rfile *rf)
@@ -1238,7 +1247,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	}
 	struct file_meta fm;
 	rfile_new_meta(a, id, &fm);
-	ret = rfile_private(a, fds, &fm, rf);
+	ret = private_init(a, fds, &fm, rf, false);
 	if (ret < 0) {
 		free(rf);
 		goto fail;
