@@ -1252,6 +1252,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		free(rf);
 		goto fail;
 	}
+	rf->dense = 0;	/* (every shard is empty: reserve() need not look for holes) */
 	open_shadow(rf, relpath, true, mode);
 	if (rf->fd[SHADOW] >= 0 && geteuid() == 0)
 		fchown(rf->fd[SHADOW], uid, gid);
