@@ -1259,9 +1259,10 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	/* in the dirty log before the metadata goes out member by member:
 	 * a crash in between is repaired by the next mount */
 	rf->path = strdup(relpath);
-	ret = array_mark_dirty(a, fm.id, fds, relpath);
+	ret = array_mark_created(a, fm.id, fds, relpath, (uint32_t)p);
 	if (ret == 0) {
 		rf->marked = true;
+		rf->created = true;
 		ret = stripe_write_meta(rf, 0);
 	}
 	if (ret == 0)
@@ -1328,6 +1329,10 @@ int rfile_release(struct rfile *rf)
 	 * while still holding the table lock for this key's consistency. */
 	int ret = 0;
 	bool clear_after = false;
+	/* the kinds of dirty-log names to remove: a file created in this
+	 * run has those its flags say, any other may have a name an earlier
+	 * open or run left */
+	bool plain = !rf->created || rf->marked, cached = !rf->created || rf->cmarked;
 	/* (a member failed meanwhile is failed once the table lock is let
 	 * go; its file keeps its marks until then, so the failure notes it
 	 * as missed) */
@@ -1353,7 +1358,7 @@ int rfile_release(struct rfile *rf)
 			/* (with a failure waiting: once it noted the file as
 			 * missed by its member, below) */
 			if (!array_failures_deferred())
-				array_clear_dirty(rf->a, rf->id, rf->path);
+				array_clear_marks(rf->a, rf->id, rf->path, plain, cached);
 			else
 				clear_after = true;
 			rf->marked = rf->cmarked = false;
@@ -1375,7 +1380,7 @@ int rfile_release(struct rfile *rf)
 		 * clears them) */
 		pthread_mutex_lock(&table_lock);
 		if (!find_locked(rf->key))
-			array_clear_dirty(rf->a, rf->id, rf->path);
+			array_clear_marks(rf->a, rf->id, rf->path, plain, cached);
 		pthread_mutex_unlock(&table_lock);
 	}
 	close_rf_fds(rf);
