@@ -1190,6 +1190,29 @@ static int create_primary(struct array *a, int p, const char *relpath, mode_t mo
 	return fd;
 }
 
+/*
+ * A new file's first record, on its primary shard only: what a stat of its
+ * name or a look for its id reads while nothing else is written (the
+ * open-file table answers the rest while it is open), until its last
+ * close, fsync or truncate gives every shard its record (meta_stale).  A
+ * crash before that finds the file in the dirty log, whose resync takes
+ * the primary's record, or makes the file's from its id and the array's
+ * layout when no shard has one (resync.c).  A primary that refuses it:
+ * every shard's written instead, its refusal judged as any other's.
+ */
+static int record_created(struct rfile *rf, uint32_t p)
+{
+	struct file_meta fm = stripe_meta_record(rf, rf->meta_version + 1, META_F_EXACT, 0);
+	fm.index = p;
+	if (member_meta_set(rf->a, p, rf->fd[p], &fm) < 0)
+		return stripe_write_meta(rf, 0);
+	rf->meta_version = fm.version;
+	rf->meta_flags = fm.flags;
+	rf->meta_agree = false;
+	rf->meta_stale = true;
+	return 0;
+}
+
 int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		 uid_t uid, gid_t gid, struct rfile **out)
 {
@@ -1263,7 +1286,7 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	if (ret == 0) {
 		rf->marked = true;
 		rf->created = true;
-		ret = stripe_write_meta(rf, 0);
+		ret = record_created(rf, (uint32_t)p);
 	}
 	if (ret == 0)
 		fremovexattr(fds[p], CREATING_XATTR);	/* every shard exists */
