@@ -422,12 +422,13 @@ bool rfile_shards_empty(const struct array *a, const int *fds)
 	return true;
 }
 
-/* As rfile_private(); `sums_now` false: no checksum file opened, each
- * made by the first record written to its member (sums_fd() in stripe.c)
- * - a new file's, whose members hold no record yet, so that a member
- * the file's stripes do not reach never gets one. */
+/* As rfile_private(); `fresh`: a new file's, whose shards are empty:
+ * no checksum file opened, each made by the first record written to its
+ * member (sums_fd() in stripe.c), so that a member the file's stripes do
+ * not reach never gets one; and no hole anywhere (rf->dense 0: reserve()
+ * need not ask the members). */
 static int private_init(struct array *a, const int *fds, const struct file_meta *m, struct rfile *rf,
-			bool sums_now)
+			bool fresh)
 {
 	memset(rf, 0, sizeof(*rf));
 	rf->a = a;
@@ -439,7 +440,7 @@ static int private_init(struct array *a, const int *fds, const struct file_meta 
 	rf->sums = m->flags & META_F_SUMS;
 	for (uint32_t j = 0; j < MEMBER_SLOTS; j++)
 		rf->sfd[j] = -1;
-	for (uint32_t j = 0; rf->sums && sums_now && j < a->width; j++) {
+	for (uint32_t j = 0; rf->sums && !fresh && j < a->width; j++) {
 		int fd = rf->fd[j] < 0 ? -1 : csum_open(a->m[j].dirfd, m->id, a->readonly ? O_RDONLY : O_RDWR | O_CREAT);
 		if (fd < 0 && member_error_is_own(fd)) {
 			close_fds(a, rf->sfd);	/* (the daemon's own shortage: the open fails) */
@@ -451,7 +452,7 @@ static int private_init(struct array *a, const int *fds, const struct file_meta 
 	rf->acked = m->size;
 	rf->size_recorded = m->size;
 	rf->reserved = m->size;
-	rf->dense = RF_DENSE_UNKNOWN;
+	rf->dense = fresh ? 0 : RF_DENSE_UNKNOWN;
 	rf->meta_version = m->version;
 	rf->meta_flags = m->flags;
 	pthread_rwlock_init(&rf->rw, NULL);
@@ -461,7 +462,7 @@ static int private_init(struct array *a, const int *fds, const struct file_meta 
 
 int rfile_private(struct array *a, const int *fds, const struct file_meta *m, struct rfile *rf)
 {
-	return private_init(a, fds, m, rf, true);
+	return private_init(a, fds, m, rf, false);
 }
 
 void rfile_private_end(struct rfile *rf)
@@ -1270,12 +1271,11 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	}
 	struct file_meta fm;
 	rfile_new_meta(a, id, &fm);
-	ret = private_init(a, fds, &fm, rf, false);
+	ret = private_init(a, fds, &fm, rf, true);
 	if (ret < 0) {
 		free(rf);
 		goto fail;
 	}
-	rf->dense = 0;	/* (every shard is empty: reserve() need not look for holes) */
 	open_shadow(rf, relpath, true, mode);
 	if (rf->fd[SHADOW] >= 0 && geteuid() == 0)
 		fchown(rf->fd[SHADOW], uid, gid);
