@@ -135,7 +135,9 @@ struct file_meta stripe_meta_record(struct rfile *rf, uint64_t version, uint32_t
 static bool extend_to(int fd, uint64_t want)
 {
 	struct stat st;
-	return fstat(fd, &st) == 0 && ((uint64_t)st.st_size >= want || ftruncate(fd, (off_t)want) == 0);
+	/* (every shard is long enough for nothing: no fstat - a new file's
+	 * record, a small file's shards beyond its one stripe's data) */
+	return want == 0 || (fstat(fd, &st) == 0 && ((uint64_t)st.st_size >= want || ftruncate(fd, (off_t)want) == 0));
 }
 
 static bool extend_shards(struct rfile *rf, uint64_t size)
