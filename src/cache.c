@@ -300,6 +300,12 @@ struct cache {
 		int draining;			/* flush everything (count of requesters) */
 	} dst;
 
+	/* the thread that faults the arena in at mount (prefault_main()) */
+	struct {
+		pthread_t thr;
+		bool started;
+	} pf;
+
 	/* the read-ahead thread (ra_main()): a ring of requests */
 	struct {
 		pthread_cond_t cond;
@@ -2514,6 +2520,29 @@ int cache_replay_finish(struct array *a, char *err, size_t errlen)
 }
 
 /* Set up the arena and start the destage threads. */
+/*
+ * Fault the arena's pages in, in the background, 8 MiB at a time: this
+ * kind of VM hands out fresh pages slowly, and the first reads and writes
+ * after a mount would otherwise pay for every page they put a line in
+ * (a first sequential read at a fraction of the second's speed).  Done
+ * with MADV_POPULATE_WRITE, which allocates without changing a byte, so
+ * lines already in use meanwhile keep what they hold; a kernel without it
+ * (before 5.14) leaves the pages to their first use.  Stops at unmount.
+ */
+static void *prefault_main(void *arg)
+{
+	struct cache *c = arg;
+	const size_t step = 8u << 20;
+	for (size_t off = 0; off < c->mem.arena_len; off += step) {
+		if (__atomic_load_n(&c->dst.stop, __ATOMIC_ACQUIRE))
+			break;
+		size_t n = c->mem.arena_len - off < step ? c->mem.arena_len - off : step;
+		if (madvise(c->mem.arena + off, n, MADV_POPULATE_WRITE) < 0 && errno != EINTR)
+			break;
+	}
+	return NULL;
+}
+
 int cache_start(void)
 {
 	struct cache *c = &cache_one;
@@ -2586,6 +2615,7 @@ int cache_start(void)
 		if (pthread_create(&c->dst.thr[c->dst.nthr], NULL, destage_main, c) == 0)
 			c->dst.nthr++;
 	c->ra.started = pthread_create(&c->ra.thr, NULL, ra_main, c) == 0;
+	c->pf.started = pthread_create(&c->pf.thr, NULL, prefault_main, c) == 0;
 	return 0;
 }
 
@@ -2610,6 +2640,9 @@ void cache_close(void)
 	if (c->ra.started)
 		pthread_join(c->ra.thr, NULL);
 	c->ra.started = false;
+	if (c->pf.started)
+		pthread_join(c->pf.thr, NULL);
+	c->pf.started = false;
 	int r = flush_all(c);
 	if (r < 0) {
 		uint64_t b = c->mem.dirty_sectors * SECTOR;
