@@ -15,7 +15,8 @@
  *
  * Threads: FUSE threads (cache_write / cache_read), destage threads
  * (destage_main, DESTAGE_PER_MEMBER a member: each has one member I/O in
- * flight at a time, so that many are in flight on every member), the
+ * flight at a time, so that many are in flight on every member; two work
+ * while the members are fast, destage_pace_locked()), the
  * read-ahead thread, and cache_close.  Lock order: rf->rw, then c->lock,
  * then the log lock (cachelog.c).  A destage thread holds rf->rw shared
  * and marks the lines it writes busy; it writes a copy of each (cow, see
@@ -136,6 +137,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/queue.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -297,6 +299,9 @@ struct cache {
 		bool stop;
 		pthread_t thr[DESTAGE_THREADS];
 		int nthr;
+		int started;			/* threads that took their index */
+		int active;			/* threads with an index below it
+						 * destage (destage_pace_locked()) */
 		int draining;			/* flush everything (count of requesters) */
 	} dst;
 
@@ -1116,14 +1121,40 @@ static uint32_t destage_threads(const struct array *a)
 	return n < 2 ? 2 : n > DESTAGE_THREADS ? DESTAGE_THREADS : n;
 }
 
+/*
+ * How many destage threads work: two (the cores), and one more after
+ * each batch that waited for the members (DESTAGE_WAITS voluntary context
+ * switches or more: a disk's latency, injected or real), one fewer after
+ * each that did not.  On members as fast as memory the extra threads
+ * would only take the CPU from the writers; on slow ones they are what
+ * keeps I/Os in flight.  Preemption does not count: it is involuntary.
+ */
+#define DESTAGE_WAITS 4
+static void destage_pace_locked(struct cache *c, long waits)
+{
+	if (waits >= DESTAGE_WAITS && c->dst.active < c->dst.nthr) {
+		c->dst.active++;
+		pthread_cond_broadcast(&c->work);
+	} else if (waits < DESTAGE_WAITS && c->dst.active > 2) {
+		c->dst.active--;
+	}
+}
+
+static long voluntary_switches(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : 0;
+}
+
 static void *destage_main(void *arg)
 {
 	struct cache *c = arg;
 	struct dcopy *cp = dcopy_new(c);
 	pthread_mutex_lock(&c->lock);
+	int idx = c->dst.started++;
 	while (!c->dst.stop) {
 		learn_check_locked(c);
-		struct line *ln = pick_locked(c);
+		struct line *ln = idx < c->dst.active ? pick_locked(c) : NULL;
 		if (!ln) {
 			struct timespec ts = deadline_ms(20);
 			pthread_cond_timedwait(&c->work, &c->lock, &ts);
@@ -1139,7 +1170,9 @@ static void *destage_main(void *arg)
 		bool release = false;
 		/* the picked line and what follows it in the file first */
 		uint64_t s = ln->rf == rf ? ln->h->stripe : 0;
+		long sw = voluntary_switches();
 		destage_file_locked(c, rf, s, ~0ull, pressure_locked(c) ? DESTAGE_BATCH : -DESTAGE_BATCH, &release, cp);
+		destage_pace_locked(c, voluntary_switches() - sw);
 		pthread_mutex_unlock(&c->lock);
 		pthread_rwlock_unlock(&rf->rw);
 		if (release)
@@ -2611,6 +2644,8 @@ int cache_start(void)
 	}
 	c->up = true;
 	c->dst.stop = false;
+	c->dst.started = 0;
+	c->dst.active = 2;
 	for (uint32_t i = 0; i < destage_threads(a); i++)
 		if (pthread_create(&c->dst.thr[c->dst.nthr], NULL, destage_main, c) == 0)
 			c->dst.nthr++;
