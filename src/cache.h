@@ -80,13 +80,14 @@ struct cache_opts {
 	unsigned learn_secs;		/* -o bbu_learn_time= */
 	unsigned age_ms;		/* -o cache_age=: a partly written line
 					 * waits this long for more bytes */
+	unsigned destage_threads;	/* -o destage_threads= (0: 4 a member) */
 };
 extern struct cache_opts cache_opts;
 #define CACHE_DEFAULT_SIZE (256ull << 20)
 
 /* Take the cache's mount options out of a command line (libfuse's
  * fuse_opt_parse(): "-o cache_size=SIZE,write_policy=,read_policy=,bbu=,
- * bbu_learn_time=,cache_age=,member_sync=") into cache_opts; everything
+ * bbu_learn_time=,cache_age=,member_sync=,destage_threads=") into cache_opts; everything
  * else stays in args, the -o options joined into one "-o" after argv[0].
  * 0, or -1 with a message on stderr that names the option and its value. */
 struct fuse_args;

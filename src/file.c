@@ -1390,6 +1390,9 @@ int rfile_release(struct rfile *rf)
 			rf->marked = rf->cmarked = false;
 		}
 	}
+	/* (before it leaves the table: an open of the file meanwhile would
+	 * make a new rfile that writes past the end) */
+	stripe_give_back(rf);
 	struct rfile **pp = &table[bucket(rf->key)];
 	while (*pp && *pp != rf)
 		pp = &(*pp)->next;

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -382,6 +383,16 @@ static void note_written(struct rfile *rf, uint64_t s_end)
  * Below rf->dense nothing is allocated again: a file written in order
  * pays nothing.  A member filesystem that cannot allocate ahead
  * (EOPNOTSUPP) is written as before.
+ *
+ * A write that goes on from the dense part past what is reserved (a file
+ * being written in order) reserves a step more (reserve_step(): 4 MiB of
+ * the file, up to 64 MiB as it grows), as filesystems preallocate ahead
+ * of a writer, so that the next writes find their range reserved: one
+ * fallocate a member for many writes instead of one each, the members
+ * split between two threads.  What the file did not grow into is given
+ * back at its last close (stripe_give_back()) or cut by a truncate.  A
+ * step the members cannot take is given back at once and the write
+ * reserves what it needs alone, as before.
  */
 
 /* rf->dense, asked of the members the first time: the file offset of the
@@ -410,21 +421,76 @@ static uint64_t dense_of(struct rfile *rf)
 	return __atomic_load_n(&rf->dense, __ATOMIC_ACQUIRE);
 }
 
-/* Shard bytes [from, to) allocated on every member j, `to` 0: to
- * layout_shard_size(j, end).  0, or -ENOSPC from a member (nothing
- * written yet). */
-static int allocate_ahead(struct rfile *rf, uint64_t from, uint64_t to_all, uint64_t end)
+/* One allocation on every member (allocate_ahead()), the members split
+ * between the two threads of pair_run(). */
+struct alloc {
+	struct rfile *rf;
+	uint64_t from, to_all, end;
+	uint64_t past;			/* punch: from the page after the shard's
+					 * end for this file size instead of `from` */
+	int mode;			/* of fallocate */
+	bool full[MEMBER_SLOTS];	/* ENOSPC */
+};
+
+static void alloc_share(void *arg, int t)
 {
-	for (uint32_t j = 0; j < rf->a->width; j++) {
-		uint64_t to = to_all ? to_all : layout_shard_size(&rf->lay, j, end);
+	struct alloc *al = arg;
+	struct rfile *rf = al->rf;
+	for (uint32_t j = (uint32_t)t; j < rf->a->width; j += 2) {
+		uint64_t to = al->to_all ? al->to_all : layout_shard_size(&rf->lay, j, al->end), from = al->from;
+		if (al->past)
+			from = (layout_shard_size(&rf->lay, j, al->past) + 4095) / 4096 * 4096;
+		al->full[j] = false;
 		if (to <= from || !writable(rf, j) ||
-		    fallocate(rf->fd[j], FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) == 0)
+		    fallocate(rf->fd[j], al->mode, (off_t)from, (off_t)(to - from)) == 0)
 			continue;
-		if (errno == ENOSPC)
-			return write_failed(rf, j, from, -ENOSPC, false);
 		/* cannot allocate ahead (EOPNOTSUPP...): the writes will tell */
+		al->full[j] = errno == ENOSPC;
 	}
+}
+
+/* Shard bytes [from, to) allocated on every member j, `to` 0: to
+ * layout_shard_size(j, end).  0, or -ENOSPC with *full the first member
+ * that had no room (nothing written yet).  past (not 0): punched out
+ * instead, on every member from the page after its shard's end for a
+ * file of that size (bytes past the shards' ends, which hold nothing;
+ * ext4 ignores a hole punched past a file's end: there the blocks stay
+ * until stripe_give_back()). */
+static int allocate_ahead(struct rfile *rf, uint64_t from, uint64_t to_all, uint64_t end, uint64_t past, uint32_t *full)
+{
+	struct alloc al = { .rf = rf, .from = from, .to_all = to_all, .end = end, .past = past,
+			    .mode = FALLOC_FL_KEEP_SIZE | (past ? FALLOC_FL_PUNCH_HOLE : 0) };
+	pair_run(alloc_share, &al);
+	for (uint32_t j = 0; j < rf->a->width; j++)
+		if (al.full[j]) {
+			*full = j;
+			return -ENOSPC;
+		}
 	return 0;
+}
+
+/* How far past `end` a write that goes on from the dense part reserves:
+ * 4 MiB of the file, or an eighth of it up to 64 MiB, in whole stripes;
+ * `end` (no step) unless every member keeps RESERVE_ROOM free after it:
+ * closer to full, each write reserves what it needs, as before (the
+ * checksum rows, written after the data, need their pages too). */
+#define RESERVE_ROOM (64ull << 20)
+static uint64_t reserve_step(struct rfile *rf, uint64_t end)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l), step = end / 8;
+	if (step < (4ull << 20))
+		step = 4ull << 20;
+	if (step > (64ull << 20))
+		step = 64ull << 20;
+	uint64_t upto = (end + step + sbytes - 1) / sbytes * sbytes;
+	for (uint32_t j = 0; j < rf->a->width; j++) {
+		struct statvfs sv;
+		if (writable(rf, j) && (fstatvfs(rf->fd[j], &sv) < 0 ||
+					(uint64_t)sv.f_bavail * sv.f_frsize < layout_shard_size(l, j, upto - end) + RESERVE_ROOM))
+			return end;
+	}
+	return upto;
 }
 
 static void raise_to(uint64_t *v, uint64_t to)
@@ -445,7 +511,29 @@ static void reserve_cut(struct rfile *rf, uint64_t size)
 		__atomic_store_n(&rf->dense, size, __ATOMIC_RELEASE);
 }
 
+/* What reserve() does past the dense part, one file at a time (a lock
+ * of RESV_LOCKS by the file's id): a step that did not fit is punched
+ * out again, which must not meet bytes another thread reserved and wrote
+ * meanwhile - the destage threads write one file's lines at once.
+ * Bytes are written only below rf->reserved, raised under this lock. */
+#define RESV_LOCKS 16
+static pthread_mutex_t resv_locks[RESV_LOCKS] = { [0 ... RESV_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER };
+
+static int reserve_locked(struct rfile *rf, uint64_t off, uint64_t end);
+
 static int reserve(struct rfile *rf, uint64_t off, uint64_t end)
+{
+	uint64_t have = __atomic_load_n(&rf->reserved, __ATOMIC_ACQUIRE), dense = dense_of(rf);
+	if (end <= (dense < have ? dense : have))
+		return 0;
+	pthread_mutex_t *m = &resv_locks[rf->id % RESV_LOCKS];
+	pthread_mutex_lock(m);
+	int r = reserve_locked(rf, off, end);
+	pthread_mutex_unlock(m);
+	return r;
+}
+
+static int reserve_locked(struct rfile *rf, uint64_t off, uint64_t end)
 {
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
@@ -466,13 +554,43 @@ static int reserve(struct rfile *rf, uint64_t off, uint64_t end)
 		to = from + (hi < l->chunk ? hi : l->chunk);
 		from += lo;
 	}
-	int r = allocate_ahead(rf, from, to, end);
+	uint64_t upto = to == 0 && off <= dense && end > have ? reserve_step(rf, end) : end;
+	uint32_t j;
+	int r = allocate_ahead(rf, from, to, upto, 0, &j);
+	if (r < 0 && upto > end) {
+		/* no room for the step: given back, the write alone */
+		allocate_ahead(rf, 0, 0, upto, end, &j);
+		upto = end;
+		r = allocate_ahead(rf, from, to, upto, 0, &j);
+	}
 	if (r < 0)
-		return r;
-	raise_to(&rf->reserved, end);
+		return write_failed(rf, j, from, r, false);
+	raise_to(&rf->reserved, upto);
 	if (off <= dense)	/* (no hole left between: the dense part grows) */
-		raise_to(&rf->dense, end);
+		raise_to(&rf->dense, upto);
 	return 0;
+}
+
+void stripe_give_back(struct rfile *rf)
+{
+	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	uint64_t have = __atomic_load_n(&rf->reserved, __ATOMIC_ACQUIRE);
+	if (have <= size || rf->a->readonly)
+		return;
+	/* a truncate to the length the shard has: filesystems drop the
+	 * blocks allocated past the end then (ext4 ignores a hole punched
+	 * there); the shard's mtime, which getattr reports, kept */
+	for (uint32_t j = 0; j < rf->a->width; j++) {
+		struct stat st;
+		if (!writable(rf, j) || fstat(rf->fd[j], &st) < 0 ||
+		    (uint64_t)st.st_blocks * 512 <= ((uint64_t)st.st_size + 4095) / 4096 * 4096)
+			continue;
+		if (ftruncate(rf->fd[j], st.st_size) == 0) {
+			const struct timespec t[2] = { { 0, UTIME_OMIT }, st.st_mtim };
+			futimens(rf->fd[j], t);
+		}
+	}
+	reserve_cut(rf, size);
 }
 
 /* After writing a group: is the data still held by enough members? */

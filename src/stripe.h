@@ -69,6 +69,12 @@ int stripe_record_truncate(struct rfile *rf, uint64_t size);
  * shards are not touched). */
 int stripe_record_acked(struct rfile *rf);
 
+/* The file's last close: what the writes reserved ahead on the members
+ * past its end (reserve(), a step ahead of a writer) is given back, so
+ * that the space the members report is the file's.  Nobody else holds
+ * rf (its table entry is still there: no open makes another meanwhile). */
+void stripe_give_back(struct rfile *rf);
+
 /* Callers hold no lock; these take rf->rw. */
 ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
 ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off);
