@@ -150,11 +150,14 @@ int stripe_sync_shards(struct rfile *rf);
  * stripe_allocate(): room for file bytes [off, end) on every member
  * (the shards' ranges of those stripes, sizes kept), taking rf->rw; 0,
  * or -ENOSPC (-EDQUOT, -EFBIG) with nothing allocated past any shard's
- * length.  stripe_zero_locked(): [off, end) written with `zeros` (that
- * many zero bytes) as any write, parity and checksums with it; with
- * `punch`, the whole stripes inside then given back on every member
- * (they read as zeros either way); rf->rw held exclusively.  0 or
- * -errno. */
+ * length.  stripe_zero_locked(): [off, end) made zeros, rf->rw held
+ * exclusively, `zeros` at least end - off zero bytes (and a chunk):
+ * with `punch` and every member taking writes, its whole stripes made
+ * holes on every member straight away (checksum records of zero
+ * chunks); the rest written with zeros as any write (parity, checksums,
+ * guards), but for stripes that are holes on the members already (no
+ * room needed), and with `punch` the whole stripes then given back.
+ * Later writes into the holes take their room again.  0 or -errno. */
 int stripe_allocate(struct rfile *rf, uint64_t off, uint64_t end);
 int stripe_zero_locked(struct rfile *rf, const void *zeros, uint64_t off, uint64_t end, bool punch);
 /* lseek(SEEK_DATA or SEEK_HOLE) from file offset off (< size, else
