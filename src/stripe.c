@@ -383,9 +383,10 @@ static void note_written(struct rfile *rf, uint64_t s_end)
  * (EOPNOTSUPP) is written as before.
  *
  * A write that goes on from the dense part past what is reserved (a file
- * being written in order) reserves a step more (reserve_step(): 4 MiB of
- * the file, up to 64 MiB as it grows), as filesystems preallocate ahead
- * of a writer, so that the next writes find their range reserved: one
+ * being written in order, once 4 MiB long) reserves a step more
+ * (reserve_step(): 4 MiB of the file, up to 64 MiB as it grows), as
+ * filesystems preallocate ahead of a writer, so that the next writes
+ * find their range reserved: one
  * fallocate a member for many writes instead of one each, the members
  * split between two threads.  What the file did not grow into is given
  * back at its last close (stripe_give_back()) or cut by a truncate.  A
@@ -468,14 +469,19 @@ static int allocate_ahead(struct rfile *rf, uint64_t from, uint64_t to_all, uint
 }
 
 /* How far past `end` a write that goes on from the dense part reserves:
- * 4 MiB of the file, or an eighth of it up to 64 MiB, in whole stripes;
+ * 4 MiB of the file, or an eighth of it up to 64 MiB, in whole stripes,
+ * once the file reaches RESERVE_FROM (a small file reserves what it
+ * writes: a step would cost it more than it saves);
  * `end` (no step) unless every member keeps RESERVE_ROOM free after it:
  * closer to full, each write reserves what it needs, as before (the
  * checksum rows, written after the data, need their pages too). */
 #define RESERVE_ROOM (64ull << 20)
+#define RESERVE_FROM (4ull << 20)
 static uint64_t reserve_step(struct rfile *rf, uint64_t end)
 {
 	const struct layout *l = &rf->lay;
+	if (end < RESERVE_FROM)
+		return end;
 	uint64_t sbytes = layout_stripe_data_bytes(l), step = end / 8;
 	if (step < (4ull << 20))
 		step = 4ull << 20;
