@@ -468,6 +468,28 @@ static int allocate_ahead(struct rfile *rf, uint64_t from, uint64_t to_all, uint
 	return 0;
 }
 
+static int sums_fd(struct rfile *rf, uint32_t j);
+
+/* The checksum records of stripes [s0, stripe of `end`) allocated in
+ * every member's checksum file: a record written after its chunks, into
+ * a page its file does not have yet, must not fail for room either (the
+ * chunks would then be on the member with the old record).  0, or
+ * -ENOSPC with *full the member without room. */
+static int reserve_rows(struct rfile *rf, uint64_t s0, uint64_t end, uint32_t *full)
+{
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), s1 = (end + sbytes - 1) / sbytes;
+	size_t R = csum_record_size(&rf->lay);
+	for (uint32_t j = 0; rf->sums && j < rf->a->width; j++) {
+		int fd = writable(rf, j) ? sums_fd(rf, j) : -1;
+		if (fd >= 0 && s1 > s0 &&
+		    fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)(s0 * R), (off_t)((s1 - s0) * R)) < 0 && errno == ENOSPC) {
+			*full = j;
+			return -ENOSPC;
+		}
+	}
+	return 0;
+}
+
 /* How far past `end` a write that goes on from the dense part reserves:
  * 4 MiB of the file, or an eighth of it up to 64 MiB, in whole stripes,
  * once the file reaches RESERVE_FROM (a small file reserves what it
@@ -561,11 +583,15 @@ static int reserve_locked(struct rfile *rf, uint64_t off, uint64_t end)
 	uint64_t upto = to == 0 && off <= dense && end > have ? reserve_step(rf, end) : end;
 	uint32_t j;
 	int r = allocate_ahead(rf, from, to, upto, 0, &j);
+	if (r == 0)
+		r = reserve_rows(rf, s0, upto, &j);
 	if (r < 0 && upto > end) {
 		/* no room for the step: given back, the write alone */
 		allocate_ahead(rf, 0, 0, upto, end, &j);
 		upto = end;
 		r = allocate_ahead(rf, from, to, upto, 0, &j);
+		if (r == 0)
+			r = reserve_rows(rf, s0, upto, &j);
 	}
 	if (r < 0)
 		return write_failed(rf, j, from, r, false);
