@@ -385,9 +385,10 @@ static void note_written(struct rfile *rf, uint64_t s_end)
  * (EOPNOTSUPP) is written as before.
  *
  * A write that goes on from the dense part past what is reserved (a file
- * being written in order) reserves a step more (reserve_step(): 4 MiB of
- * the file, up to 64 MiB as it grows), as filesystems preallocate ahead
- * of a writer, so that the next writes find their range reserved: one
+ * being written in order, once 4 MiB long) reserves a step more
+ * (reserve_step(): 4 MiB of the file, up to 64 MiB as it grows), as
+ * filesystems preallocate ahead of a writer, so that the next writes
+ * find their range reserved: one
  * fallocate a member for many writes instead of one each, the members
  * split between two threads.  What the file did not grow into is given
  * back at its last close (stripe_give_back()) or cut by a truncate.  A
@@ -469,15 +470,42 @@ static int allocate_ahead(struct rfile *rf, uint64_t from, uint64_t to_all, uint
 	return 0;
 }
 
+static int sums_fd(struct rfile *rf, uint32_t j);
+
+/* The checksum records of stripes [s0, stripe of `end`) allocated in
+ * every member's checksum file: a record written after its chunks, into
+ * a page its file does not have yet, must not fail for room either (the
+ * chunks would then be on the member with the old record).  0, or
+ * -ENOSPC with *full the member without room. */
+static int reserve_rows(struct rfile *rf, uint64_t s0, uint64_t end, uint32_t *full)
+{
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), s1 = (end + sbytes - 1) / sbytes;
+	size_t R = csum_record_size(&rf->lay);
+	for (uint32_t j = 0; rf->sums && j < rf->a->width; j++) {
+		int fd = writable(rf, j) ? sums_fd(rf, j) : -1;
+		if (fd >= 0 && s1 > s0 &&
+		    fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)(s0 * R), (off_t)((s1 - s0) * R)) < 0 && errno == ENOSPC) {
+			*full = j;
+			return -ENOSPC;
+		}
+	}
+	return 0;
+}
+
 /* How far past `end` a write that goes on from the dense part reserves:
- * 4 MiB of the file, or an eighth of it up to 64 MiB, in whole stripes;
+ * 4 MiB of the file, or an eighth of it up to 64 MiB, in whole stripes,
+ * once the file reaches RESERVE_FROM (a small file reserves what it
+ * writes: a step would cost it more than it saves);
  * `end` (no step) unless every member keeps RESERVE_ROOM free after it:
  * closer to full, each write reserves what it needs, as before (the
  * checksum rows, written after the data, need their pages too). */
 #define RESERVE_ROOM (64ull << 20)
+#define RESERVE_FROM (4ull << 20)
 static uint64_t reserve_step(struct rfile *rf, uint64_t end)
 {
 	const struct layout *l = &rf->lay;
+	if (end < RESERVE_FROM)
+		return end;
 	uint64_t sbytes = layout_stripe_data_bytes(l), step = end / 8;
 	if (step < (4ull << 20))
 		step = 4ull << 20;
@@ -557,11 +585,15 @@ static int reserve_locked(struct rfile *rf, uint64_t off, uint64_t end)
 	uint64_t upto = to == 0 && off <= dense && end > have ? reserve_step(rf, end) : end;
 	uint32_t j;
 	int r = allocate_ahead(rf, from, to, upto, 0, &j);
+	if (r == 0)
+		r = reserve_rows(rf, s0, upto, &j);
 	if (r < 0 && upto > end) {
 		/* no room for the step: given back, the write alone */
 		allocate_ahead(rf, 0, 0, upto, end, &j);
 		upto = end;
 		r = allocate_ahead(rf, from, to, upto, 0, &j);
+		if (r == 0)
+			r = reserve_rows(rf, s0, upto, &j);
 	}
 	if (r < 0)
 		return write_failed(rf, j, from, r, false);

@@ -19,6 +19,7 @@ need_python
 
 # (the step is taken only while every member keeps 64 MiB free after it)
 [ "$(df -Pk "$T" | awk 'NR == 2 { print $4 }')" -gt $((512 * 1024)) ] || skip "less than 512 MiB free under $T"
+SLACK=$((64 * 1024))	# (a filesystem's own blocks for a file's extents)
 mem=$(make_members 4)
 members=$(join_members $mem)
 mnt=$T/mnt
@@ -26,14 +27,20 @@ expect_rc 0 "$RAIDFS" create --level raid5 --chunk 64K $mem
 rfs_mount "$members" "$mnt" || fail "mount failed"
 
 # shards_over NAME: the most any member's shard of NAME has allocated past
-# its length (bytes), the length rounded up to a page
+# its length (bytes), the length rounded up to a page; waits up to 10 s
+# for it to come down to SLACK (FUSE sends the release of a closed file
+# after close() returned)
 shards_over() {
-	"$PY" - "$1" $mem <<'PYEOF'
-import os, sys
-worst = 0
-for d in sys.argv[2:]:
-    st = os.stat(os.path.join(d, sys.argv[1]))
-    worst = max(worst, st.st_blocks * 512 - (st.st_size + 4095) // 4096 * 4096)
+	"$PY" - "$1" "$SLACK" $mem <<'PYEOF'
+import os, sys, time
+for _ in range(100):
+    worst = 0
+    for d in sys.argv[3:]:
+        st = os.stat(os.path.join(d, sys.argv[1]))
+        worst = max(worst, st.st_blocks * 512 - (st.st_size + 4095) // 4096 * 4096)
+    if worst <= int(sys.argv[2]):
+        break
+    time.sleep(0.1)
 print(worst)
 PYEOF
 }
@@ -65,7 +72,6 @@ print(worst)
 PYEOF
 }
 
-SLACK=$((64 * 1024))	# (a filesystem's own blocks for a file's extents)
 
 # ------------------------------------------------ 1. appends, then the close
 open_over=$(appends f 24) || fail "appends to f failed"
