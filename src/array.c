@@ -1288,7 +1288,7 @@ static int mark_one(struct array *a, uint32_t j, uint64_t id, int fd, const char
  * shard itself (deleted by hand), rather than the daemon having died in
  * the middle of marking.
  */
-static int mark_links(struct array *a, uint64_t id, const int *fds, const char *path, const char *suffix)
+static int mark_links(struct array *a, uint64_t id, const int *fds, const char *path, const char *suffix, int have)
 {
 	char name[64];
 	int ret = 0, p = -1;
@@ -1301,13 +1301,13 @@ static int mark_links(struct array *a, uint64_t id, const int *fds, const char *
 	/* p last */
 	uint32_t order[LAYOUT_MAX_WIDTH], n = 0;
 	for (uint32_t j = 0; j < a->width; j++)
-		if ((int)j != p && member_writable(a, j) && fds[j] >= 0)
+		if ((int)j != p && (int)j != have && member_writable(a, j) && fds[j] >= 0)
 			order[n++] = j;
-	if (p >= 0)
+	if (p >= 0 && p != have)
 		order[n++] = (uint32_t)p;
 	uint64_t made = 0, bad = 0;
 	int err[LAYOUT_MAX_WIDTH];
-	bool held = false;
+	bool held = have >= 0 && member_online(a, (uint32_t)have);
 	for (uint32_t k = 0; k < n && ret == 0; k++) {
 		uint32_t j = order[k];
 		int r = mark_one(a, j, id, fds[j], name);
@@ -1344,12 +1344,17 @@ static int mark_links(struct array *a, uint64_t id, const int *fds, const char *
 
 int array_mark_dirty(struct array *a, uint64_t id, const int *fds, const char *path)
 {
-	return mark_links(a, id, fds, path, "");
+	return mark_links(a, id, fds, path, "", -1);
+}
+
+int array_mark_created(struct array *a, uint64_t id, const int *fds, const char *path, uint32_t marked)
+{
+	return mark_links(a, id, fds, path, "", (int)marked);
 }
 
 int array_mark_cached(struct array *a, uint64_t id, const int *fds, const char *path)
 {
-	return mark_links(a, id, fds, path, CACHED_SUFFIX);
+	return mark_links(a, id, fds, path, CACHED_SUFFIX, -1);
 }
 
 #define CACHE_LOG_ID_FILE SB_DIRTY_DIR "/.cachelog"
@@ -1840,16 +1845,29 @@ nlink_t array_dirty_links(struct array *a, uint64_t id, uint32_t j, const struct
 	return n;
 }
 
-void array_unmark_member(struct array *a, uint64_t id, uint32_t j)
+/* The names of the kinds asked for (plain, cached) on member j removed. */
+static void unmark_kinds(struct array *a, uint64_t id, uint32_t j, bool plain, bool cached)
 {
 	char name[64];
 	for (int c = 0; c < 2; c++) {
+		if (!(c ? cached : plain))
+			continue;
 		dirty_name(id, name, sizeof(name), c ? CACHED_SUFFIX : "");
 		unlinkat(a->m[j].dirfd, name, 0);
 	}
 }
 
+void array_unmark_member(struct array *a, uint64_t id, uint32_t j)
+{
+	unmark_kinds(a, id, j, true, true);
+}
+
 void array_clear_dirty(struct array *a, uint64_t id, const char *path)
+{
+	array_clear_marks(a, id, path, true, true);
+}
+
+void array_clear_marks(struct array *a, uint64_t id, const char *path, bool plain, bool cached)
 {
 	if (array_left_dirty(a, id))
 		return;	/* (a resync has to clear it) */
@@ -1864,7 +1882,7 @@ void array_clear_dirty(struct array *a, uint64_t id, const char *path)
 		}
 	for (uint32_t j = 0; j < a->width; j++)
 		if (member_writable(a, j))
-			array_unmark_member(a, id, j);
+			unmark_kinds(a, id, j, plain, cached);
 }
 
 /* ------------------------------------------------------ runtime failures */

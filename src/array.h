@@ -519,6 +519,9 @@ int array_note_data_write(struct array *a);
 /* Dirty-file log. fds[] are the shard descriptors (-1 for absent); path
  * is the file's as opened (for the missed-write log; NULL: not known). */
 int array_mark_dirty(struct array *a, uint64_t id, const int *fds, const char *path);
+/* The same for a new file whose shard on member `marked` was entered in
+ * the log by its create already (that link is not made again). */
+int array_mark_created(struct array *a, uint64_t id, const int *fds, const char *path, uint32_t marked);
 /* The same for a file changed through the file-backed cache log only:
  * after a crash the log's replay suffices (no parity resync).  Cleared
  * by array_clear_dirty too. */
@@ -543,6 +546,10 @@ int array_mark_member(struct array *a, uint64_t id, uint32_t j, int fd, bool cac
  * a moment ago and has not taken the dirty log into it yet (NULL: not
  * known, the re-add walks). */
 void array_clear_dirty(struct array *a, uint64_t id, const char *path);
+/* The same, for the kinds of names asked for only (plain: "<id>",
+ * cached: "<id>.c"): a caller that knows which the file has (one it
+ * created and marked in this run) does not remove the others. */
+void array_clear_marks(struct array *a, uint64_t id, const char *path, bool plain, bool cached);
 /* The file's dirty-log names on member j alone removed (a stale one that
  * held an old shard there, or a mark made for a shard not put in
  * service). */

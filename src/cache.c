@@ -13,12 +13,17 @@
  * empty and its file id cleared first; new bytes are copied before their
  * dirty bits are set.
  *
- * Threads: FUSE threads (cache_write / cache_read), two destage threads
- * (destage_main), the read-ahead thread, and cache_close.  Lock order:
- * rf->rw, then c->lock, then the log lock (cachelog.c).  A destage thread
- * holds rf->rw shared and marks the lines it writes busy: writers of those
- * lines, and readers that would go to the members for their stripes, wait
- * on c->idle until they are done; everything else of the file goes on.
+ * Threads: FUSE threads (cache_write / cache_read), destage threads
+ * (destage_main, DESTAGE_PER_MEMBER a member: each has one member I/O in
+ * flight at a time, so that many are in flight on every member; two work
+ * while the members are fast, destage_pace_locked()), the
+ * read-ahead thread, and cache_close.  Lock order: rf->rw, then c->lock,
+ * then the log lock (cachelog.c).  A destage thread holds rf->rw shared
+ * and marks the lines it writes busy; it writes a copy of each (cow, see
+ * destage_copy()), so writers of those lines go on; readers that would go
+ * to the members for their stripes wait on c->idle until they are done,
+ * as do writers of lines written in place (made whole in order) and
+ * writers that must read a partial sector first.
  *
  * The state is one struct cache (cache_one, below), grouped by concern;
  * the exported functions work on cache_one, the static ones on the
@@ -66,15 +71,17 @@
  *
  * ----------------------------------------------------------------- destage
  *
- * destage_main (DESTAGE_THREADS threads; flush_file, drop_range_locked
+ * destage_main (destage_threads() threads; flush_file, drop_range_locked
  * and flush_all without threads go the same way from destage_file_locked
- * on, through flush_range_locked)
+ * on, through flush_range_locked, writing in place: they hold rf->rw
+ * exclusively)
  *  -> learn_check_locked                 LEARNING ends on time
  *  -> pick_locked                        a complete line, else the oldest
  *  |                                     ready one (ready_locked)
  *  -> destage_file_locked                up to DESTAGE_BATCH lines of that
  *     |                                  file, marked busy, c->lock dropped
- *     -> destage_lines
+ *     -> destage_lines                   destage threads: cow lines from a
+ *     |  |                               copy (destage_copy), the same calls
  *     |  -> stripe_write_stripes_locked  wholly dirty lines inside the file:
  *     |  |                               write_full_stripes -> put_member
  *     |  -> stripe_destage_line          the others: destage_group ->
@@ -83,6 +90,8 @@
  *     |                                  the parity needs)
  *     -> record_size                     degraded, with a battery
  *     -> note_clean_locked               lines clean, the file's hold let go
+ *        (clean_copied_locked)           copied lines: but what was written
+ *                                        since the copy
  *  -> cachelog_advance                   bbu=file: the log's tail moves up
  *                                        (log_tail, registered at open)
  *
@@ -128,6 +137,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/queue.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -145,7 +155,8 @@
 #include "util.h"
 
 #define SECTOR 512u
-#define DESTAGE_THREADS 2
+#define DESTAGE_THREADS 32			/* at most (destage_threads()) */
+#define DESTAGE_PER_MEMBER 4
 #define DESTAGE_BATCH 16			/* lines per destage round */
 #define STUCK_RETRY_NS (1000 * 1000000ull)
 
@@ -206,8 +217,23 @@ struct line {
 	uint32_t ndirty, nvalid;	/* sectors */
 	uint8_t list;
 	bool busy;			/* being destaged */
+	bool cow;			/* busy, but copied before it is written
+					 * (destage_copy()): writers go on */
+	bool copied;			/* copied: writers set `rewritten` */
+	bool scattered;			/* dirty by writes out of order */
+	uint32_t wend;			/* where the last write ended (bytes) */
 	int pins;			/* a writer fills it without the lock */
+	uint64_t *was_dirty;		/* the dirty bits the copy took */
+	uint64_t *rewritten;		/* sectors written since the copy */
 };
+
+/* A destage thread's copy of the line it writes out (destage_copy()). */
+struct dcopy {
+	uint8_t *data;			/* `lines` lines */
+	int lines;
+	uint64_t *valid, *dirty;	/* of a partly dirty line */
+};
+#define DCOPY_BYTES (4u << 20)		/* at most, unless one line is more */
 
 /* A list of lines, least recently used (or oldest dirty) first. */
 TAILQ_HEAD(line_list, line);
@@ -260,6 +286,7 @@ struct cache {
 		uint64_t line_bytes;
 		uint32_t nsec, bmw, nlines;	/* sectors, bitmap words a line; lines */
 		struct line *lines;
+		uint64_t *copy_bits;		/* the lines' was_dirty, rewritten */
 		struct line **hash;
 		uint32_t hmask;
 		struct lru free, clean, dirty;
@@ -272,8 +299,17 @@ struct cache {
 		bool stop;
 		pthread_t thr[DESTAGE_THREADS];
 		int nthr;
+		int started;			/* threads that took their index */
+		int active;			/* threads with an index below it
+						 * destage (destage_pace_locked()) */
 		int draining;			/* flush everything (count of requesters) */
 	} dst;
+
+	/* the thread that faults the arena in at mount (prefault_main()) */
+	struct {
+		pthread_t thr;
+		bool started;
+	} pf;
 
 	/* the read-ahead thread (ra_main()): a ring of requests */
 	struct {
@@ -385,7 +421,7 @@ static int name_index(const char *const *table, size_t n, const char *s)
 #define parse_rpolicy(s) name_index(rpolicy_names, sizeof(rpolicy_names) / sizeof(rpolicy_names[0]), (s))
 
 /* The cache's mount options (-o NAME=VALUE), and cache_opt_parse(). */
-enum { COPT_SIZE, COPT_WPOLICY, COPT_RPOLICY, COPT_BBU, COPT_LEARN, COPT_AGE, COPT_MSYNC };
+enum { COPT_SIZE, COPT_WPOLICY, COPT_RPOLICY, COPT_BBU, COPT_LEARN, COPT_AGE, COPT_MSYNC, COPT_DESTAGE };
 static const struct fuse_opt cache_opt_table[] = {
 	FUSE_OPT_KEY("cache_size=", COPT_SIZE),
 	FUSE_OPT_KEY("write_policy=", COPT_WPOLICY),
@@ -394,6 +430,7 @@ static const struct fuse_opt cache_opt_table[] = {
 	FUSE_OPT_KEY("bbu_learn_time=", COPT_LEARN),
 	FUSE_OPT_KEY("cache_age=", COPT_AGE),
 	FUSE_OPT_KEY("member_sync=", COPT_MSYNC),
+	FUSE_OPT_KEY("destage_threads=", COPT_DESTAGE),
 	FUSE_OPT_END
 };
 
@@ -459,6 +496,11 @@ static int cache_opt(void *data, const char *arg, int key, struct fuse_args *out
 			break;
 		member_sync_mode = p;
 		return 0;
+	case COPT_DESTAGE:
+		if (!parse_ulong_max(v, DESTAGE_THREADS, &n) || n == 0)
+			break;
+		cache_opts.destage_threads = n;
+		return 0;
 	}
 	static const struct { const char *what, *hint; } bad[] = {
 		[COPT_SIZE] = { "bad cache size", "give a size of at least 1M (for example cache_size=256M)" },
@@ -468,6 +510,7 @@ static int cache_opt(void *data, const char *arg, int key, struct fuse_args *out
 		[COPT_LEARN] = { "bad learn time", "give seconds (0 to 86400)" },
 		[COPT_AGE] = { "bad cache age", "give milliseconds (0 to 3600000)" },
 		[COPT_MSYNC] = { "bad member_sync", "use always, flush or never" },
+		[COPT_DESTAGE] = { "bad destage_threads", "give 1 to 32" },
 	};
 	fprintf(stderr, "raidfs: %s '%s' (-o %.*s): %s\n", bad[key].what, v, (int)(v - 1 - arg), arg, bad[key].hint);
 	return -1;
@@ -722,6 +765,7 @@ static bool note_clean_locked(struct cache *c, struct line *ln)
 	c->mem.dirty_sectors -= ln->ndirty;
 	ln->ndirty = 0;
 	ln->rf = NULL;
+	ln->scattered = false;
 	move_to(c, ln, L_CLEAN);
 	return --rf->cache_dirty == 0;
 }
@@ -737,26 +781,86 @@ static bool range_set(const uint64_t *bm, uint64_t x, uint64_t y)
 
 /* --------------------------------------------------------------- destage */
 
+/* Is line ln wholly dirty and inside the file?  (Of a busy line, asked
+ * only when it is not cow: then its bits do not change.) */
+static bool whole_line(struct cache *c, const struct line *ln, uint64_t size)
+{
+	return ln->ndirty == c->mem.nsec && (ln->h->stripe + 1) * c->mem.line_bytes <= size;
+}
+
+/*
+ * Write out cow lines from a copy: v[0], or the run of consecutive wholly
+ * dirty lines it starts (at most cp->lines; *taken says how many).  Their
+ * bytes and bits are copied under c->lock, and from then on writers go on
+ * with the lines (put_range() notes what they write in `rewritten`); the
+ * destage writes the copy, and clean_copied_locked() clears only the
+ * dirty bits nobody set again.  Whether the file's cache mark covers the
+ * lines (stripe_log_covered(), bbu=file) is decided at the copy: a writer
+ * may have put bytes into them since the batch began, whose record is not
+ * durable yet.
+ */
+static int destage_copy(struct cache *c, struct rfile *rf, struct line **v, int n, struct dcopy *cp, bool guarded,
+			int *taken)
+{
+	size_t bw = c->mem.bmw * sizeof(uint64_t);
+	uint64_t lb = c->mem.line_bytes, s = v[0]->h->stripe;
+	const uint8_t *sd[DESTAGE_BATCH];
+	int k = 0;
+	pthread_mutex_lock(&c->lock);
+	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	bool whole = whole_line(c, v[0], size);
+	do {
+		struct line *ln = v[k];
+		memcpy(cp->data + k * lb, ln->data, lb);
+		memcpy(ln->was_dirty, DIRTY(c, ln), bw);
+		memset(ln->rewritten, 0, bw);
+		ln->copied = true;
+		sd[k] = cp->data + k * lb;
+		k++;
+	} while (whole && k < n && k < cp->lines && v[k]->cow && v[k]->h->stripe == s + k && whole_line(c, v[k], size));
+	if (!whole) {
+		memcpy(cp->valid, VALID(v[0]), bw);
+		memcpy(cp->dirty, DIRTY(c, v[0]), bw);
+	}
+	bool covered = kept(c) && (guarded || !__atomic_load_n(&rf->unlogged, __ATOMIC_ACQUIRE));
+	pthread_mutex_unlock(&c->lock);
+	*taken = k;
+	stripe_log_covered(covered);
+	if (whole)
+		return stripe_write_stripes_locked(rf, s, k, sd);
+	return stripe_destage_line(rf, s, cp->data, cp->valid, cp->dirty, SECTOR);
+}
+
 /*
  * Write lines v[0..n) of rf (sorted by stripe, dirty) to the members.
  * rf->rw is held (shared by the destage threads: the lines are busy).  Wholly dirty lines that lie inside the
  * file go out as whole stripes, consecutive ones in one batch (no reads);
  * the others by stripe_destage_line (which reads what parity needs, the
- * cheaper of reconstruct-write and read-modify-write).  Bytes past the file's end are never written, so the shards keep
- * the lengths the size implies.
+ * cheaper of reconstruct-write and read-modify-write), from a copy when
+ * they are cow (destage_copy()).  Bytes past the file's end are never
+ * written, so the shards keep the lengths the size implies.  covered:
+ * the batch's stripe_log_covered() (guarded: that of the cow lines).
  */
-static int destage_lines(struct cache *c, struct rfile *rf, struct line **v, int n)
+static int destage_lines(struct cache *c, struct rfile *rf, struct line **v, int n, struct dcopy *cp, bool covered,
+			 bool guarded)
 {
-	uint64_t lb = c->mem.line_bytes, size = rf->size;
+	uint64_t size = rf->size;
 	int ret = 0;
 	for (int i = 0; i < n && ret == 0;) {
 		struct line *ln = v[i];
 		uint64_t s = ln->h->stripe;
-		if (ln->ndirty == c->mem.nsec && (s + 1) * lb <= size) {
+		if (ln->cow) {
+			int k;
+			ret = destage_copy(c, rf, v + i, n - i, cp, guarded, &k);
+			i += k;
+			continue;
+		}
+		stripe_log_covered(covered);
+		if (whole_line(c, ln, size)) {
 			const uint8_t *sd[16];
 			int k = 0;
-			while (i + k < n && k < 16 && v[i + k]->h->stripe == s + k &&
-			       v[i + k]->ndirty == c->mem.nsec && (s + k + 1) * lb <= size) {
+			while (i + k < n && k < 16 && v[i + k]->h->stripe == s + k && !v[i + k]->cow &&
+			       whole_line(c, v[i + k], size)) {
 				sd[k] = v[i + k]->data;
 				k++;
 			}
@@ -767,7 +871,26 @@ static int destage_lines(struct cache *c, struct rfile *rf, struct line **v, int
 		ret = stripe_destage_line(rf, s, ln->data, VALID(ln), DIRTY(c, ln), SECTOR);
 		i++;
 	}
+	stripe_log_covered(false);
 	return ret;
+}
+
+/* A cow line was written out from its copy: the dirty bits the copy took
+ * are cleared, but for sectors written again since.  The bytes written
+ * out; *release as note_clean_locked() when no dirty sector is left. */
+static uint64_t clean_copied_locked(struct cache *c, struct line *ln, bool *release)
+{
+	uint32_t n = 0;
+	for (uint32_t w = 0; w < c->mem.bmw; w++) {
+		uint64_t done = ln->was_dirty[w] & ~ln->rewritten[w];
+		DIRTY(c, ln)[w] &= ~done;
+		n += (uint32_t)__builtin_popcountll(done);
+	}
+	ln->ndirty -= n;
+	c->mem.dirty_sectors -= n;
+	if (ln->ndirty == 0 && note_clean_locked(c, ln))
+		*release = true;
+	return (uint64_t)n * SECTOR;
 }
 
 static int cmp_stripe(const void *x, const void *y)
@@ -817,7 +940,8 @@ static int record_size(struct cache *c, struct rfile *rf)
 	return array_absent_count(rf->a) == 0 || !battery_kept(c) ? 0 : stripe_record_acked(rf);
 }
 
-static int destage_file_locked(struct cache *c, struct rfile *rf, uint64_t s0, uint64_t s1, int max, bool *release)
+static int destage_file_locked(struct cache *c, struct rfile *rf, uint64_t s0, uint64_t s1, int max, bool *release,
+			       struct dcopy *cp)
 {
 	struct line *v[DESTAGE_BATCH];
 	int n = 0, ret = 0;
@@ -834,8 +958,13 @@ static int destage_file_locked(struct cache *c, struct rfile *rf, uint64_t s0, u
 			v[n++] = ln;
 	if (n == 0)
 		return 0;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		v[i]->busy = true;
+		/* copied, unless made wholly dirty by writes in order (a
+		 * sequential writer, who does not come back): those go out
+		 * in place */
+		v[i]->cow = cp && (v[i]->scattered || !whole_line(c, v[i], rf->size));
+	}
 	qsort(v, n, sizeof(v[0]), cmp_stripe);
 	pthread_mutex_unlock(&c->lock);
 	/* with a file log every dirty line's bytes are in the log until the
@@ -849,22 +978,24 @@ static int destage_file_locked(struct cache *c, struct rfile *rf, uint64_t s0, u
 	 * resync could not, without that member; raid6 has stripes where the
 	 * absent member held P or Q, which take no slot) */
 	bool guarded = rf->lay.level == LEVEL_RAID5 && array_absent_count(rf->a) > 0 && guard_on();
-	stripe_log_covered(kept(c) && (guarded || !__atomic_load_n(&rf->unlogged, __ATOMIC_ACQUIRE)));
-	ret = destage_lines(c, rf, v, n);
-	stripe_log_covered(false);
+	bool covered = kept(c) && (guarded || !__atomic_load_n(&rf->unlogged, __ATOMIC_ACQUIRE));
+	ret = destage_lines(c, rf, v, n, cp, covered, guarded);
 	if (ret == 0)
 		ret = record_size(c, rf);
 	pthread_mutex_lock(&c->lock);
 	uint64_t bytes = 0;
 	for (int i = 0; i < n; i++) {
 		v[i]->busy = false;
-		if (ret == 0) {
+		if (ret == 0 && v[i]->copied) {
+			bytes += clean_copied_locked(c, v[i], release);
+		} else if (ret == 0) {
 			bytes += (uint64_t)v[i]->ndirty * SECTOR;
 			if (note_clean_locked(c, v[i]))
 				*release = true;
 		} else {
 			v[i]->since = now_ns() + STUCK_RETRY_NS;	/* not before */
 		}
+		v[i]->cow = v[i]->copied = false;
 	}
 	rate_note_locked(c, bytes);
 	pthread_cond_broadcast(&c->space);
@@ -893,7 +1024,7 @@ static int flush_range_locked(struct cache *c, struct rfile *rf, uint64_t s0, ui
 	bool rel;
 	*release = false;
 	while (want_now_locked(c, rf, s0, s1) > 0) {
-		int r = destage_file_locked(c, rf, s0, s1, DESTAGE_BATCH, &rel);
+		int r = destage_file_locked(c, rf, s0, s1, DESTAGE_BATCH, &rel, NULL);
 		*release |= rel;
 		if (r < 0)
 			return r;
@@ -954,13 +1085,76 @@ static struct line *pick_locked(struct cache *c)
 
 static void learn_check_locked(struct cache *c);
 
+/* A destage thread's copy buffer (struct dcopy), or NULL when there is
+ * no memory for one: its lines are then written in place (writers wait). */
+static struct dcopy *dcopy_new(struct cache *c)
+{
+	size_t bw = c->mem.bmw * sizeof(uint64_t);
+	struct dcopy *cp = malloc(sizeof(*cp) + 2 * bw);
+	int lines = DCOPY_BYTES / c->mem.line_bytes;
+	if (lines < 1)
+		lines = 1;
+	if (lines > DESTAGE_BATCH)
+		lines = DESTAGE_BATCH;
+	if (cp && posix_memalign((void **)&cp->data, 4096, (size_t)lines * c->mem.line_bytes) != 0) {
+		free(cp);
+		cp = NULL;
+	}
+	if (cp) {
+		cp->lines = lines;
+		cp->valid = (uint64_t *)(cp + 1);
+		cp->dirty = cp->valid + c->mem.bmw;
+	}
+	return cp;
+}
+
+/* How many destage threads: each writes one line (or run of whole
+ * lines) at a time and waits for each member I/O of it, so the threads
+ * are what keeps several I/Os in flight on every member (a disk's queue,
+ * a controller's several destages); on fast members the two cores do the
+ * work and the extra threads sleep on c->work. */
+static uint32_t destage_threads(const struct array *a)
+{
+	if (cache_opts.destage_threads)
+		return cache_opts.destage_threads;
+	uint32_t n = a->width * DESTAGE_PER_MEMBER;
+	return n < 2 ? 2 : n > DESTAGE_THREADS ? DESTAGE_THREADS : n;
+}
+
+/*
+ * How many destage threads work: two (the cores), and one more after
+ * each batch that waited for the members (DESTAGE_WAITS voluntary context
+ * switches or more: a disk's latency, injected or real), one fewer after
+ * each that did not.  On members as fast as memory the extra threads
+ * would only take the CPU from the writers; on slow ones they are what
+ * keeps I/Os in flight.  Preemption does not count: it is involuntary.
+ */
+#define DESTAGE_WAITS 4
+static void destage_pace_locked(struct cache *c, long waits)
+{
+	if (waits >= DESTAGE_WAITS && c->dst.active < c->dst.nthr) {
+		c->dst.active++;
+		pthread_cond_broadcast(&c->work);
+	} else if (waits < DESTAGE_WAITS && c->dst.active > 2) {
+		c->dst.active--;
+	}
+}
+
+static long voluntary_switches(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : 0;
+}
+
 static void *destage_main(void *arg)
 {
 	struct cache *c = arg;
+	struct dcopy *cp = dcopy_new(c);
 	pthread_mutex_lock(&c->lock);
+	int idx = c->dst.started++;
 	while (!c->dst.stop) {
 		learn_check_locked(c);
-		struct line *ln = pick_locked(c);
+		struct line *ln = idx < c->dst.active ? pick_locked(c) : NULL;
 		if (!ln) {
 			struct timespec ts = deadline_ms(20);
 			pthread_cond_timedwait(&c->work, &c->lock, &ts);
@@ -976,7 +1170,9 @@ static void *destage_main(void *arg)
 		bool release = false;
 		/* the picked line and what follows it in the file first */
 		uint64_t s = ln->rf == rf ? ln->h->stripe : 0;
-		destage_file_locked(c, rf, s, ~0ull, pressure_locked(c) ? DESTAGE_BATCH : -DESTAGE_BATCH, &release);
+		long sw = voluntary_switches();
+		destage_file_locked(c, rf, s, ~0ull, pressure_locked(c) ? DESTAGE_BATCH : -DESTAGE_BATCH, &release, cp);
+		destage_pace_locked(c, voluntary_switches() - sw);
 		pthread_mutex_unlock(&c->lock);
 		pthread_rwlock_unlock(&rf->rw);
 		if (release)
@@ -987,6 +1183,9 @@ static void *destage_main(void *arg)
 		pthread_mutex_lock(&c->lock);
 	}
 	pthread_mutex_unlock(&c->lock);
+	if (cp)
+		free(cp->data);
+	free(cp);
 	return NULL;
 }
 
@@ -1169,14 +1368,21 @@ static int put_range(struct cache *c, struct rfile *rf, uint64_t s, uint64_t a, 
 
 	pthread_mutex_lock(&c->lock);
 	struct line *ln;
-	while ((ln = get_line_locked(c, rf, s)) && ln->busy)
+	bool need_a, need_b;
+	for (;;) {
+		ln = get_line_locked(c, rf, s);
+		if (!ln) {
+			pthread_mutex_unlock(&c->lock);
+			return 1;
+		}
+		need_a = part_a && !bit(VALID(ln), sa);
+		need_b = part_b && !bit(VALID(ln), sb) && !(sb == sa && need_a);
+		/* a line being written out from a copy takes new bytes
+		 * (not from the members: its stripe is being written) */
+		if (!ln->busy || (ln->cow && !need_a && !need_b))
+			break;
 		pthread_cond_wait(&c->idle, &c->lock);	/* being written out */
-	if (!ln) {
-		pthread_mutex_unlock(&c->lock);
-		return 1;
 	}
-	bool need_a = part_a && !bit(VALID(ln), sa);
-	bool need_b = part_b && !bit(VALID(ln), sb) && !(sb == sa && need_a);
 	if (need_a || need_b) {
 		ln->pins++;
 		pthread_mutex_unlock(&c->lock);
@@ -1215,6 +1421,9 @@ static int put_range(struct cache *c, struct rfile *rf, uint64_t s, uint64_t a, 
 		memcpy(tail, ln->data + (uint64_t)sb * SECTOR, SECTOR);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	bool was_dirty = ln->ndirty > 0;
+	if (was_dirty && a != ln->wend)
+		ln->scattered = true;
+	ln->wend = (uint32_t)b;
 	for (uint32_t i = sa; i <= sb; i++) {
 		if (!bit(VALID(ln), i)) {
 			set_bit(VALID(ln), i);
@@ -1225,6 +1434,8 @@ static int put_range(struct cache *c, struct rfile *rf, uint64_t s, uint64_t a, 
 			ln->ndirty++;
 			c->mem.dirty_sectors++;
 		}
+		if (ln->copied)
+			set_bit(ln->rewritten, i);
 	}
 	if (ln->h->size_hint < new_size)
 		ln->h->size_hint = new_size;
@@ -1474,11 +1685,13 @@ static int record_and_unlock(struct cache *c, struct rfile *rf, bool done, uint6
 	return r < 0 && cachelog_failed() ? without_log(c, rf) : r;
 }
 
-static ssize_t write_through(struct cache *c, struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
+/* Before bytes go straight to the members: the file log emptied (a
+ * record still in it must never be replayed over them; only after a
+ * switch from write-back), the array writable, the user's I/O noted.
+ * 0 or -errno. */
+static int straight_begin(struct cache *c, struct rfile *rf)
 {
 	if (cache_opts.bbu == BBU_FILE && cachelog_live()) {
-		/* a record still in the log must never be replayed over these
-		 * bytes: empty it first (only after a switch from write-back) */
 		int r = flush_all(c);
 		if (r == 0)
 			r = cachelog_reset();
@@ -1488,6 +1701,14 @@ static ssize_t write_through(struct cache *c, struct rfile *rf, const uint8_t *b
 	if (!array_writable(rf->a))
 		return rf->a->readonly ? -EROFS : -EIO;
 	array_note_user_io(rf->a);
+	return 0;
+}
+
+static ssize_t write_through(struct cache *c, struct rfile *rf, const uint8_t *buf, size_t len, uint64_t off)
+{
+	int b = straight_begin(c, rf);
+	if (b < 0)
+		return b;
 	bool release;
 	pthread_rwlock_wrlock(&rf->rw);
 	ssize_t r = drop_range_locked(c, rf, off, off + len, &release);
@@ -1890,6 +2111,108 @@ int cache_truncate(struct rfile *rf, uint64_t size)
 	if (release)
 		rfile_release(rf);
 	return r;
+}
+
+/* ------------------------------------- fallocate, holes, copy_file_range */
+
+/*
+ * Zeros over [off, end) (with `keep`, not past the file's end as it is
+ * under the lock), as write-through writes of at most a zero buffer each
+ * (whole stripes, about 1 MiB): the cached lines of the range written out
+ * and dropped first, as write_through() does, the zeros and their parity
+ * through stripe_zero_locked() (with `punch`, the whole stripes given
+ * back on the members) and, with a live file log, their record.
+ */
+static int zero_through(struct cache *c, struct rfile *rf, uint64_t off, uint64_t end, bool keep, bool punch)
+{
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
+	uint64_t zc = sbytes * (sbytes < (1u << 20) ? (1u << 20) / sbytes : 1);
+	uint8_t *zeros = calloc(1, zc);
+	int r = zeros ? straight_begin(c, rf) : -ENOMEM;
+	for (uint64_t pos = off; r == 0 && pos < end;) {
+		bool release;
+		pthread_rwlock_wrlock(&rf->rw);
+		uint64_t lim = keep && rf->size < end ? rf->size : end;
+		uint64_t n = pos < lim ? (lim < (pos / zc + 1) * zc ? lim : (pos / zc + 1) * zc) - pos : 0;
+		r = n ? drop_range_locked(c, rf, pos, pos + n, &release) : 0;
+		if (n && r == 0)
+			r = stripe_zero_locked(rf, zeros, pos, pos + n, punch);
+		int e = record_and_unlock(c, rf, n && r == 0, pos, zeros, n);
+		if (n && release)
+			rfile_release(rf);
+		r = r < 0 ? r : e;
+		pos = n ? pos + n : end;
+	}
+	free(zeros);
+	return r;
+}
+
+int cache_fallocate(struct rfile *rf, int mode, uint64_t off, uint64_t len)
+{
+	struct cache *c = &cache_one;
+	const int known = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE;
+	bool keep = mode & FALLOC_FL_KEEP_SIZE, punch = mode & FALLOC_FL_PUNCH_HOLE;
+	if (mode & ~known)
+		return -EOPNOTSUPP;	/* (collapse, insert, unshare) */
+	if ((punch && (!keep || (mode & FALLOC_FL_ZERO_RANGE))) || len == 0)
+		return -EINVAL;
+	if (off + len < off || off + len > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	if (cache_offline())
+		return -EIO;
+	if (!array_writable(rf->a))
+		return rf->a->readonly ? -EROFS : -EIO;
+	int r = punch ? 0 : stripe_allocate(rf, off, off + len);	/* (room first: nothing half done) */
+	if (r == 0 && (punch || (mode & FALLOC_FL_ZERO_RANGE)))
+		r = zero_through(c, rf, off, off + len, keep, punch);
+	else if (r == 0 && !keep && off + len > __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE))
+		r = cache_truncate(rf, off + len);	/* (the size as a truncate sets it) */
+	return r;
+}
+
+int64_t cache_seek(struct rfile *rf, uint64_t off, int whence)
+{
+	struct cache *c = &cache_one;
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return -EINVAL;
+	if (cache_offline())
+		return -EIO;
+	if (c->up) {
+		/* lines not written out yet hold data the shards lack */
+		int r = flush_file(c, rf, 0, ~0ull);
+		if (r < 0)
+			return r;
+	}
+	return stripe_seek(rf, off, whence);
+}
+
+ssize_t cache_copy_range(struct rfile *in, uint64_t off_in, struct rfile *out, uint64_t off_out, size_t len)
+{
+	if (len > (64u << 20))
+		len = 64u << 20;	/* (a short copy: the caller asks again, a worker is not held for long) */
+	size_t bl = len < (1u << 20) ? len : (1u << 20), done = 0;
+	uint8_t *buf = malloc(bl ? bl : 1);
+	if (!buf)
+		return -ENOMEM;
+	while (done < len) {
+		size_t want = len - done < bl ? len - done : bl;
+		ssize_t n = cache_read(in, buf, want, off_in + done);
+		if (n <= 0) {
+			if (n < 0 && done == 0)
+				done = (size_t)n;
+			break;
+		}
+		ssize_t w = cache_write(out, buf, (size_t)n, off_out + done);
+		if (w < 0 && done == 0)
+			done = (size_t)w;
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+		if ((size_t)n < want || w < n)
+			break;	/* (the end of the input) */
+	}
+	free(buf);
+	return (ssize_t)done;
 }
 
 void cache_forget_clean(struct rfile *rf, uint64_t off, uint64_t end)
@@ -2342,6 +2665,29 @@ int cache_replay_finish(struct array *a, char *err, size_t errlen)
 }
 
 /* Set up the arena and start the destage threads. */
+/*
+ * Fault the arena's pages in, in the background, 8 MiB at a time: this
+ * kind of VM hands out fresh pages slowly, and the first reads and writes
+ * after a mount would otherwise pay for every page they put a line in
+ * (a first sequential read at a fraction of the second's speed).  Done
+ * with MADV_POPULATE_WRITE, which allocates without changing a byte, so
+ * lines already in use meanwhile keep what they hold; a kernel without it
+ * (before 5.14) leaves the pages to their first use.  Stops at unmount.
+ */
+static void *prefault_main(void *arg)
+{
+	struct cache *c = arg;
+	const size_t step = 8u << 20;
+	for (size_t off = 0; off < c->mem.arena_len; off += step) {
+		if (__atomic_load_n(&c->dst.stop, __ATOMIC_ACQUIRE))
+			break;
+		size_t n = c->mem.arena_len - off < step ? c->mem.arena_len - off : step;
+		if (madvise(c->mem.arena + off, n, MADV_POPULATE_WRITE) < 0 && errno != EINTR)
+			break;
+	}
+	return NULL;
+}
+
 int cache_start(void)
 {
 	struct cache *c = &cache_one;
@@ -2379,12 +2725,13 @@ int cache_start(void)
 	c->mem.bmw = h.bm_words;
 	c->mem.nlines = h.nlines;
 	c->mem.lines = calloc(c->mem.nlines, sizeof(*c->mem.lines));
+	c->mem.copy_bits = calloc((size_t)c->mem.nlines * 2 * c->mem.bmw, sizeof(uint64_t));
 	uint32_t hs = 1;
 	while (hs < 2 * c->mem.nlines)
 		hs <<= 1;
 	c->mem.hash = calloc(hs, sizeof(*c->mem.hash));
 	c->mem.hmask = hs - 1;
-	if (!c->mem.lines || !c->mem.hash)
+	if (!c->mem.lines || !c->mem.hash || !c->mem.copy_bits)
 		return -ENOMEM;
 	TAILQ_INIT(&c->mem.free.q);
 	TAILQ_INIT(&c->mem.clean.q);
@@ -2393,6 +2740,8 @@ int cache_start(void)
 		struct line *ln = &c->mem.lines[i];
 		ln->h = (struct lhdr *)(c->mem.arena + h.lhdr_off + (uint64_t)i * h.lhdr_stride);
 		ln->data = c->mem.arena + h.data_off + (uint64_t)i * lb;
+		ln->was_dirty = c->mem.copy_bits + (size_t)i * 2 * c->mem.bmw;
+		ln->rewritten = ln->was_dirty + c->mem.bmw;
 		ln->list = L_FREE;
 		lru_add(&c->mem.free, ln);
 	}
@@ -2407,10 +2756,13 @@ int cache_start(void)
 	}
 	c->up = true;
 	c->dst.stop = false;
-	for (int i = 0; i < DESTAGE_THREADS; i++)
+	c->dst.started = 0;
+	c->dst.active = 2;
+	for (uint32_t i = 0; i < destage_threads(a); i++)
 		if (pthread_create(&c->dst.thr[c->dst.nthr], NULL, destage_main, c) == 0)
 			c->dst.nthr++;
 	c->ra.started = pthread_create(&c->ra.thr, NULL, ra_main, c) == 0;
+	c->pf.started = pthread_create(&c->pf.thr, NULL, prefault_main, c) == 0;
 	return 0;
 }
 
@@ -2435,6 +2787,9 @@ void cache_close(void)
 	if (c->ra.started)
 		pthread_join(c->ra.thr, NULL);
 	c->ra.started = false;
+	if (c->pf.started)
+		pthread_join(c->pf.thr, NULL);
+	c->pf.started = false;
 	int r = flush_all(c);
 	if (r < 0) {
 		uint64_t b = c->mem.dirty_sectors * SECTOR;

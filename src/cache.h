@@ -80,13 +80,14 @@ struct cache_opts {
 	unsigned learn_secs;		/* -o bbu_learn_time= */
 	unsigned age_ms;		/* -o cache_age=: a partly written line
 					 * waits this long for more bytes */
+	unsigned destage_threads;	/* -o destage_threads= (0: 4 a member) */
 };
 extern struct cache_opts cache_opts;
 #define CACHE_DEFAULT_SIZE (256ull << 20)
 
 /* Take the cache's mount options out of a command line (libfuse's
  * fuse_opt_parse(): "-o cache_size=SIZE,write_policy=,read_policy=,bbu=,
- * bbu_learn_time=,cache_age=,member_sync=") into cache_opts; everything
+ * bbu_learn_time=,cache_age=,member_sync=,destage_threads=") into cache_opts; everything
  * else stays in args, the -o options joined into one "-o" after argv[0].
  * 0, or -1 with a message on stderr that names the option and its value. */
 struct fuse_args;
@@ -153,6 +154,24 @@ ssize_t cache_write(struct rfile *rf, const void *buf, size_t len, uint64_t off)
 ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
 int cache_truncate(struct rfile *rf, uint64_t size);
 int cache_fsync(struct rfile *rf, bool datasync);
+/* fallocate(2) on an open file: mode 0 and FALLOC_FL_KEEP_SIZE allocate
+ * the range on every member (stripe_allocate(): -ENOSPC with nothing
+ * done when one lacks room), mode 0 then raises the size as a truncate
+ * does (cache_truncate()); FALLOC_FL_ZERO_RANGE (room first, then zeros)
+ * and FALLOC_FL_PUNCH_HOLE|KEEP_SIZE (zeros, then the whole stripes
+ * given back on the members) write zeros as write-through writes do:
+ * the cached lines of the range written out and dropped, parity and
+ * checksums with the zeros; with KEEP_SIZE never past the end.  Other
+ * modes: -EOPNOTSUPP.  0 or -errno. */
+int cache_fallocate(struct rfile *rf, int mode, uint64_t off, uint64_t len);
+/* lseek(2) SEEK_DATA or SEEK_HOLE: the file's cached lines written out,
+ * then stripe_seek().  The offset or -errno (-ENXIO past the end). */
+int64_t cache_seek(struct rfile *rf, uint64_t off, int whence);
+/* copy_file_range(2): len bytes of `in` at off_in written to `out` at
+ * off_out through the cache (cache_read(), cache_write()), 1 MiB at a
+ * time, up to the end of `in` and at most 64 MiB per call (the caller
+ * asks again for the rest).  Bytes copied, or -errno when none. */
+ssize_t cache_copy_range(struct rfile *in, uint64_t off_in, struct rfile *out, uint64_t off_out, size_t len);
 /* Forget the clean cached bytes of rf in [off, end): the members' bytes
  * there changed under the cache (mirror copies made alike again:
  * stripe_regen(), stripe_resync(), and read repairs in a scrub).  Dirty bytes, newer than the members', stay.  Caller

@@ -129,13 +129,17 @@ int csum_open(int dirfd, uint64_t id, int flags)
 	csum_path(id, path, sizeof(path));
 	int fd = openat(dirfd, path, flags | O_CLOEXEC, 0600);
 	if (fd < 0 && errno == ENOENT && (flags & O_CREAT)) {
-		/* .raidfs/sums, then its fan-out directory */
+		/* its fan-out directory, and .raidfs/sums first when that
+		 * is missing too (once per member) */
 		char dir[64];
 		snprintf(dir, sizeof(dir), "%s", path);
 		*strrchr(dir, '/') = '\0';
-		if (mkdirat(dirfd, CSUM_DIR, 0700) < 0 && errno != EEXIST)
+		bool made = mkdirat(dirfd, dir, 0700) == 0 || errno == EEXIST;
+		if (!made && errno != ENOENT)
 			return -errno;
-		if (mkdirat(dirfd, dir, 0700) < 0 && errno != EEXIST)
+		if (!made && mkdirat(dirfd, CSUM_DIR, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		if (!made && mkdirat(dirfd, dir, 0700) < 0 && errno != EEXIST)
 			return -errno;
 		fd = openat(dirfd, path, flags | O_CLOEXEC, 0600);
 	}

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +41,8 @@ static bool evq_thread_started;
  * background (event_start()): a thread started before the fork
  * would stay behind in the parent. */
 static bool evq_may_start;
+/* the event program's umask: the daemon's before mount.c cleared it */
+static mode_t child_umask = 022;
 
 static void *event_thread(void *arg);
 
@@ -120,6 +123,7 @@ static void *event_thread(void *arg)
 		char **env = detail[0] ? detail_env(detail) : NULL;
 		pid_t pid = fork();
 		if (pid == 0) {
+			umask(child_umask);
 			if (env)
 				execve(event_program, (char *[]){ (char *)event_program, event, a->mountpoint,
 								   mem, NULL }, env);
@@ -197,6 +201,8 @@ void event_post(struct array *a, const char *event, int member)
 
 void event_start(struct array *a)
 {
+	child_umask = umask(022);	/* (the daemon clears its own next: mount.c) */
+	umask(child_umask);
 	pthread_mutex_lock(&evq_lock);	/* events of the mount, before the fork */
 	evq_may_start = true;
 	if (event_program && evq_head != evq_tail)

@@ -422,8 +422,13 @@ bool rfile_shards_empty(const struct array *a, const int *fds)
 	return true;
 }
 
-int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
-		  struct rfile *rf)
+/* As rfile_private(); `fresh`: a new file's, whose shards are empty:
+ * no checksum file opened, each made by the first record written to its
+ * member (sums_fd() in stripe.c), so that a member the file's stripes do
+ * not reach never gets one; and no hole anywhere (rf->dense 0: reserve()
+ * need not ask the members). */
+static int private_init(struct array *a, const int *fds, const struct file_meta *m, struct rfile *rf,
+			bool fresh)
 {
 	memset(rf, 0, sizeof(*rf));
 	rf->a = a;
@@ -435,7 +440,7 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	rf->sums = m->flags & META_F_SUMS;
 	for (uint32_t j = 0; j < MEMBER_SLOTS; j++)
 		rf->sfd[j] = -1;
-	for (uint32_t j = 0; rf->sums && j < a->width; j++) {
+	for (uint32_t j = 0; rf->sums && !fresh && j < a->width; j++) {
 		int fd = rf->fd[j] < 0 ? -1 : csum_open(a->m[j].dirfd, m->id, a->readonly ? O_RDONLY : O_RDWR | O_CREAT);
 		if (fd < 0 && member_error_is_own(fd)) {
 			close_fds(a, rf->sfd);	/* (the daemon's own shortage: the open fails) */
@@ -447,12 +452,17 @@ int rfile_private(struct array *a, const int *fds, const struct file_meta *m,
 	rf->acked = m->size;
 	rf->size_recorded = m->size;
 	rf->reserved = m->size;
-	rf->dense = RF_DENSE_UNKNOWN;
+	rf->dense = fresh ? 0 : RF_DENSE_UNKNOWN;
 	rf->meta_version = m->version;
 	rf->meta_flags = m->flags;
 	pthread_rwlock_init(&rf->rw, NULL);
 	pthread_mutex_init(&rf->log_order, NULL);
 	return 0;
+}
+
+int rfile_private(struct array *a, const int *fds, const struct file_meta *m, struct rfile *rf)
+{
+	return private_init(a, fds, m, rf, false);
 }
 
 void rfile_private_end(struct rfile *rf)
@@ -1181,6 +1191,29 @@ static int create_primary(struct array *a, int p, const char *relpath, mode_t mo
 	return fd;
 }
 
+/*
+ * A new file's first record, on its primary shard only: what a stat of its
+ * name or a look for its id reads while nothing else is written (the
+ * open-file table answers the rest while it is open), until its last
+ * close, fsync or truncate gives every shard its record (meta_stale).  A
+ * crash before that finds the file in the dirty log, whose resync takes
+ * the primary's record, or makes the file's from its id and the array's
+ * layout when no shard has one (resync.c).  A primary that refuses it:
+ * every shard's written instead, its refusal judged as any other's.
+ */
+static int record_created(struct rfile *rf, uint32_t p)
+{
+	struct file_meta fm = stripe_meta_record(rf, rf->meta_version + 1, META_F_EXACT, 0);
+	fm.index = p;
+	if (member_meta_set(rf->a, p, rf->fd[p], &fm) < 0)
+		return stripe_write_meta(rf, 0);
+	rf->meta_version = fm.version;
+	rf->meta_flags = fm.flags;
+	rf->meta_agree = false;
+	rf->meta_stale = true;
+	return 0;
+}
+
 int rfile_create(struct array *a, const char *relpath, mode_t mode,
 		 uid_t uid, gid_t gid, struct rfile **out)
 {
@@ -1226,7 +1259,9 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	}
 	if (geteuid() == 0) {
 		for (uint32_t j = 0; j < a->width; j++)
-			if (fds[j] >= 0 && fchown(fds[j], uid, gid) < 0) {
+			if (fds[j] >= 0 && (fchown(fds[j], uid, gid) < 0 ||
+					    ((mode & (S_ISUID | S_ISGID)) && fchmod(fds[j], mode) < 0))) {
+				/* (the chown dropped the set-id bits given) */
 				ret = -errno;
 				goto fail;
 			}
@@ -1238,21 +1273,23 @@ int rfile_create(struct array *a, const char *relpath, mode_t mode,
 	}
 	struct file_meta fm;
 	rfile_new_meta(a, id, &fm);
-	ret = rfile_private(a, fds, &fm, rf);
+	ret = private_init(a, fds, &fm, rf, true);
 	if (ret < 0) {
 		free(rf);
 		goto fail;
 	}
 	open_shadow(rf, relpath, true, mode);
-	if (rf->fd[SHADOW] >= 0 && geteuid() == 0)
-		fchown(rf->fd[SHADOW], uid, gid);
+	if (rf->fd[SHADOW] >= 0 && geteuid() == 0 && fchown(rf->fd[SHADOW], uid, gid) == 0 &&
+	    (mode & (S_ISUID | S_ISGID)))
+		fchmod(rf->fd[SHADOW], mode);
 	/* in the dirty log before the metadata goes out member by member:
 	 * a crash in between is repaired by the next mount */
 	rf->path = strdup(relpath);
-	ret = array_mark_dirty(a, fm.id, fds, relpath);
+	ret = array_mark_created(a, fm.id, fds, relpath, (uint32_t)p);
 	if (ret == 0) {
 		rf->marked = true;
-		ret = stripe_write_meta(rf, 0);
+		rf->created = true;
+		ret = record_created(rf, (uint32_t)p);
 	}
 	if (ret == 0)
 		fremovexattr(fds[p], CREATING_XATTR);	/* every shard exists */
@@ -1318,6 +1355,10 @@ int rfile_release(struct rfile *rf)
 	 * while still holding the table lock for this key's consistency. */
 	int ret = 0;
 	bool clear_after = false;
+	/* the kinds of dirty-log names to remove: a file created in this
+	 * run has those its flags say, any other may have a name an earlier
+	 * open or run left */
+	bool plain = !rf->created || rf->marked, cached = !rf->created || rf->cmarked;
 	/* (a member failed meanwhile is failed once the table lock is let
 	 * go; its file keeps its marks until then, so the failure notes it
 	 * as missed) */
@@ -1343,12 +1384,15 @@ int rfile_release(struct rfile *rf)
 			/* (with a failure waiting: once it noted the file as
 			 * missed by its member, below) */
 			if (!array_failures_deferred())
-				array_clear_dirty(rf->a, rf->id, rf->path);
+				array_clear_marks(rf->a, rf->id, rf->path, plain, cached);
 			else
 				clear_after = true;
 			rf->marked = rf->cmarked = false;
 		}
 	}
+	/* (before it leaves the table: an open of the file meanwhile would
+	 * make a new rfile that writes past the end) */
+	stripe_give_back(rf);
 	struct rfile **pp = &table[bucket(rf->key)];
 	while (*pp && *pp != rf)
 		pp = &(*pp)->next;
@@ -1365,7 +1409,7 @@ int rfile_release(struct rfile *rf)
 		 * clears them) */
 		pthread_mutex_lock(&table_lock);
 		if (!find_locked(rf->key))
-			array_clear_dirty(rf->a, rf->id, rf->path);
+			array_clear_marks(rf->a, rf->id, rf->path, plain, cached);
 		pthread_mutex_unlock(&table_lock);
 	}
 	close_rf_fds(rf);

@@ -87,6 +87,9 @@ struct rfile {
 					 * lowered under it exclusive) */
 	bool marked;			/* in the dirty log */
 	bool cmarked;			/* in it as changed through the cache log only */
+	bool created;			/* made by rfile_create() in this run: the
+					 * file's only dirty-log names are those
+					 * marked and cmarked say */
 	int refs;			/* protected by the table lock */
 	uint32_t cache_dirty;		/* dirty cache lines (under the cache lock);
 					 * while > 0 the cache holds a reference */

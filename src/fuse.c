@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,10 +270,11 @@ static void new_owner(const char *path, uid_t *uid, gid_t *gid)
 		*gid = st.st_gid;
 }
 
-static void chown_new(int dirfd, const char *path, uid_t uid, gid_t gid)
+static void chown_new(int dirfd, const char *path, uid_t uid, gid_t gid, mode_t mode)
 {
-	if (geteuid() == 0)
-		fchownat(dirfd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW);
+	if (geteuid() == 0 && fchownat(dirfd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (mode & (S_ISUID | S_ISGID)) && !S_ISDIR(mode) && !S_ISLNK(mode))
+		fchmodat(dirfd, rel(path), mode & 07777, 0);	/* (the chown dropped them) */
 }
 
 static int note_write(void)
@@ -389,8 +391,8 @@ static int fs_readlink(const char *path, char *buf, size_t size)
 
 /* ------------------------------------------------------------- namespace */
 
-/* A directory (target NULL, S_IFDIR in mode), FIFO or socket (target
- * NULL), or symlink to target at path under member directory dirfd. */
+/* A directory (target NULL, S_IFDIR in mode), FIFO, socket or device
+ * node (target NULL), or symlink to target at path under member directory dirfd. */
 static int make_at(int dirfd, const char *path, mode_t mode, dev_t rdev, const char *target)
 {
 	if (target)
@@ -400,7 +402,7 @@ static int make_at(int dirfd, const char *path, mode_t mode, dev_t rdev, const c
 	return mknodat(dirfd, rel(path), mode, rdev);
 }
 
-/* mkdir, mknod of a FIFO or socket, symlink: on the primary, then on the
+/* mkdir, mknod of a FIFO, socket or device, symlink: on the primary, then on the
  * others, owned as new_owner() says */
 static int make_everywhere(const char *path, mode_t mode, dev_t rdev, const char *target, const char *op)
 {
@@ -412,11 +414,11 @@ static int make_everywhere(const char *path, mode_t mode, dev_t rdev, const char
 	int slot = nsintent_begin(A, NSI_MAKE, rel(path), NULL, 0);
 	int _e = ON_PRIMARY(make_at(PRIMARY, path, mode, rdev, target));
 	if (_e == 0) {
-		chown_new(OP_FD, path, uid, gid);
+		chown_new(OP_FD, path, uid, gid, mode);
 		FOR_OTHERS(j) {
 			if (make_at(A->m[j].dirfd, path, mode, rdev, target) < 0 && errno != EEXIST)
 				note_member_error(j, op, path, NULL, errno);
-			chown_new(A->m[j].dirfd, path, uid, gid);
+			chown_new(A->m[j].dirfd, path, uid, gid, mode);
 		}
 	}
 	nsintent_end(A, slot);
@@ -441,8 +443,8 @@ static int fs_mknod(const char *path, mode_t mode, dev_t rdev)
 			rfile_release(rf);
 		return r;
 	}
-	if (!S_ISFIFO(mode) && !S_ISSOCK(mode))
-		return -EPERM;	/* device nodes make no sense on a pool */
+	/* device nodes too (as root): a backup of a root filesystem keeps
+	 * them, as md, ZFS and btrfs do; each member holds one */
 	return make_everywhere(path, mode, rdev, NULL, "mknod");
 }
 
@@ -1775,6 +1777,76 @@ static void ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	reply_xattr_call(req, ino, NULL, size);
 }
 
+/* ------------------------------------------ local filesystem calls
+ *
+ * Thin callbacks over the cache (cache.h): each turns the request into
+ * the cache's call on the open file.
+ */
+
+static void ll_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi)
+{
+	(void)ino;
+	REQ(req);
+	reply_status(req, off < 0 || len <= 0 ? -EINVAL : cache_fallocate(RF(fi), mode, (uint64_t)off, (uint64_t)len));
+}
+
+static void ll_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	(void)ino;
+	REQ(req);
+	off_t r = off < 0 ? -ENXIO : (off_t)cache_seek(RF(fi), (uint64_t)off, whence);
+	if (r < 0)
+		fuse_reply_err(req, (int)-r);
+	else
+		fuse_reply_lseek(req, r);
+}
+
+static void ll_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
+			       fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	(void)ino_in;
+	(void)ino_out;
+	REQ(req);
+	ssize_t n = flags || off_in < 0 || off_out < 0
+			    ? -EINVAL
+			    : cache_copy_range(RF(fi_in), (uint64_t)off_in, RF(fi_out), (uint64_t)off_out, len);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+/* The inode flags (lsattr, chattr): raidfs keeps none, so it says none
+ * and takes none; an fsxattr with nothing set; other ioctls: ENOTTY.
+ * (The kernel asks with a 4-byte flags word, whatever the command's
+ * encoded size.) */
+static void ll_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg, struct fuse_file_info *fi,
+		     unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+{
+	union {
+		unsigned int flags;
+		struct fsxattr fsx;
+	} out;
+	unsigned int c = cmd, v = 0;
+	(void)ino;
+	(void)arg;
+	(void)fi;
+	(void)flags;
+	memset(&out, 0, sizeof(out));
+	if (c == FS_IOC_GETFLAGS || c == FS_IOC32_GETFLAGS || c == FS_IOC_FSGETXATTR) {
+		size_t n = c == FS_IOC_FSGETXATTR ? sizeof(out.fsx) : sizeof(out.flags);
+		fuse_reply_ioctl(req, 0, &out, out_bufsz < n ? out_bufsz : n);
+	} else if (c == FS_IOC_SETFLAGS || c == FS_IOC32_SETFLAGS) {
+		memcpy(&v, in_buf, in_bufsz < sizeof(v) ? in_bufsz : sizeof(v));
+		if (v)
+			fuse_reply_err(req, EOPNOTSUPP);
+		else
+			fuse_reply_ioctl(req, 0, NULL, 0);
+	} else {
+		fuse_reply_err(req, ENOTTY);
+	}
+}
+
 /* ------------------------------------------------------ kernel caches */
 
 /*
@@ -1879,15 +1951,6 @@ void fsops_stop(void)
 	K.n = K.cap = 0;
 }
 
-/* The daemon itself changed node's attributes in a request about
- * something else: the kernel forgets what it cached of them, at once
- * (attributes only: no page lock is taken). */
-static void attrs_changed(uint64_t node)
-{
-	if (K.se)
-		fuse_lowlevel_notify_inval_inode(K.se, node, -1, 0);
-}
-
 static void inval_entry(uint64_t parent, const char *name, void *arg)
 {
 	(void)arg;
@@ -1899,6 +1962,15 @@ static void inval_entry(uint64_t parent, const char *name, void *arg)
 /* Another member serves the namespace (or a slot changed): its inode
  * numbers differ, and the kernel keeps an inode's number for good, so
  * every name is dropped (the next lookup makes new nodes). */
+/* The daemon itself changed node's attributes in a request about
+ * something else: the kernel forgets what it cached of them, at once
+ * (attributes only: no page lock is taken). */
+static void attrs_changed(uint64_t node)
+{
+	if (K.se)
+		fuse_lowlevel_notify_inval_inode(K.se, node, -1, 0);
+}
+
 static void slot_changed(struct array *a)
 {
 	(void)a;
@@ -1948,6 +2020,11 @@ static const struct fuse_lowlevel_ops ops = {
 	.listxattr = ll_listxattr,
 	.removexattr = ll_removexattr,
 	.create = ll_create,
+	/* local filesystem calls (thin, over the cache) */
+	.fallocate = ll_fallocate,
+	.lseek = ll_lseek,
+	.copy_file_range = ll_copy_file_range,
+	.ioctl = ll_ioctl,
 };
 
 const struct fuse_lowlevel_ops *fsops_get(struct array *a)

@@ -737,7 +737,8 @@ static const struct command commands[] = {
 	  "cache_size=SIZE (256M), write_policy=writeback|writethrough|always-writeback,\n"
 	  "read_policy=ra|nora|adaptive, cache_age=MS (100), bbu=none|shm|file:PATH (the\n"
 	  "battery that keeps the cache: none loses it in a crash, shm survives kill -9, a\n"
-	  "file survives power loss), bbu_learn_time=SECONDS, member_sync=always|flush|never\n"
+	  "file survives power loss), bbu_learn_time=SECONDS, member_sync=always|flush|never,\n"
+	  "destage_threads=N (4 a member, at most 32: member I/Os the destage keeps in flight)\n"
 	  "(the same as 'raidfs DIR[:DIR...] MOUNTPOINT -o OPTIONS', mount(8)'s form; man mount.raidfs)\n",
 	  cmd_mount, "-f -o", 0, 0, 0 },
 	{ "scan", "[--json] [GLOB...]",

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -230,6 +231,12 @@ static int serve(struct array *a, struct fuse_session *se, bool offline)
 	ctl_start(a);
 	rebuild_resume(a);
 	event_start(a);
+	/* The kernel applied the caller's umask to the mode of every create
+	 * already (FUSE without FUSE_CAP_DONT_MASK): the daemon's own must
+	 * not take bits off a second time (a caller with umask 002 would get
+	 * 0644 for 0664).  raidfs's own files and directories name their
+	 * modes (0600, 0700); the event program gets the umask back. */
+	umask(0);
 	monitor_start(a);
 	if (array_state(a) == ARRAY_DEGRADED)
 		event_post(a, "DegradedArray", -1);

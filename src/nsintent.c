@@ -205,7 +205,7 @@ static uint64_t file_id(struct array *a, uint32_t j, const char *p)
 }
 
 /* Make p on member j what it is on member from (a directory, symlink,
- * FIFO or socket that only some members got). */
+ * FIFO, socket or device node that only some members got). */
 static bool make_like(struct array *a, uint32_t from, uint32_t j, const char *p, const struct stat *st)
 {
 	int dfd = a->m[j].dirfd;
@@ -219,8 +219,8 @@ static bool make_like(struct array *a, uint32_t from, uint32_t j, const char *p,
 			t[n] = '\0';
 			ok = symlinkat(t, dfd, p) == 0;
 		}
-	} else if (S_ISFIFO(st->st_mode) || S_ISSOCK(st->st_mode)) {
-		ok = mknodat(dfd, p, st->st_mode, 0) == 0;
+	} else if (S_ISFIFO(st->st_mode) || S_ISSOCK(st->st_mode) || S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
+		ok = mknodat(dfd, p, st->st_mode, st->st_rdev) == 0;
 	}
 	if (ok) {
 		fchownat(dfd, p, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW);

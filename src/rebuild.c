@@ -1565,8 +1565,8 @@ static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 			if (symlinkat(target, w->dst, child) == 0 || errno == EEXIST)
 				copy_owner_times(w, child, st);
 		}
-	} else if (S_ISFIFO(st->st_mode) || S_ISSOCK(st->st_mode)) {
-		if (mknodat(w->dst, child, st->st_mode, 0) == 0 || errno == EEXIST)
+	} else if (S_ISFIFO(st->st_mode) || S_ISSOCK(st->st_mode) || S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
+		if (mknodat(w->dst, child, st->st_mode, st->st_rdev) == 0 || errno == EEXIST)
 			copy_owner_times(w, child, st);
 	} else if (S_ISREG(st->st_mode)) {
 		maybe_promote(w, false);

@@ -81,6 +81,17 @@ static ssize_t finish_create(struct array *a, int *fds, int *nlinks)
 	return cl;
 }
 
+/* Does no shard of fds hold a record at all (none damaged either)? */
+static bool no_record(struct array *a, const int *fds)
+{
+	for (uint32_t j = 0; j < a->width; j++) {
+		struct file_meta fm;
+		if (fds[j] >= 0 && meta_get(fds[j], &fm) != -ENODATA)
+			return false;
+	}
+	return true;
+}
+
 /* Resync the file whose shards are fds: the cache's preserved writes
  * replayed into it (*replayed), its redundancy made again from its data
  * unless the replay alone makes it consistent (cache_only, the cache of
@@ -93,11 +104,18 @@ static int resync_shards(struct array *a, const char *entry, int *fds, bool cach
 	int nvalid = 0, ret;
 	ret = rfile_best_meta(a, fds, &fm, &nvalid);
 	if (ret < 0) {
-		/* interrupted create: empty shards, no metadata yet */
-		if (rfile_shards_empty(a, fds)) {
+		/* interrupted create: empty shards, no metadata yet; or a new
+		 * file whose one record (its primary's, rfile_create()) is on
+		 * a member not here: the entry names its id, the array its
+		 * layout */
+		bool none = no_record(a, fds);
+		if (rfile_shards_empty(a, fds) || none) {
 			rfile_new_meta(a, strtoull(entry, NULL, 16), &fm);
 			ret = 0;
 		}
+		if (none && !rfile_shards_empty(a, fds))
+			log_warn("dirty file %s: no member here holds its record (a new file's first is its primary's "
+				 "only): made again from its id", entry);
 	}
 	if (ret < 0) {
 		log_err("dirty file %s has no valid metadata on any member; left in the dirty log", entry);

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -135,7 +136,9 @@ struct file_meta stripe_meta_record(struct rfile *rf, uint64_t version, uint32_t
 static bool extend_to(int fd, uint64_t want)
 {
 	struct stat st;
-	return fstat(fd, &st) == 0 && ((uint64_t)st.st_size >= want || ftruncate(fd, (off_t)want) == 0);
+	/* (every shard is long enough for nothing: no fstat - a new file's
+	 * record, a small file's shards beyond its one stripe's data) */
+	return want == 0 || (fstat(fd, &st) == 0 && ((uint64_t)st.st_size >= want || ftruncate(fd, (off_t)want) == 0));
 }
 
 static bool extend_shards(struct rfile *rf, uint64_t size)
@@ -380,6 +383,17 @@ static void note_written(struct rfile *rf, uint64_t s_end)
  * Below rf->dense nothing is allocated again: a file written in order
  * pays nothing.  A member filesystem that cannot allocate ahead
  * (EOPNOTSUPP) is written as before.
+ *
+ * A write that goes on from the dense part past what is reserved (a file
+ * being written in order, once 4 MiB long) reserves a step more
+ * (reserve_step(): 4 MiB of the file, up to 64 MiB as it grows), as
+ * filesystems preallocate ahead of a writer, so that the next writes
+ * find their range reserved: one
+ * fallocate a member for many writes instead of one each, the members
+ * split between two threads.  What the file did not grow into is given
+ * back at its last close (stripe_give_back()) or cut by a truncate.  A
+ * step the members cannot take is given back at once and the write
+ * reserves what it needs alone, as before.
  */
 
 /* rf->dense, asked of the members the first time: the file offset of the
@@ -408,21 +422,103 @@ static uint64_t dense_of(struct rfile *rf)
 	return __atomic_load_n(&rf->dense, __ATOMIC_ACQUIRE);
 }
 
-/* Shard bytes [from, to) allocated on every member j, `to` 0: to
- * layout_shard_size(j, end).  0, or -ENOSPC from a member (nothing
- * written yet). */
-static int allocate_ahead(struct rfile *rf, uint64_t from, uint64_t to_all, uint64_t end)
+/* One allocation on every member (allocate_ahead()), the members split
+ * between the two threads of pair_run(). */
+struct alloc {
+	struct rfile *rf;
+	uint64_t from, to_all, end;
+	uint64_t past;			/* punch: from the page after the shard's
+					 * end for this file size instead of `from` */
+	int mode;			/* of fallocate */
+	bool full[MEMBER_SLOTS];	/* ENOSPC */
+};
+
+static void alloc_share(void *arg, int t)
 {
-	for (uint32_t j = 0; j < rf->a->width; j++) {
-		uint64_t to = to_all ? to_all : layout_shard_size(&rf->lay, j, end);
+	struct alloc *al = arg;
+	struct rfile *rf = al->rf;
+	for (uint32_t j = (uint32_t)t; j < rf->a->width; j += 2) {
+		uint64_t to = al->to_all ? al->to_all : layout_shard_size(&rf->lay, j, al->end), from = al->from;
+		if (al->past)
+			from = (layout_shard_size(&rf->lay, j, al->past) + 4095) / 4096 * 4096;
+		al->full[j] = false;
 		if (to <= from || !writable(rf, j) ||
-		    fallocate(rf->fd[j], FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) == 0)
+		    fallocate(rf->fd[j], al->mode, (off_t)from, (off_t)(to - from)) == 0)
 			continue;
-		if (errno == ENOSPC)
-			return write_failed(rf, j, from, -ENOSPC, false);
 		/* cannot allocate ahead (EOPNOTSUPP...): the writes will tell */
+		al->full[j] = errno == ENOSPC;
+	}
+}
+
+/* Shard bytes [from, to) allocated on every member j, `to` 0: to
+ * layout_shard_size(j, end).  0, or -ENOSPC with *full the first member
+ * that had no room (nothing written yet).  past (not 0): punched out
+ * instead, on every member from the page after its shard's end for a
+ * file of that size (bytes past the shards' ends, which hold nothing;
+ * ext4 ignores a hole punched past a file's end: there the blocks stay
+ * until stripe_give_back()). */
+static int allocate_ahead(struct rfile *rf, uint64_t from, uint64_t to_all, uint64_t end, uint64_t past, uint32_t *full)
+{
+	struct alloc al = { .rf = rf, .from = from, .to_all = to_all, .end = end, .past = past,
+			    .mode = FALLOC_FL_KEEP_SIZE | (past ? FALLOC_FL_PUNCH_HOLE : 0) };
+	pair_run(alloc_share, &al);
+	for (uint32_t j = 0; j < rf->a->width; j++)
+		if (al.full[j]) {
+			*full = j;
+			return -ENOSPC;
+		}
+	return 0;
+}
+
+static int sums_fd(struct rfile *rf, uint32_t j);
+
+/* The checksum records of stripes [s0, stripe of `end`) allocated in
+ * every member's checksum file: a record written after its chunks, into
+ * a page its file does not have yet, must not fail for room either (the
+ * chunks would then be on the member with the old record).  0, or
+ * -ENOSPC with *full the member without room. */
+static int reserve_rows(struct rfile *rf, uint64_t s0, uint64_t end, uint32_t *full)
+{
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), s1 = (end + sbytes - 1) / sbytes;
+	size_t R = csum_record_size(&rf->lay);
+	for (uint32_t j = 0; rf->sums && j < rf->a->width; j++) {
+		int fd = writable(rf, j) ? sums_fd(rf, j) : -1;
+		if (fd >= 0 && s1 > s0 &&
+		    fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)(s0 * R), (off_t)((s1 - s0) * R)) < 0 && errno == ENOSPC) {
+			*full = j;
+			return -ENOSPC;
+		}
 	}
 	return 0;
+}
+
+/* How far past `end` a write that goes on from the dense part reserves:
+ * 4 MiB of the file, or an eighth of it up to 64 MiB, in whole stripes,
+ * once the file reaches RESERVE_FROM (a small file reserves what it
+ * writes: a step would cost it more than it saves);
+ * `end` (no step) unless every member keeps RESERVE_ROOM free after it:
+ * closer to full, each write reserves what it needs, as before (the
+ * checksum rows, written after the data, need their pages too). */
+#define RESERVE_ROOM (64ull << 20)
+#define RESERVE_FROM (4ull << 20)
+static uint64_t reserve_step(struct rfile *rf, uint64_t end)
+{
+	const struct layout *l = &rf->lay;
+	if (end < RESERVE_FROM)
+		return end;
+	uint64_t sbytes = layout_stripe_data_bytes(l), step = end / 8;
+	if (step < (4ull << 20))
+		step = 4ull << 20;
+	if (step > (64ull << 20))
+		step = 64ull << 20;
+	uint64_t upto = (end + step + sbytes - 1) / sbytes * sbytes;
+	for (uint32_t j = 0; j < rf->a->width; j++) {
+		struct statvfs sv;
+		if (writable(rf, j) && (fstatvfs(rf->fd[j], &sv) < 0 ||
+					(uint64_t)sv.f_bavail * sv.f_frsize < layout_shard_size(l, j, upto - end) + RESERVE_ROOM))
+			return end;
+	}
+	return upto;
 }
 
 static void raise_to(uint64_t *v, uint64_t to)
@@ -443,7 +539,29 @@ static void reserve_cut(struct rfile *rf, uint64_t size)
 		__atomic_store_n(&rf->dense, size, __ATOMIC_RELEASE);
 }
 
+/* What reserve() does past the dense part, one file at a time (a lock
+ * of RESV_LOCKS by the file's id): a step that did not fit is punched
+ * out again, which must not meet bytes another thread reserved and wrote
+ * meanwhile - the destage threads write one file's lines at once.
+ * Bytes are written only below rf->reserved, raised under this lock. */
+#define RESV_LOCKS 16
+static pthread_mutex_t resv_locks[RESV_LOCKS] = { [0 ... RESV_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER };
+
+static int reserve_locked(struct rfile *rf, uint64_t off, uint64_t end);
+
 static int reserve(struct rfile *rf, uint64_t off, uint64_t end)
+{
+	uint64_t have = __atomic_load_n(&rf->reserved, __ATOMIC_ACQUIRE), dense = dense_of(rf);
+	if (end <= (dense < have ? dense : have))
+		return 0;
+	pthread_mutex_t *m = &resv_locks[rf->id % RESV_LOCKS];
+	pthread_mutex_lock(m);
+	int r = reserve_locked(rf, off, end);
+	pthread_mutex_unlock(m);
+	return r;
+}
+
+static int reserve_locked(struct rfile *rf, uint64_t off, uint64_t end)
 {
 	const struct layout *l = &rf->lay;
 	uint64_t sbytes = layout_stripe_data_bytes(l);
@@ -464,13 +582,47 @@ static int reserve(struct rfile *rf, uint64_t off, uint64_t end)
 		to = from + (hi < l->chunk ? hi : l->chunk);
 		from += lo;
 	}
-	int r = allocate_ahead(rf, from, to, end);
+	uint64_t upto = to == 0 && off <= dense && end > have ? reserve_step(rf, end) : end;
+	uint32_t j;
+	int r = allocate_ahead(rf, from, to, upto, 0, &j);
+	if (r == 0)
+		r = reserve_rows(rf, s0, upto, &j);
+	if (r < 0 && upto > end) {
+		/* no room for the step: given back, the write alone */
+		allocate_ahead(rf, 0, 0, upto, end, &j);
+		upto = end;
+		r = allocate_ahead(rf, from, to, upto, 0, &j);
+		if (r == 0)
+			r = reserve_rows(rf, s0, upto, &j);
+	}
 	if (r < 0)
-		return r;
-	raise_to(&rf->reserved, end);
+		return write_failed(rf, j, from, r, false);
+	raise_to(&rf->reserved, upto);
 	if (off <= dense)	/* (no hole left between: the dense part grows) */
-		raise_to(&rf->dense, end);
+		raise_to(&rf->dense, upto);
 	return 0;
+}
+
+void stripe_give_back(struct rfile *rf)
+{
+	uint64_t size = __atomic_load_n(&rf->size, __ATOMIC_ACQUIRE);
+	uint64_t have = __atomic_load_n(&rf->reserved, __ATOMIC_ACQUIRE);
+	if (have <= size || rf->a->readonly)
+		return;
+	/* a truncate to the length the shard has: filesystems drop the
+	 * blocks allocated past the end then (ext4 ignores a hole punched
+	 * there); the shard's mtime, which getattr reports, kept */
+	for (uint32_t j = 0; j < rf->a->width; j++) {
+		struct stat st;
+		if (!writable(rf, j) || fstat(rf->fd[j], &st) < 0 ||
+		    (uint64_t)st.st_blocks * 512 <= ((uint64_t)st.st_size + 4095) / 4096 * 4096)
+			continue;
+		if (ftruncate(rf->fd[j], st.st_size) == 0) {
+			const struct timespec t[2] = { { 0, UTIME_OMIT }, st.st_mtim };
+			futimens(rf->fd[j], t);
+		}
+	}
+	reserve_cut(rf, size);
 }
 
 /* After writing a group: is the data still held by enough members? */
@@ -3179,4 +3331,258 @@ long stripe_rebuild_chunk(struct rfile *rf, uint64_t s, uint32_t j, uint32_t tar
 	if (ret < 0 && target_err)
 		*target_err = ret;
 	return ret < 0 ? ret : (long)chunk;
+}
+
+/* ------------------------------------------------ allocation and holes */
+
+/*
+ * fallocate(2) and lseek(SEEK_DATA/SEEK_HOLE) on the shards.  A chunk
+ * sits at stripe * chunk in every member's shard (dense shards), so the
+ * shard range of stripes [s0, s1) is the same on every member, and a
+ * stripe whose chunk is a hole on every member that holds valid data for
+ * it reads as zeros: those members are at least the group's data count,
+ * and k chunks of zeros make every other chunk of the group zero (parity
+ * of zeros is zeros, for XOR, P+Q and Reed-Solomon alike).
+ */
+
+/* The shards have a hole from file offset `at` on: a write there
+ * allocates again (reserve()) */
+static void dense_below(struct rfile *rf, uint64_t at)
+{
+	uint64_t d = __atomic_load_n(&rf->dense, __ATOMIC_ACQUIRE);
+	if (d != RF_DENSE_UNKNOWN && d > at)
+		__atomic_store_n(&rf->dense, at, __ATOMIC_RELEASE);
+}
+
+/* A member refused the allocation: the part past each shard's length
+ * len[j] that the members before `upto` allocated is given back, so
+ * that nothing stays half done (below it the bytes are the file's). */
+static void allocate_undo(struct rfile *rf, uint32_t upto, const uint64_t *len, uint64_t to)
+{
+	uint64_t low = to;
+	for (uint32_t j = 0; j < upto; j++)
+		if (len[j] < to && writable(rf, j)) {
+			fallocate(rf->fd[j], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)len[j],
+				  (off_t)(to - len[j]));
+			low = len[j] < low ? len[j] : low;
+		}
+	dense_below(rf, low / rf->lay.chunk * layout_stripe_data_bytes(&rf->lay));
+}
+
+int stripe_allocate(struct rfile *rf, uint64_t off, uint64_t end)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l), len[LAYOUT_MAX_WIDTH];
+	uint64_t from = off / sbytes * l->chunk, to = (end + sbytes - 1) / sbytes * l->chunk;
+	int ret = 0;
+	if (end <= off)
+		return 0;
+	pthread_rwlock_wrlock(&rf->rw);	/* (the undo must not cut a write) */
+	for (uint32_t j = 0; j < rf->a->width && ret == 0; j++) {
+		struct stat st;
+		len[j] = to;
+		if (!writable(rf, j))
+			continue;
+		if (fstat(rf->fd[j], &st) == 0)
+			len[j] = (uint64_t)st.st_size;
+		if (fallocate(rf->fd[j], FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) == 0 ||
+		    (errno != ENOSPC && errno != EDQUOT && errno != EFBIG))
+			continue;	/* (a member that cannot allocate: its writes will tell) */
+		ret = -errno;
+		allocate_undo(rf, j, len, to);
+	}
+	pthread_rwlock_unlock(&rf->rw);
+	return ret;
+}
+
+/* The shard ranges of the whole stripes inside file bytes [off, end)
+ * given back on every member (their chunks hold zeros already); the
+ * stripe across the file's end counts as whole (past the end is zeros). */
+static void punch_stripes(struct rfile *rf, uint64_t off, uint64_t end)
+{
+	const struct layout *l = &rf->lay;
+	uint64_t sbytes = layout_stripe_data_bytes(l), size = rf->size;
+	uint64_t s0 = (off + sbytes - 1) / sbytes, s1 = end >= size ? (size + sbytes - 1) / sbytes : end / sbytes;
+	if (s1 <= s0)
+		return;
+	for (uint32_t j = 0; j <= SHADOW; j++) {
+		if (j == rf->a->width)
+			j = SHADOW;
+		if ((j == SHADOW ? rf->fd[j] >= 0 : writable(rf, j)))
+			fallocate(rf->fd[j], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(s0 * l->chunk),
+				  (off_t)((s1 - s0) * l->chunk));
+	}
+	dense_below(rf, s0 * sbytes);
+}
+
+/* The first stripe u >= s (below ns) whose chunk has no data in shard
+ * fd; ns when there is none or the member cannot tell. */
+static uint64_t next_hole_stripe(int fd, uint64_t s, uint64_t chunk, uint64_t ns)
+{
+	while (s < ns) {
+		off_t d = lseek(fd, (off_t)(s * chunk), SEEK_DATA);
+		if (d < 0)
+			return errno == ENXIO ? s : ns;
+		if ((uint64_t)d >= (s + 1) * chunk)
+			return s;
+		off_t h = lseek(fd, d, SEEK_HOLE);
+		if (h < 0)
+			return ns;
+		s = ((uint64_t)h + chunk - 1) / chunk;
+	}
+	return ns;
+}
+
+/* The first stripe u >= s (below ns) some shard holds data in */
+static uint64_t next_data_stripe(const struct rfile *rf, uint64_t s, uint64_t ns)
+{
+	uint64_t best = ns, chunk = rf->lay.chunk;
+	for (uint32_t j = 0; j < rf->a->width && best > s; j++) {
+		if (!rfile_usable_at(rf, j, s))
+			continue;
+		off_t d = lseek(rf->fd[j], (off_t)(s * chunk), SEEK_DATA);
+		if (d < 0 && errno != ENXIO)
+			return s;	/* (cannot tell: data) */
+		if (d >= 0 && (uint64_t)d / chunk < best)
+			best = (uint64_t)d / chunk;
+	}
+	return best;
+}
+
+/* The first stripe t >= s (below ns) that is a hole on every member
+ * with valid data for it; ns when there is none */
+static uint64_t hole_stripe_from(const struct rfile *rf, uint64_t s, uint64_t ns)
+{
+	uint64_t t = s;
+	for (bool moved = true; moved && t < ns;) {
+		moved = false;
+		for (uint32_t j = 0; j < rf->a->width && t < ns; j++) {
+			if (!rfile_usable_at(rf, j, t))
+				continue;
+			uint64_t u = next_hole_stripe(rf->fd[j], t, rf->lay.chunk, ns);
+			moved |= u > t;
+			t = u;
+		}
+	}
+	return t;
+}
+
+int64_t stripe_seek(struct rfile *rf, uint64_t off, int whence)
+{
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay);
+	pthread_rwlock_rdlock(&rf->rw);
+	uint64_t size = rf->size, ns = (size + sbytes - 1) / sbytes, s = off / sbytes, t;
+	int64_t ret = -ENXIO;
+	if (off < size && whence == SEEK_DATA) {
+		t = next_data_stripe(rf, s, ns);
+		if (t < ns)
+			ret = (int64_t)(t > s ? t * sbytes : off);
+	} else if (off < size) {
+		t = hole_stripe_from(rf, s, ns);
+		ret = t >= ns ? (int64_t)size : (int64_t)(t > s ? t * sbytes : off);
+	}
+	pthread_rwlock_unlock(&rf->rw);
+	return ret;
+}
+
+/* The checksum records of stripes [s0, s1) made those of zero chunks,
+ * with new generations, on every member (as a write of zeros makes
+ * them); zeros: at least a chunk of zero bytes.  0 or -ENOMEM. */
+static int rows_zeroed(struct rfile *rf, uint64_t s0, uint64_t s1, const uint8_t *zeros)
+{
+	const struct layout *l = &rf->lay;
+	uint32_t per = csum_per_row(l), ns = (uint32_t)(s1 - s0);
+	size_t rows = (size_t)ns * l->groups;
+	uint64_t *gens = malloc(rows * sizeof(*gens));
+	uint32_t *crcs = malloc((rows + 1) * per * 4);
+	if (!gens || !crcs) {
+		free(gens);
+		free(crcs);
+		return -ENOMEM;
+	}
+	uint8_t *blk[LAYOUT_MAX_WIDTH];
+	for (uint32_t i = 0; i < l->k + l->m; i++)
+		blk[i] = (uint8_t *)zeros;
+	sum_slots(l, blk, l->chunk, crcs + rows * per, 0, recon_all(l));	/* (one row's, copied) */
+	rows_newest(rf, s0, ns, gens);
+	for (size_t r = 0; r < rows; r++) {
+		gens[r] = next_gen(gens[r]);
+		memcpy(crcs + r * per, crcs + rows * per, (size_t)per * 4);
+	}
+	for (uint32_t j = 0; j < rf->a->width; j++)
+		rows_put(rf, j, s0, ns, gens, crcs);
+	free(gens);
+	free(crcs);
+	return 0;
+}
+
+/* Whole stripes [s0, s1) made holes on every member without writing
+ * zeros first: only while every member holds its shard and takes
+ * writes (no guard, no missed write, no replacement to follow), the
+ * file marked dirty first (a crash in the middle is resynced), the
+ * checksum records after the punches.  False, with nothing but holes
+ * in chunks of zeros-to-be made, when a member cannot punch: the caller
+ * writes zeros. */
+static bool punch_fast(struct rfile *rf, uint64_t s0, uint64_t s1, const uint8_t *zeros)
+{
+	uint64_t chunk = rf->lay.chunk;
+	if (s1 <= s0 || array_state(rf->a) != ARRAY_OPTIMAL || rf->fd[SHADOW] >= 0 || rf->damaged ||
+	    stripe_mark_dirty(rf) < 0)
+		return false;
+	for (uint32_t j = 0; j < rf->a->width; j++)
+		if (!writable(rf, j) || !rfile_usable_at(rf, j, s0))
+			return false;
+	note_written(rf, s1);
+	dense_below(rf, s0 * layout_stripe_data_bytes(&rf->lay));
+	for (uint32_t j = 0; j < rf->a->width; j++)
+		if (fallocate(rf->fd[j], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(s0 * chunk),
+			      (off_t)((s1 - s0) * chunk)) < 0)
+			return false;
+	return !rf->sums || rows_zeroed(rf, s0, s1, zeros) == 0;
+}
+
+/* Zeros over [off, end), rf->rw held exclusively.  Stripes that are
+ * holes on the members (inside the file) read as zeros already: only
+ * the others are written, so that zeroing or punching a sparse range
+ * takes no room. */
+static int zero_runs(struct rfile *rf, const void *zeros, uint64_t off, uint64_t end)
+{
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), ns = (rf->size + sbytes - 1) / sbytes;
+	uint64_t lim = end < rf->size ? end : rf->size;	/* (past the end: written, the size grows) */
+	for (uint64_t pos = off; pos < end;) {
+		uint64_t h = pos < lim ? hole_stripe_from(rf, pos / sbytes, ns) : ns;
+		uint64_t wend = h < ns && h * sbytes < lim ? h * sbytes : end;
+		if (wend > pos) {
+			ssize_t r = stripe_write_locked(rf, zeros, wend - pos, pos);
+			if (r < 0)
+				return (int)r;
+		}
+		if (wend == end)
+			break;
+		uint64_t d = next_data_stripe(rf, h, ns);
+		pos = d * sbytes > pos ? (d * sbytes < lim ? d * sbytes : lim) : pos;
+		if (pos == lim && lim == end)
+			break;
+	}
+	return 0;
+}
+
+/* A punch's whole stripes (punch_stripes()'s) go straight to holes when
+ * punch_fast() can; the rest is written with zeros, and a punch then
+ * gives back the whole stripes of what was written. */
+int stripe_zero_locked(struct rfile *rf, const void *zeros, uint64_t off, uint64_t end, bool punch)
+{
+	uint64_t sbytes = layout_stripe_data_bytes(&rf->lay), size = rf->size;
+	uint64_t s0 = (off + sbytes - 1) / sbytes, s1 = end >= size ? (size + sbytes - 1) / sbytes : end / sbytes;
+	int r;
+	if (punch && s1 > s0 && punch_fast(rf, s0, s1, zeros)) {
+		r = off < s0 * sbytes ? zero_runs(rf, zeros, off, s0 * sbytes) : 0;
+		if (r == 0 && end > s1 * sbytes)
+			r = zero_runs(rf, zeros, s1 * sbytes, end);
+		return r;
+	}
+	r = zero_runs(rf, zeros, off, end);
+	if (r == 0 && punch)
+		punch_stripes(rf, off, end);
+	return r;
 }

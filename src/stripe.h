@@ -69,6 +69,12 @@ int stripe_record_truncate(struct rfile *rf, uint64_t size);
  * shards are not touched). */
 int stripe_record_acked(struct rfile *rf);
 
+/* The file's last close: what the writes reserved ahead on the members
+ * past its end (reserve(), a step ahead of a writer) is given back, so
+ * that the space the members report is the file's.  Nobody else holds
+ * rf (its table entry is still there: no open makes another meanwhile). */
+void stripe_give_back(struct rfile *rf);
+
 /* Callers hold no lock; these take rf->rw. */
 ssize_t stripe_read(struct rfile *rf, void *buf, size_t len, uint64_t off);
 ssize_t stripe_write(struct rfile *rf, const void *buf, size_t len, uint64_t off);
@@ -139,6 +145,27 @@ void stripe_log_covered(bool on);
  * the member): member_sync=always after a write, and before a guard slot
  * is freed (guard.h).  Nothing with member_sync=never. */
 int stripe_sync_shards(struct rfile *rf);
+
+/* fallocate(2) below the cache (cache_fallocate() calls these):
+ * stripe_allocate(): room for file bytes [off, end) on every member
+ * (the shards' ranges of those stripes, sizes kept), taking rf->rw; 0,
+ * or -ENOSPC (-EDQUOT, -EFBIG) with nothing allocated past any shard's
+ * length.  stripe_zero_locked(): [off, end) made zeros, rf->rw held
+ * exclusively, `zeros` at least end - off zero bytes (and a chunk):
+ * with `punch` and every member taking writes, its whole stripes made
+ * holes on every member straight away (checksum records of zero
+ * chunks); the rest written with zeros as any write (parity, checksums,
+ * guards), but for stripes that are holes on the members already (no
+ * room needed), and with `punch` the whole stripes then given back.
+ * Later writes into the holes take their room again.  0 or -errno. */
+int stripe_allocate(struct rfile *rf, uint64_t off, uint64_t end);
+int stripe_zero_locked(struct rfile *rf, const void *zeros, uint64_t off, uint64_t end, bool punch);
+/* lseek(SEEK_DATA or SEEK_HOLE) from file offset off (< size, else
+ * -ENXIO), at stripe granularity: a hole is a stripe every member with
+ * valid data for it has no data in (it reads as zeros); the end of the
+ * file is a hole.  The shards only: the caller writes cached lines out
+ * first.  Takes rf->rw shared.  The offset or -errno. */
+int64_t stripe_seek(struct rfile *rf, uint64_t off, int whence);
 
 /* Put the file in the dirty log before its first change (idempotent,
  * any lock state). */

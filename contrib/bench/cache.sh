@@ -8,11 +8,23 @@
 #   contrib/bench/cache.sh [--raidfs PATH] [--out FILE] [--secs N]
 #                          [--levels "raid5 raid6"] [--members "4 8"]
 #                          [--latency MS] [--bbu shm|file] [--degraded]
+#                          [--region SIZE] [--psync] [--rand-only]
+#                          [--baseline PATH]
 #
 # --latency MS makes the members disk-like: every member operation of the
 # raidfs arrays waits MS milliseconds (fault injection), which is where a
 # write-back cache shows what it hides; passthrough_ll stays on plain tmpfs
 # (it is the software ceiling, not a disk).
+#
+# --region SIZE: the random writes go into a file of SIZE (128M: the
+# default 256 MiB cache holds it; 1G: a working set four times the cache,
+# where the writer goes as fast as the destage drains).  --psync: the
+# random writes come from one thread, one at a time (fio psync, iodepth
+# 1), so each waits for its acknowledgement.  --rand-only: no sequential
+# pattern.  The destage rate (the cache's destage_mbps at the end of the
+# random writes) is reported for write-back.  --baseline PATH: also every
+# raidfs configuration with this other binary (configurations "...@base"),
+# one after the other in the same run.
 #
 # --degraded fails member 1 of every raidfs array after its mount: writes
 # into stripes whose member is missing keep that member's chunk aside in a
@@ -30,6 +42,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 RAIDFS=""
 OUT=""
 SECS=10
@@ -39,6 +53,10 @@ CHUNK=64K
 LATENCY=0
 BBU=shm
 DEGRADED=0
+REGION=128M
+RANDENG="--ioengine=libaio --iodepth=16"
+RANDONLY=0
+BASELINE=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--raidfs) RAIDFS=$2; shift 2 ;;
@@ -49,6 +67,10 @@ while [ $# -gt 0 ]; do
 	--latency) LATENCY=$2; shift 2 ;;
 	--bbu) BBU=$2; shift 2 ;;
 	--degraded) DEGRADED=1; shift ;;
+	--region) REGION=$2; shift 2 ;;
+	--psync) RANDENG="--ioengine=psync --iodepth=1"; shift ;;
+	--rand-only) RANDONLY=1; shift ;;
+	--baseline) BASELINE=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "cache.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 	esac
@@ -59,29 +81,10 @@ for t in fio python3 gcc fusermount3; do
 	command -v $t >/dev/null || { echo "cache.sh: '$t' is missing (apt-get install fio python3 gcc fuse3)" >&2; exit 2; }
 done
 
-WORK=$(mktemp -d /tmp/raidfs-cachebench.XXXXXX)
-TMPFS=$WORK/fs
-MNTS=()
-PIDS=()
-cleanup() {
-	local m p
-	for m in "${MNTS[@]}"; do mountpoint -q "$m" 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"; }; done
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	sleep 0.5
-	mountpoint -q "$TMPFS" 2>/dev/null && umount -l "$TMPFS"
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+scratch_tmpfs cachebench 12G
 log() { echo "cache.sh: $*" >&2; }
 
-mkdir -p "$TMPFS"
-mount -t tmpfs -o size=12G tmpfs "$TMPFS"
-PT_SRC=/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c
-[ -f "$PT_SRC" ] || PT_SRC=$(find /usr/share/doc/libfuse3-dev -name 'passthrough_ll.c*' | head -1)
-case "$PT_SRC" in *.gz) gunzip -c "$PT_SRC" > "$WORK/pt.c"; PT_SRC=$WORK/pt.c ;; esac
-gcc -O2 -o "$WORK/passthrough_ll" "$PT_SRC" $(pkg-config --cflags --libs fuse3) -lpthread
-PT_TUNABLES=glibc.malloc.mmap_threshold=8388608:glibc.malloc.trim_threshold=1073741824
+build_passthrough "$WORK"
 
 RES=$WORK/results.tsv
 : > "$RES"
@@ -91,27 +94,40 @@ member_reads() {	# (status exits 1 for a degraded array)
 	{ "$RAIDFS" status --json "$1" || true; } | python3 -c 'import json,sys; print(sum(m["reads"] for m in json.load(sys.stdin)["members"]))'
 }
 
-fio_run() {	# NAME DIR RW BS DEPTH SIZE -> prints "iops bw_bytes"
+fio_run() {	# NAME DIR RW BS ENGINE SIZE -> prints "iops bw_bytes"
 	local d=$2
-	fio --name="$1" --directory="$d" --filename=bench --rw="$3" --bs="$4" --ioengine=libaio \
-		--iodepth="$5" --direct=1 --size="$6" --time_based --runtime="$SECS" --ramp_time=1 \
+	fio --name="$1" --directory="$d" --filename=bench --rw="$3" --bs="$4" $5 \
+		--direct=1 --size="$6" --time_based --runtime="$SECS" --ramp_time=1 \
 		--output-format=json --output="$WORK/fio.json" >/dev/null 2>"$WORK/fio.err" || {
 		cat "$WORK/fio.err" >&2; echo "0 0"; return 0; }
 	python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]["write"]; print(j["iops"], j["bw_bytes"])' "$WORK/fio.json"
 }
 
-# measure CONFIG MOUNTPOINT [raidfs]: the two patterns
+# set_latency MOUNTPOINT: --latency on every member of the array ($n)
+set_latency() {
+	[ "$LATENCY" != 0 ] || return 0
+	local j
+	for j in $(seq 0 $((n - 1))); do
+		"$RAIDFS" inject "$1" "$j" latency "$LATENCY" >/dev/null
+	done
+}
+
+# measure CONFIG MOUNTPOINT [raidfs]: the two patterns (the members slowed
+# after the random-write file is laid out)
 measure() {
 	local c=$1 m=$2 r0 r1 w0 w1 out
 	# the random-write file is laid out first (fio does it), outside the timing
-	fio --name=layout --directory="$m" --filename=bench --rw=write --bs=1M --size=128M \
+	fio --name=layout --directory="$m" --filename=bench --rw=write --bs=1M --size=$REGION \
 		--ioengine=psync >/dev/null 2>&1
 	[ -n "${3:-}" ] && "$RAIDFS" cache "$m" flush >/dev/null
-	out=$(fio_run rand "$m" randwrite 4k 16 128M)
+	[ -n "${3:-}" ] && set_latency "$m"
+	out=$(fio_run rand "$m" randwrite 4k "$RANDENG" $REGION)
 	record "$c" randwrite_iops "${out%% *}"
+	[ -n "${3:-}" ] && record "$c" destage_mbps "$("$RAIDFS" status --json "$m" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cache"]["destage_mbps"])')"
 	rm -f "$m/bench"
+	[ "$RANDONLY" = 1 ] && return 0
 	[ -n "${3:-}" ] && { "$RAIDFS" cache "$m" flush >/dev/null; r0=$(member_reads "$m"); }
-	out=$(fio_run seq "$m" write 1M 8 512M)
+	out=$(fio_run seq "$m" write 1M "--ioengine=libaio --iodepth=8" 512M)
 	record "$c" seqwrite_mbs "$(python3 -c "print(${out##* } / 1e6)")"
 	if [ -n "${3:-}" ]; then
 		"$RAIDFS" cache "$m" flush >/dev/null
@@ -134,12 +150,17 @@ pt_measure() {
 	fusermount3 -u "$m"
 }
 
+BINS=("$RAIDFS")
+[ -n "$BASELINE" ] && BINS+=("$BASELINE")
+THIS=$RAIDFS
 log "passthrough_ll"
 pt_measure ""
 for n in $MEMBERS; do
 	for level in $LEVELS; do
-		for pol in writethrough writeback; do
+		for cfg in "${BINS[@]/%/ writethrough}" "${BINS[@]/%/ writeback}"; do
+			RAIDFS=${cfg% *} pol=${cfg##* }
 			c="$level/$n/$pol"
+			[ "$RAIDFS" = "$THIS" ] || c="$c@base"
 			log "$c"
 			d=$TMPFS/$level-$n-$pol
 			mem=""
@@ -156,16 +177,12 @@ for n in $MEMBERS; do
 			fi
 			"$RAIDFS" mount -o "$opts" "$(echo $mem | tr ' ' ':')" "$m"
 			[ "$DEGRADED" = 1 ] && "$RAIDFS" fail "$m" 1 >/dev/null
-			if [ "$LATENCY" != 0 ]; then
-				for j in $(seq 0 $((n - 1))); do
-					"$RAIDFS" inject "$m" "$j" latency "$LATENCY" >/dev/null
-				done
-			fi
 			measure "$c" "$m" raidfs
 			"$RAIDFS" unmount "$m"
 			rm -rf "$d" "$d.log"
 		done
 	done
+	RAIDFS=$THIS
 	log "passthrough_ll again"
 	pt_measure " ($n)"
 done
@@ -177,20 +194,22 @@ for line in open(sys.argv[1]):
     c, k, x = line.rstrip("\n").split("\t")
     v[c][k] = float(x)
 pts = [c for c in v if c.startswith("passthrough")]
-pt = {k: sorted(v[c][k] for c in pts)[len(pts) // 2] for k in ("randwrite_iops", "seqwrite_mbs")}
+pt = {k: sorted(v[c].get(k, float("nan")) for c in pts)[len(pts) // 2] for k in ("randwrite_iops", "seqwrite_mbs")}
 import os
 if os.environ.get("DEGRADED", "0") == "1":
     print("Every raidfs array degraded (member 1 failed); write-back battery: bbu=%s.\n" % os.environ.get("BBU"))
 if os.environ.get("LATENCY", "0") != "0":
     print("raidfs members with %s ms injected per operation (disk-like); passthrough_ll on plain tmpfs.\n" % os.environ["LATENCY"])
-print("| configuration | 4 KiB random write IOPS | x passthrough | 1 MiB seq write MB/s | x passthrough | member reads / MiB written (seq) |")
-print("|---|---|---|---|---|---|")
+g = lambda d, k: d.get(k, float("nan"))
+print("| configuration | 4 KiB random write IOPS | x passthrough | destage MB/s | 1 MiB seq write MB/s | x passthrough | member reads / MiB written (seq) |")
+print("|---|---|---|---|---|---|---|")
 for c in pts:
-    print("| %s | %.0f | | %.0f | | |" % (c, v[c]["randwrite_iops"], v[c]["seqwrite_mbs"]))
+    print("| %s | %.0f | | | %.0f | | |" % (c, v[c]["randwrite_iops"], g(v[c], "seqwrite_mbs")))
 for c in [c for c in v if not c.startswith("passthrough")]:
     d = v[c]
-    print("| raidfs %s | %.0f | %.2f | %.0f | %.2f | %s |" % (c, d["randwrite_iops"], d["randwrite_iops"] / pt["randwrite_iops"],
-          d["seqwrite_mbs"], d["seqwrite_mbs"] / pt["seqwrite_mbs"], d.get("reads_per_mib", "")))
+    print("| raidfs %s | %.0f | %.2f | %s | %.0f | %.2f | %s |" % (c, d["randwrite_iops"], d["randwrite_iops"] / pt["randwrite_iops"],
+          d.get("destage_mbps", "") if c.split("@")[0].endswith("writeback") else "",
+          g(d, "seqwrite_mbs"), g(d, "seqwrite_mbs") / g(pt, "seqwrite_mbs"), d.get("reads_per_mib", "")))
 print()
 print("Goals (issue 4): 4 KiB random write with writeback >= 10x writethrough and >= 0.5x passthrough; sequential raid5/raid6 write >= 0.9x passthrough.")
 for c in sorted({c.rsplit("/", 1)[0] for c in v if not c.startswith("passthrough")}):
@@ -199,7 +218,7 @@ for c in sorted({c.rsplit("/", 1)[0] for c in v if not c.startswith("passthrough
         continue
     r = wb["randwrite_iops"] / max(wt["randwrite_iops"], 1)
     p = wb["randwrite_iops"] / pt["randwrite_iops"]
-    s = wb["seqwrite_mbs"] / pt["seqwrite_mbs"]
+    s = g(wb, "seqwrite_mbs") / pt["seqwrite_mbs"]
     print("- %s: random write writeback/writethrough %.1fx (%s), writeback/passthrough %.2fx (%s), seq write writeback/passthrough %.2fx (%s)"
           % (c, r, "met" if r >= 10 else "not met", p, "met" if p >= 0.5 else "not met", s, "met" if s >= 0.9 else "not met"))
 EOF

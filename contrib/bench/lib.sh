@@ -90,3 +90,38 @@ in_child() {
 	wait "$CHILD" || CHILD_RC=$?
 	CHILD=""
 }
+
+# build_passthrough DIR: libfuse's example passthrough_ll (libfuse3-dev's
+# examples, gzipped or not) built as DIR/passthrough_ll; PT_TUNABLES is
+# the malloc tuning it runs with (quick.sh says why)
+PT_TUNABLES=glibc.malloc.mmap_threshold=8388608:glibc.malloc.trim_threshold=1073741824
+build_passthrough() {
+	local src=/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c
+	[ -f "$src" ] || src=$(find /usr/share/doc/libfuse3-dev -name 'passthrough_ll.c*' | head -1)
+	case "$src" in *.gz) gunzip -c "$src" > "$1/pt.c"; src=$1/pt.c ;; esac
+	# shellcheck disable=SC2046
+	gcc -O2 -o "$1/passthrough_ll" "$src" $(pkg-config --cflags --libs fuse3) -lpthread
+}
+
+# scratch_tmpfs NAME SIZE: WORK, a new directory /tmp/raidfs-NAME.*, with
+# a fresh tmpfs of SIZE on TMPFS ($WORK/fs); at exit, failure or Ctrl-C
+# (scratch_cleanup) every mount point in MNTS is unmounted, every pid in
+# PIDS ended, the tmpfs unmounted and WORK removed
+scratch_tmpfs() {
+	WORK=$(mktemp -d "/tmp/raidfs-$1.XXXXXX")
+	TMPFS=$WORK/fs
+	MNTS=()
+	PIDS=()
+	trap scratch_cleanup EXIT
+	trap 'exit 130' INT TERM
+	mkdir -p "$TMPFS"
+	mount -t tmpfs -o size="$2" tmpfs "$TMPFS"
+}
+scratch_cleanup() {
+	local m p
+	for m in "${MNTS[@]}"; do mountpoint -q "$m" 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"; }; done
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	sleep 0.5
+	mountpoint -q "$TMPFS" 2>/dev/null && umount -l "$TMPFS"
+	rm -rf "$WORK"
+}

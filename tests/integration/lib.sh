@@ -160,12 +160,18 @@ is_mounted() {
 workload() { timeout -k 5 "${WL_TIMEOUT:-600}" "$PY" -S "$TOOLS/workload.py" "$@"; }
 
 # wait_pid_gone PID SECONDS: wait until PID has exited (a zombie counts as
-# exited: reap children with `wait` afterwards); false on timeout
+# exited: reap children with `wait` afterwards - but not while another of
+# its threads is still on its way out: the last one frees the memory, then
+# closes the descriptors, and with them the members' locks); false on
+# timeout
 wait_pid_gone() {
 	local pid=$1 n=$(( $2 * 20 ))
 	[ -n "$pid" ] || return 0
 	while kill -0 "$pid" 2>/dev/null; do
-		case $(ps -o stat= -p "$pid" 2>/dev/null) in Z*|"") return 0 ;; esac
+		case $(ps -o stat= -p "$pid" 2>/dev/null) in
+		"") return 0 ;;
+		Z*) [ "$(ls "/proc/$pid/task" 2>/dev/null | wc -l)" -le 1 ] && return 0 ;;
+		esac
 		n=$((n - 1))
 		[ "$n" -gt 0 ] || return 1
 		sleep 0.05

@@ -176,9 +176,10 @@ unmount_clean() {
 
 # overwritten_files NAME WHAT N: log_array NAME WHAT with a 64 MiB cache
 # that keeps lines dirty, twelve files written and the array mounted again,
-# then N overwrites of them (reference in $C/ref), dirty in the cache
+# then N overwrites of them (reference in $C/ref), dirty in the cache;
+# OPTS: more mount options
 overwritten_files() {
-	log_array "$1" "$2" cache_size=64M,cache_age=600000
+	log_array "$1" "$2" cache_size=64M,cache_age=600000${4:+,$4}
 	mkdir "$C/ref"
 	twelve_files "$C/ref" "$mnt" || fail "$what: write failed"
 	rfs_unmount "$mnt" || fail "$what: unmount failed"
@@ -192,8 +193,9 @@ overwritten_files() {
 # kill -9 in the middle of their destage leaves stripes whose parity does
 # not match; replaying the log must make them consistent without a parity
 # resync (the daemon says how many it so repaired), the data must be the
-# acknowledged one and the offline check clean.
-overwritten_files wh "write hole" 60
+# acknowledged one and the offline check clean.  Two destage threads: with
+# one a member, every file can be out by the time the first is.
+overwritten_files wh "write hole" 60 destage_threads=2
 "$RAIDFS" status --json "$mnt" >"$C/before.json"
 # a slow member makes the destage take seconds: kill in the middle of it,
 # so some stripes have new data on some members and old on others
