@@ -483,8 +483,11 @@ static int reserve_rows(struct rfile *rf, uint64_t s0, uint64_t end, uint32_t *f
 	size_t R = csum_record_size(&rf->lay);
 	for (uint32_t j = 0; rf->sums && j < rf->a->width; j++) {
 		int fd = writable(rf, j) ? sums_fd(rf, j) : -1;
-		if (fd >= 0 && s1 > s0 &&
-		    fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)(s0 * R), (off_t)((s1 - s0) * R)) < 0 && errno == ENOSPC) {
+		/* (a new file's checksum file is made here, by its first
+		 * reservation: a member out of inodes refuses the write before
+		 * any chunk is on it, not its record after) */
+		if (fd == -ENOSPC || fd == -EDQUOT || (fd >= 0 && s1 > s0 &&
+		    fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)(s0 * R), (off_t)((s1 - s0) * R)) < 0 && errno == ENOSPC)) {
 			*full = j;
 			return -ENOSPC;
 		}
@@ -1059,7 +1062,7 @@ static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc
 
 /* The checksum file of shard j, opened when first needed (a shard the
  * rebuild or a replacement in place made after the file was opened).
- * -1 when there is none. */
+ * -1 when there is none; a negative errno when it cannot be made. */
 static int sums_fd(struct rfile *rf, uint32_t j)
 {
 	int fd = __atomic_load_n(&rf->sfd[j], __ATOMIC_ACQUIRE);
@@ -1067,7 +1070,7 @@ static int sums_fd(struct rfile *rf, uint32_t j)
 		return fd;
 	fd = csum_open(rf->a->m[j].dirfd, rf->id, O_RDWR | O_CREAT);
 	if (fd < 0)
-		return -1;
+		return fd;
 	int none = -1;
 	if (!__atomic_compare_exchange_n(&rf->sfd[j], &none, fd, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		close(fd);	/* (another thread's is in place) */
@@ -1079,7 +1082,7 @@ static int sums_fd(struct rfile *rf, uint32_t j)
 static void put_row_on(struct rfile *rf, uint32_t j, uint64_t s, uint64_t gen, const uint32_t *crc)
 {
 	int fd = sums_fd(rf, j);
-	int r = fd < 0 ? 0 : csum_write_row(fd, &rf->lay, s, gen, crc);
+	int r = fd == -1 ? 0 : fd < 0 ? fd : csum_write_row(fd, &rf->lay, s, gen, crc);
 	if (r < 0)
 		log_err("member %u '%s': cannot write the checksum record of stripe %" PRIu64 " of file %016" PRIx64
 			": %s", j, rf->a->m[j].path, s, rf->id, strerror(-r));
