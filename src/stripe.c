@@ -483,10 +483,18 @@ static int reserve_rows(struct rfile *rf, uint64_t s0, uint64_t end, uint32_t *f
 	size_t R = csum_record_size(&rf->lay);
 	for (uint32_t j = 0; rf->sums && j < rf->a->width; j++) {
 		int fd = writable(rf, j) ? sums_fd(rf, j) : -1;
-		/* (a new file's checksum file is made here, by its first
-		 * reservation: a member out of inodes refuses the write before
-		 * any chunk is on it, not its record after) */
-		if (fd == -ENOSPC || fd == -EDQUOT || (fd >= 0 && s1 > s0 &&
+		/* A new file's checksum file is made here, by its first
+		 * reservation: a checksum file that cannot be made refuses the
+		 * write before any chunk is on the member, never leaves chunks
+		 * without their records.  The daemon's own shortage (EMFILE)
+		 * is the caller's error; anything else the member's. */
+		if (fd < -1 && member_error_is_own(fd))
+			return fd;
+		if (fd < -1 && fd != -ENOSPC && fd != -EDQUOT) {
+			*full = j;
+			return fd;
+		}
+		if (fd < -1 || (fd >= 0 && s1 > s0 &&
 		    fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)(s0 * R), (off_t)((s1 - s0) * R)) < 0 && errno == ENOSPC)) {
 			*full = j;
 			return -ENOSPC;
@@ -599,7 +607,7 @@ static int reserve_locked(struct rfile *rf, uint64_t off, uint64_t end)
 			r = reserve_rows(rf, s0, upto, &j);
 	}
 	if (r < 0)
-		return write_failed(rf, j, from, r, false);
+		return member_error_is_own(r) ? r : write_failed(rf, j, from, r, false);
 	raise_to(&rf->reserved, upto);
 	if (off <= dense)	/* (no hole left between: the dense part grows) */
 		raise_to(&rf->dense, upto);

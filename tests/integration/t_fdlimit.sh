@@ -18,12 +18,18 @@ mnt, ref, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 fds, failed, errs = [], 0, set()
 for i in range(n):
     data = os.urandom(20000 + i)
+    fd = None
     try:
         fd = os.open(os.path.join(mnt, "f%d" % i), os.O_WRONLY | os.O_CREAT, 0o644)
         os.write(fd, data)
     except OSError as e:
         failed += 1
         errs.add(errno.errorcode.get(e.errno, str(e.errno)))
+        if fd is not None:
+            # created, its first write refused (a new file's checksum
+            # files are made by it): the file stays, empty
+            os.close(fd)
+            open(os.path.join(ref, "f%d" % i), "wb").close()
         continue
     with open(os.path.join(ref, "f%d" % i), "wb") as f:
         f.write(data)
