@@ -53,6 +53,15 @@ static struct array *A;
 static __thread const struct fuse_ctx *CTX;
 /* -o attr_timeout=, entry_timeout= (fsops.h) */
 double fsops_attr_timeout = 1.0, fsops_entry_timeout = 1.0;
+
+/* What the kernel may keep of a reply: nothing while a preserved cache
+ * keeps the mount offline (its writes, a file's size among them, are
+ * not on the members yet: what a lookup says then changes, with no
+ * request, the moment the mount comes online). */
+static double attr_timeout(void)
+{
+	return cache_offline() ? 0 : fsops_attr_timeout;
+}
 bool fsops_writeback_cache;
 
 static const char *rel(const char *path)
@@ -1323,8 +1332,8 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 		fuse_reply_err(req, -r);
 		return;
 	}
-	e.attr_timeout = fsops_attr_timeout;
-	e.entry_timeout = fsops_entry_timeout;
+	e.attr_timeout = attr_timeout();
+	e.entry_timeout = cache_offline() ? 0 : fsops_entry_timeout;
 	if (fi) {
 		inode_opened(e.ino, RF(fi));
 		if (fuse_reply_create(req, &e, fi) == -ENOENT) {
@@ -1386,7 +1395,7 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, fsops_attr_timeout);
+		fuse_reply_attr(req, &st, attr_timeout());
 }
 
 /* the changes of a setattr, in the order chmod, chown, truncate, times */
@@ -1435,7 +1444,7 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, fsops_attr_timeout);
+		fuse_reply_attr(req, &st, attr_timeout());
 }
 
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino)

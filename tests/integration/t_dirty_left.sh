@@ -143,7 +143,9 @@ mount -t tmpfs -o size=24m tmpfs "$small" || fail "norm: cannot mount a tmpfs"	#
 mnt=$C/mnt
 MOUNTS=("$mnt" "$small" "${MOUNTS[@]}")
 members=$(join_members $mem)
-opts="write_policy=writeback,bbu=file:$C/cache.log,cache_size=2M,cache_age=600000"
+# (long kernel cache timeouts: what a lookup said while the mount was
+# offline must not outlive its coming online)
+opts="write_policy=writeback,bbu=file:$C/cache.log,cache_size=2M,cache_age=600000,attr_timeout=30,entry_timeout=30"
 expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --checksum none --name norm $mem
 rfs_mount "$members" "$mnt" -o "$opts" || fail "norm: mount"
 head -c 300000 /dev/urandom > "$C/ref"
