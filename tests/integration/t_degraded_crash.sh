@@ -187,8 +187,13 @@ cut_destage() {
 # found from the shards (chunk 16K, NDATA data slots): sets the caller's
 # d0, d1, d2 (slots 0 to 2) and parity
 g_slots() {
-	local slots
+	local slots k
 	head -c "$1" /dev/urandom >"$C/ref/g"
+	# the first byte of every slot not 0: a slot of one byte 0 would make
+	# the parity a copy of slot 0, and slot 1 look empty (1 seed in 256)
+	for ((k = 16384; k < $1; k += 16384)); do
+		printf 'Z' | dd of="$C/ref/g" bs=1 seek=$k conv=notrunc status=none
+	done
 	cp "$C/ref/g" "$mnt/g" || fail "$what: write failed"
 	rfs_unmount "$mnt" || fail "$what: unmount failed"
 	read -ra slots < <(stripe0_slots "$C/ref/g" 16384 "$2" $mem)
