@@ -58,9 +58,9 @@ double fsops_attr_timeout = 1.0, fsops_entry_timeout = 1.0;
  * keeps the mount offline (its writes, a file's size among them, are
  * not on the members yet: what a lookup says then changes, with no
  * request, the moment the mount comes online). */
-static double attr_timeout(void)
+static double kept_for(double timeout)
 {
-	return cache_offline() ? 0 : fsops_attr_timeout;
+	return cache_offline() ? 0 : timeout;
 }
 bool fsops_writeback_cache;
 
@@ -1332,8 +1332,8 @@ static void reply_entry_at(fuse_req_t req, fuse_ino_t parent, const char *name, 
 		fuse_reply_err(req, -r);
 		return;
 	}
-	e.attr_timeout = attr_timeout();
-	e.entry_timeout = cache_offline() ? 0 : fsops_entry_timeout;
+	e.attr_timeout = kept_for(fsops_attr_timeout);
+	e.entry_timeout = kept_for(fsops_entry_timeout);
 	if (fi) {
 		inode_opened(e.ino, RF(fi));
 		if (fuse_reply_create(req, &e, fi) == -ENOENT) {
@@ -1395,7 +1395,7 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, attr_timeout());
+		fuse_reply_attr(req, &st, kept_for(fsops_attr_timeout));
 }
 
 /* the changes of a setattr, in the order chmod, chown, truncate, times */
@@ -1444,7 +1444,7 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, attr_timeout());
+		fuse_reply_attr(req, &st, kept_for(fsops_attr_timeout));
 }
 
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
