@@ -731,6 +731,14 @@ static bool kept(struct cache *c)
 	return battery_kept(c) && !cachelog_failed();
 }
 
+/* Does the file's cache mark cover lines destaged now (stripe_log_covered()):
+ * the cache is kept, and the lines are guarded or every write to the file
+ * is in the log? */
+static bool log_covers(struct cache *c, const struct rfile *rf, bool guarded)
+{
+	return kept(c) && (guarded || !__atomic_load_n(&rf->unlogged, __ATOMIC_ACQUIRE));
+}
+
 /* bbu=file: before this run's first cache mark, the members note which log
  * the marks rely on (array_note_cache_log()); false when they could not. */
 static bool log_noted(struct cache *c)
@@ -822,7 +830,7 @@ static int destage_copy(struct cache *c, struct rfile *rf, struct line **v, int 
 		memcpy(cp->valid, VALID(v[0]), bw);
 		memcpy(cp->dirty, DIRTY(c, v[0]), bw);
 	}
-	bool covered = kept(c) && (guarded || !__atomic_load_n(&rf->unlogged, __ATOMIC_ACQUIRE));
+	bool covered = log_covers(c, rf, guarded);
 	pthread_mutex_unlock(&c->lock);
 	*taken = k;
 	stripe_log_covered(covered);
@@ -978,7 +986,7 @@ static int destage_file_locked(struct cache *c, struct rfile *rf, uint64_t s0, u
 	 * resync could not, without that member; raid6 has stripes where the
 	 * absent member held P or Q, which take no slot) */
 	bool guarded = rf->lay.level == LEVEL_RAID5 && array_absent_count(rf->a) > 0 && guard_on();
-	bool covered = kept(c) && (guarded || !__atomic_load_n(&rf->unlogged, __ATOMIC_ACQUIRE));
+	bool covered = log_covers(c, rf, guarded);
 	ret = destage_lines(c, rf, v, n, cp, covered, guarded);
 	if (ret == 0)
 		ret = record_size(c, rf);
