@@ -1382,14 +1382,23 @@ static void cmd_add(struct array *a, int argc, char **argv, struct out *o)
 	}
 	struct rebuild_info ri;
 	rebuild_get(&ri);
-	int started = ri.active ? 0 : rebuild_take_spare(a);
+	if (!ri.active)
+		rebuild_take_spare(a);
+	/* (the monitor may have taken the spare first: what counts is whether
+	 * the rebuild running now is onto it) */
+	rebuild_get(&ri);
+	char *rp = realpath(argv[1], NULL);
+	bool started = false;
+	for (uint32_t k = 0; rp && k < a->width; k++)
+		started |= strcmp(a->m[k].path, rp) == 0;
+	free(rp);
 	/* (a member out of service other than the one being rebuilt takes it
 	 * when that rebuild ends, as the queue of 'raidfs replace') */
 	bool waits = false;
-	for (uint32_t k = 0; ri.active && k < a->width; k++)
+	for (uint32_t k = 0; ri.active && !started && k < a->width; k++)
 		waits |= (int)k != ri.member && !member_online(a, k) && !member_rebuilding(a, k);
 	outf(o, "rc 0\n'%s' added as a hot spare%s\n", argv[1],
-	     started > 0 ? "; the array is degraded, so it is being rebuilt onto now"
+	     started     ? "; the array is degraded, so it is being rebuilt onto now"
 	     : waits     ? "; it takes the place of a member out of service when the running rebuild ends"
 			 : "");
 }

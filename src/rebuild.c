@@ -2624,7 +2624,11 @@ static int take_for(struct array *a, uint32_t j)
 	return r;
 }
 
-int rebuild_take_spare(struct array *a)
+/* The monitor and 'raidfs add' both hand spares out: one at a time, so
+ * the second sees the rebuild the first started. */
+static pthread_mutex_t take_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int take_spare_locked(struct array *a)
 {
 	if (array_spare_count(a) == 0)
 		return 0;
@@ -2646,6 +2650,14 @@ int rebuild_take_spare(struct array *a)
 			return r;
 	}
 	return 0;
+}
+
+int rebuild_take_spare(struct array *a)
+{
+	pthread_mutex_lock(&take_lock);
+	int r = take_spare_locked(a);
+	pthread_mutex_unlock(&take_lock);
+	return r;
 }
 
 int rebuild_readd(struct array *a, const char *dir, char *err, size_t errlen)
