@@ -17,11 +17,10 @@
 #   - the owner of new files and directories (the caller's uid and gid; the
 #     group of a set-gid parent, and the bit on a new directory);
 #   - names of 255 bytes work, 256 fail with ENAMETOOLONG.
-# With POSIX_LONG_PATHS=1 also paths up to PATH_MAX: a chain of 255-byte
-# directory names made with relative paths (cd), a file at the bottom
-# written and read, its whole path given to stat (off by default: the
-# high-level FUSE API hands the daemon whole paths from the mount root,
-# and the low-level port lifts the limits that remain).
+#   - paths up to PATH_MAX: a chain of 255-byte directory names made with
+#     relative paths (cd), a file at the bottom written and read, its whole
+#     path given to stat and read by nobody (POSIX_LONG_PATHS=0 leaves it
+#     out).
 #
 # Needs root (switches users; allow_other); otherwise skips.
 . "$(dirname "$0")/lib.sh"
@@ -108,12 +107,12 @@ for l in "umask r002 664" "umask r002d 775" "umask open/n002 664" "umask open/n0
 	expect "$l"
 done
 log "$(wc -l <"$T/mount.out") facts compared with the local filesystem"
-if [ "${POSIX_LONG_PATHS:-0}" = 1 ]; then
+if [ "${POSIX_LONG_PATHS:-1}" = 1 ]; then
 	long_paths "$T/local" >"$T/long-local.out" 2>&1
 	long_paths "$mnt/run" >"$T/long-mount.out" 2>&1
 	sed 's/^/    local: /' "$T/long-local.out" >&2
 	sed 's/^/    raidfs: /' "$T/long-mount.out" >&2
-	grep -q "path ok" "$T/long-mount.out" || bad "paths up to PATH_MAX (POSIX_LONG_PATHS=1)"
+	grep -q "path ok" "$T/long-mount.out" || bad "paths up to PATH_MAX"
 fi
 rfs_unmount "$mnt" || bad "unmount"
 "$RAIDFS" check "$mcolon" >"$T/check.out" 2>&1 || { cat "$T/check.out" >&2; bad "'raidfs check' is not clean"; }
