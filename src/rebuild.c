@@ -1170,7 +1170,9 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 	pthread_rwlock_unlock(&rf->rw);
 	nslock_unlock(&a->ns_lock);
 	if (skip) {
-		rfile_release(rf);
+		/* (a hard-linked file stays pinned all the same: its names
+		 * linked while the member was away link to this shard) */
+		pin_or_release(w, rf, pinned_at(w, rf), st, 0);
 		return 0;
 	}
 	__atomic_add_fetch(&w->resynced, w->pass == 1, __ATOMIC_RELAXED);
@@ -1576,10 +1578,13 @@ static int walk_entry(struct walk *w, const char *child, const struct stat *st)
 		}
 		bool alone = w->pass == 0 || st->st_nlink > 1 || (uint64_t)st->st_size >= BIG_FILE;
 		int r;
-		if (w->readd && w->pass && !w->targeted && !w->log_unread && readd_unchanged(w, child)) {
+		if (w->readd && w->pass && !w->targeted && !w->log_unread && st->st_nlink == 1 &&
+		    readd_unchanged(w, child)) {
 			/* most files of a re-add: a look, too little to hand over
 			 * (a targeted re-add's files are all logged: no look; with
-			 * the log unread, rebuild_file() brings metadata over) */
+			 * the log unread, rebuild_file() brings metadata over; a
+			 * hard-linked file is opened and pinned, so a name linked
+			 * while the member was away links to its shard there) */
 			__atomic_add_fetch(&w->unchanged, w->pass == 1, __ATOMIC_RELAXED);
 			r = file_result(w, child, 0);
 		} else if (!alone && worker_give(w, child, st)) {

@@ -432,4 +432,21 @@ workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
 	{ cat "$C/cmp.out" >&2; fail "linkre: tree differs with member 0 failed after the re-add"; }
 rfs_unmount_wait "$mnt" || fail "linkre: unmount"
 log "ok: a link made during a re-add from a name the walk had not reached: on the new shard"
+
+# A link made while the member was away, to a file not otherwise changed:
+# the re-add leaves the file's shard alone but must link the new name to
+# it, not give that name a shard of its own (then writes through one name
+# missed the other's shard on the member, and with another member failed
+# the file read as an I/O error: a t_return run found it)
+new_array linkaway
+mkdir "$mnt/a" "$mnt/z" "$C/ref/a" "$C/ref/z"
+head -c 9000 /dev/urandom >"$C/ref/a/f"; cp "$C/ref/a/f" "$mnt/a/f"
+expect_rc 0 "$RAIDFS" fail "$mnt" 3
+ln "$mnt/a/f" "$mnt/z/new" && ln "$C/ref/a/f" "$C/ref/z/new" || fail "linkaway: link while away"
+readd linkaway "$C/d4" 3
+[ "$(stat -c %i "$C/d4/a/f")" = "$(stat -c %i "$C/d4/z/new")" ] ||
+	fail "linkaway: on the re-added member a/f and z/new are different files ($(stat -c '%n %i %h %s' "$C/d4/a/f" "$C/d4/z/new" | tr '\n' ' '))"
+head -c 20000 /dev/urandom | tee -a "$C/ref/z/new" >>"$mnt/z/new"
+lose_and_compare linkaway 0
+log "ok: a link made while the member was away: linked to the file's shard on it by the re-add"
 exit 0
