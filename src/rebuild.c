@@ -275,6 +275,12 @@ struct walk {
 	 * rebuilt its data */
 	struct { struct rfile *rf; int pass; } *links;
 	size_t nlinks, caplinks;
+	/* hard-linked files past what can stay pinned (MAX_PINNED): the
+	 * name (on the new member) that holds each one's shard there, by
+	 * file id, so the other names are linked to it all the same (an
+	 * open-addressing table; adopt_far_shard()) */
+	struct far_link { uint64_t id; char *path; } *far;
+	size_t nfar, capfar;
 	int pass;		/* 1 walk, 2 verify, 0 redo (always rebuild) */
 	/* re-add of a member that was away: files it holds at the current
 	 * version and not in the missed-write log are left as they are */
@@ -962,6 +968,68 @@ static int create_shard(struct walk *w, const char *rel, mode_t mode)
 	return fd < 0 ? -errno : fd;
 }
 
+/* The slot of file id in w->far: its entry, or the empty one to fill. */
+static struct far_link *far_slot(struct far_link *t, size_t cap, uint64_t id)
+{
+	size_t i = (size_t)(id * 0x9e3779b97f4a7c15ull) & (cap - 1);
+	while (t[i].path && t[i].id != id)
+		i = (i + 1) & (cap - 1);
+	return &t[i];
+}
+
+/* Note that the shard of file id on the new member is at rel (a
+ * hard-linked file that could not be pinned).  Memory running out only
+ * loses the note: the file's other names then get shards of their own. */
+static void far_note(struct walk *w, uint64_t id, const char *rel)
+{
+	if (2 * (w->nfar + 1) > w->capfar) {
+		size_t cap = w->capfar ? w->capfar * 2 : 1024;
+		struct far_link *t = calloc(cap, sizeof(*t));
+		if (!t)
+			return;
+		for (size_t i = 0; i < w->capfar; i++)
+			if (w->far[i].path)
+				*far_slot(t, cap, w->far[i].id) = w->far[i];
+		free(w->far);
+		w->far = t;
+		w->capfar = cap;
+	}
+	struct far_link *e = far_slot(w->far, w->capfar, id);
+	char *p = strdup(rel);
+	if (!p)
+		return;
+	if (e->path)
+		free(e->path);
+	else
+		w->nfar++;
+	e->id = id;
+	e->path = p;
+}
+
+/*
+ * A hard-linked file the walk could not pin, met again under another
+ * name: make its shard on the new member (at the name noted by
+ * far_note(), if that still holds this file) rf->fd[j], so settle_shard()
+ * links this name to it.  Locks as for settle_shard().
+ */
+static void adopt_far_shard(struct walk *w, struct rfile *rf, const char *rel)
+{
+	struct far_link *e = w->capfar ? far_slot(w->far, w->capfar, rf->id) : NULL;
+	int j = w->j;
+	if (!e || !e->path || strcmp(e->path, rel) == 0 ||
+	    (rf->fd[j] >= 0 && same_inode(w->dst, e->path, rf->fd[j])))
+		return;
+	struct file_meta fm;
+	int fd = openat(w->dst, e->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && meta_get(fd, &fm) == 0 && fm.id == rf->id) {
+		if (rf->fd[j] >= 0)
+			close(rf->fd[j]);
+		rf->fd[j] = fd;
+	} else if (fd >= 0) {
+		close(fd);	/* (renamed over since: a shard of its own) */
+	}
+}
+
 /*
  * Make rf->fd[w->j] the new member's shard at rel: the shard rf has there
  * already (linked to rel when another name holds it), else a new one with
@@ -975,6 +1043,8 @@ static int settle_shard(struct walk *w, struct rfile *rf, const char *rel, const
 	struct array *a = w->a;
 	int j = w->j;
 	struct stat mine;
+	if (cur->st_nlink > 1 && w->nfar)
+		adopt_far_shard(w, rf, rel);
 	*had = rf->fd[j] >= 0;	/* the member's own shard, same file id */
 	if (rf->fd[j] >= 0 && !same_inode(w->dst, rel, rf->fd[j])) {
 		unlinkat(w->dst, rel, 0);
@@ -1117,10 +1187,13 @@ static size_t pinned_at(const struct walk *w, const struct rfile *rf)
 	return li;
 }
 
-/* After a file's rebuild (r): a hard-linked file stays open (pinned), so
- * its other names link to this shard, and the pass is noted (li: where
- * it is pinned already, then this reference goes); else rf is released. */
-static void pin_or_release(struct walk *w, struct rfile *rf, size_t li, const struct stat *st, int r)
+/* After a file's rebuild (r) at rel: a hard-linked file stays open
+ * (pinned), so its other names link to this shard, and the pass is noted
+ * (li: where it is pinned already, then this reference goes); past
+ * MAX_PINNED its shard's name is noted instead (far_note()); rf is
+ * released unless pinned. */
+static void pin_or_release(struct walk *w, struct rfile *rf, size_t li, const char *rel, const struct stat *st,
+			   int r)
 {
 	if (r == 0 && li < w->nlinks) {
 		w->links[li].pass = w->pass;
@@ -1128,6 +1201,8 @@ static void pin_or_release(struct walk *w, struct rfile *rf, size_t li, const st
 		w->links[w->nlinks].rf = rf;	/* keeps our reference */
 		w->links[w->nlinks++].pass = w->pass;
 		return;
+	} else if (r == 0 && st->st_nlink > 1) {
+		far_note(w, rf->id, rel);
 	}
 	rfile_release(rf);
 }
@@ -1172,7 +1247,7 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 	if (skip) {
 		/* (a hard-linked file stays pinned all the same: its names
 		 * linked while the member was away link to this shard) */
-		pin_or_release(w, rf, pinned_at(w, rf), st, 0);
+		pin_or_release(w, rf, pinned_at(w, rf), rel, st, 0);
 		return 0;
 	}
 	__atomic_add_fetch(&w->resynced, w->pass == 1, __ATOMIC_RELAXED);
@@ -1188,7 +1263,7 @@ static int rebuild_file(struct walk *w, struct fctx *fc, const char *rel, const 
 	r = copy_windows(w, fc, rf);
 	if (r == 0)
 		r = finish_shard(w, fc, rf, had);
-	pin_or_release(w, rf, li, st, r);
+	pin_or_release(w, rf, li, rel, st, r);
 	count_file_done();
 	return r;
 }
@@ -2290,6 +2365,9 @@ static void walk_free(struct walk *w)
 	for (size_t i = 0; i < w->nlinks; i++)
 		rfile_release(w->links[i].rf);
 	free(w->links);
+	for (size_t i = 0; i < w->capfar; i++)
+		free(w->far[i].path);
+	free(w->far);
 	free(w->missed);
 	free(w->rebuilt);
 	for (size_t i = 0; i < w->nresynced_paths; i++)

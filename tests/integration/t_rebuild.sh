@@ -203,5 +203,44 @@ workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
 	{ cat "$C/cmp.out" >&2; fail "renames: tree differs with member 2 failed after the rebuild"; }
 rfs_unmount_wait "$mnt" || fail "renames: unmount"
 log "ok: a directory renamed every 0.3 s during the rebuild: it still ended (in $((done_in / 10)).$((done_in % 10)) s), tree right"
+# More hard-linked files than a rebuild keeps open (1,024): every name of
+# each must still be one file on the new member, and a write through the
+# second name after the rebuild must survive losing another member (past
+# the open ones, the second names got shards of their own before)
+C=$T/links
+mkdir -p "$C/ref/a" "$C/ref/b"
+mem=$(make_members 4 "links/d")
+mnt=$C/mnt
+expect_rc 0 "$RAIDFS" create --level raid5 --chunk 4K --name links $mem
+rfs_mount "$(join_members $mem)" "$mnt" || fail "links: mount"
+mkdir "$mnt/a" "$mnt/b"
+"$PY" - "$mnt" "$C/ref" <<'PYEOF' || fail "links: making 1100 hard-linked files"
+import os, sys
+for top in sys.argv[1:]:
+    for i in range(1100):
+        p = "%s/a/f%d" % (top, i)
+        with open(p, "w") as f:
+            f.write("file %d\n" % i)
+        os.link(p, "%s/b/f%d" % (top, i))
+PYEOF
+expect_rc 0 "$RAIDFS" fail "$mnt" 3
+mkdir "$C/new3"
+expect_rc 0 "$RAIDFS" replace "$mnt" 3 "$C/new3"
+wait_member "$mnt" 3 online || fail "links: member 3 not rebuilt: $("$RAIDFS" status "$mnt")"
+n=$("$PY" - "$C/new3" <<'PYEOF'
+import os, sys
+print(sum(os.stat("%s/a/f%d" % (sys.argv[1], i)).st_ino != os.stat("%s/b/f%d" % (sys.argv[1], i)).st_ino
+          for i in range(1100)))
+PYEOF
+)
+[ "$n" = 0 ] || fail "links: $n of 1100 files have two files for their two names on the rebuilt member"
+for i in 7 1099; do
+	head -c 30000 /dev/urandom | tee -a "$C/ref/b/f$i" >>"$mnt/b/f$i"
+done
+expect_rc 0 "$RAIDFS" fail "$mnt" 0
+workload compare "$mnt" "$C/ref" >"$C/cmp.out" 2>&1 ||
+	{ cat "$C/cmp.out" >&2; fail "links: tree differs with member 0 failed after the rebuild"; }
+rfs_unmount_wait "$mnt" || fail "links: unmount"
+log "ok: 1100 hard-linked files: one file each on the rebuilt member, writes after it right"
 log "all passed in ${SECONDS}s"
 exit 0
