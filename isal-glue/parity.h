@@ -98,11 +98,14 @@ uint32_t parity_crc32(uint32_t crc, const void *buf, size_t len);
  * length. */
 uint32_t parity_crc32c(uint32_t crc, const void *buf, size_t len);
 
-/* parity_crc32c(0, ...) of three buffers of `len` bytes each (a multiple
- * of 8), into out[0..2]: one loop keeps three CRC32 instructions in
- * flight (their latency is three cycles, their throughput one a cycle),
- * about half again as fast as three calls on 4 KiB blocks.  Without
- * SSE4.2, three parity_crc32c() calls. */
+/* parity_crc32c(0, ...) of three buffers of `len` bytes each, into
+ * out[0..2].  4 KiB blocks on a CPU with VPCLMULQDQ and AVX2: each block
+ * folded by carry-less multiplication and summed by CRC32 instructions at
+ * once (parity.c's crc32c_4k(); the environment variable RAIDFS_NO_VPCLMUL
+ * turns it off, for comparisons).  Else, lengths that are a multiple of
+ * 8: one loop keeps three CRC32 instructions in flight (their latency is
+ * three cycles, their throughput one a cycle).  Without SSE4.2, three
+ * parity_crc32c() calls. */
 void parity_crc32c_x3(const void *a, const void *b, const void *c, size_t len, uint32_t *out);
 
 #endif

@@ -49,6 +49,26 @@ static void test_crc(void)
 	parity_crc32c_x3("123456789", seven, seven + 8, 8, x3);
 	CHECK(x3[0] == parity_crc32c(0, "12345678", 8) && x3[1] == parity_crc32c(0, seven, 8) &&
 	      x3[2] == parity_crc32c(0, seven + 8, 8), "parity_crc32c_x3 over 8 bytes");
+	/* 4 KiB blocks (folded and streamed at once where the CPU can: every
+	 * part of the block counts): at odd alignments, one byte changed
+	 * anywhere, all zeros and all ones */
+	static uint8_t big[3 * CSUM_BLOCK + 64];
+	uint32_t seed = 12345;
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
+	for (int round = 0; round < 64; round++) {
+		size_t at = (size_t)round % 61;
+		if (round >= 32)
+			big[at + (size_t)(round * 997) % (3 * CSUM_BLOCK)] ^= (uint8_t)(1u << (round % 8));
+		if (round == 62)
+			memset(big + at, 0, 3 * CSUM_BLOCK);
+		if (round == 63)
+			memset(big + at, 0xff, 3 * CSUM_BLOCK);
+		parity_crc32c_x3(big + at, big + at + CSUM_BLOCK, big + at + 2 * CSUM_BLOCK, CSUM_BLOCK, x3);
+		for (int k = 0; k < 3; k++)
+			CHECK(x3[k] == parity_crc32c(0, big + at + (size_t)k * CSUM_BLOCK, CSUM_BLOCK),
+			      "parity_crc32c_x3 of 4 KiB block %d, round %d", k, round);
+	}
 }
 
 /* P's checksums from the data's (csum_xor()): equal to those of the
