@@ -84,7 +84,13 @@ rotated() {
 in_child() {
 	local err=$1
 	shift
-	( set -e; "$@" ) </dev/null 2>"$err" &
+	# (2>/dev/stderr would open the file stderr goes to again, from its
+	# start: a log the run's output was sent to lost what came before)
+	if [ "$err" = /dev/stderr ]; then
+		( set -e; "$@" ) </dev/null &
+	else
+		( set -e; "$@" ) </dev/null 2>"$err" &
+	fi
 	CHILD=$!
 	CHILD_RC=0
 	wait "$CHILD" || CHILD_RC=$?
