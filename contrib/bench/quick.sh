@@ -167,6 +167,12 @@ if [ -n "$VARIANT" ]; then
 fi
 ALL_LEVELS="$LEVELS$BASE_LEVELS$VARIANT_LEVELS"
 CONFIGS="passthrough $ALL_LEVELS"
+# (room for every configuration's files side by side: a baseline and a
+# variant double and triple the levels, and a full tmpfs failed a step
+# with ENOSPC)
+NCFG=$(echo $CONFIGS | wc -w)
+PER_CFG=$([ $QUICK = 1 ] && echo 1 || echo 2)
+[ $((NCFG * PER_CFG)) -le "${TMPFS_SIZE%g}" ] || TMPFS_SIZE=$((NCFG * PER_CFG))g
 
 # shellcheck source=contrib/bench/lib.sh
 . "$here/lib.sh"
