@@ -221,6 +221,8 @@ struct line {
 					 * (destage_copy()): writers go on */
 	bool copied;			/* copied: writers set `rewritten` */
 	bool scattered;			/* dirty by writes out of order */
+	bool ra_reading;		/* the read-ahead is reading it in: a
+					 * reader waits for it (ra.filled) */
 	uint32_t wend;			/* where the last write ended (bytes) */
 	int pins;			/* a writer fills it without the lock */
 	uint64_t *was_dirty;		/* the dirty bits the copy took */
@@ -314,6 +316,7 @@ struct cache {
 	/* the read-ahead thread (ra_main()): a ring of requests */
 	struct {
 		pthread_cond_t cond;
+		pthread_cond_t filled;		/* a line's ra_reading ended */
 		struct ra_req q[RA_QUEUE];
 		uint32_t head, tail;
 		pthread_t thr;
@@ -363,6 +366,7 @@ static struct cache cache_one = {
 	.space = PTHREAD_COND_INITIALIZER,
 	.idle = PTHREAD_COND_INITIALIZER,
 	.ra.cond = PTHREAD_COND_INITIALIZER,
+	.ra.filled = PTHREAD_COND_INITIALIZER,
 	.log.noted_lock = PTHREAD_MUTEX_INITIALIZER,
 	.last.lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -1790,6 +1794,21 @@ static void keep_clean(struct line *ln, uint64_t x, uint64_t y, const uint8_t *s
 
 static void read_ahead(struct cache *c, struct rfile *rf, uint64_t off, size_t len);
 
+/* A read of [off, end) asked for: the furthest end of one is the file's
+ * ra_claimed; a read far behind it starts a new pass over the file, and
+ * the claim goes back with it (readers in flight at once are close). */
+#define RA_CLAIM_BACK (16u << 20)
+static void claim_read(struct rfile *rf, uint64_t off, uint64_t end)
+{
+	uint64_t cur = __atomic_load_n(&rf->ra_claimed, __ATOMIC_ACQUIRE);
+	for (;;) {
+		uint64_t to = end > cur || off + RA_CLAIM_BACK < cur ? end : cur;
+		if (to == cur || __atomic_compare_exchange_n(&rf->ra_claimed, &cur, to, false, __ATOMIC_ACQ_REL,
+							     __ATOMIC_ACQUIRE))
+			return;
+	}
+}
+
 ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 {
 	struct cache *c = &cache_one;
@@ -1810,6 +1829,7 @@ ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 	if (len > size - off)
 		len = size - off;
 	uint64_t end = off + len;
+	claim_read(rf, off, end);
 	for (uint64_t pos = off; pos < end && ret >= 0;) {
 		uint64_t s = pos / lb, sbeg = s * lb;
 		uint64_t y = end < sbeg + lb ? end : sbeg + lb;
@@ -1829,6 +1849,13 @@ ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 			/* its stripe is being written: the members are not
 			 * consistent until that is done */
 			pthread_cond_wait(&c->idle, &c->lock);
+			pthread_mutex_unlock(&c->lock);
+			continue;
+		}
+		if (ln && ln->ra_reading) {
+			/* the read-ahead is reading it in now: waited for,
+			 * rather than the same stripes read twice */
+			pthread_cond_wait(&c->ra.filled, &c->lock);
 			pthread_mutex_unlock(&c->lock);
 			continue;
 		}
@@ -1926,7 +1953,8 @@ static void *ra_main(void *arg)
 			uint64_t want = size - sbeg < c->mem.line_bytes ? size - sbeg : c->mem.line_bytes;
 			pthread_mutex_lock(&c->lock);
 			struct line *ln = lookup_locked(c, rf->id, s);
-			if (ln && (ln->busy || range_set(VALID(ln), 0, want / SECTOR * SECTOR))) {
+			/* (pinned: a reader or writer is at it already) */
+			if (ln && (ln->busy || ln->pins || range_set(VALID(ln), 0, want / SECTOR * SECTOR))) {
 				pthread_mutex_unlock(&c->lock);
 				continue;
 			}
@@ -1934,14 +1962,30 @@ static void *ra_main(void *arg)
 				pthread_mutex_unlock(&c->lock);
 				break;	/* the cache is busy with writes: no read-ahead */
 			}
+			/* from its first sector not there yet (the start of a
+			 * line a reader's last request ended in is there), and
+			 * not what a reader has asked for already: it reads
+			 * that itself */
+			uint64_t from = 0, claimed = __atomic_load_n(&rf->ra_claimed, __ATOMIC_ACQUIRE);
+			while (from + SECTOR <= want && bit(VALID(ln), from / SECTOR))
+				from += SECTOR;
+			if (claimed > sbeg + from)
+				from = (claimed - sbeg) / SECTOR * SECTOR;
+			if (from >= want) {
+				pthread_mutex_unlock(&c->lock);
+				continue;
+			}
 			ln->pins++;
+			ln->ra_reading = true;
 			pthread_mutex_unlock(&c->lock);
-			ssize_t r = stripe_read_locked(rf, tmp, want, sbeg);
+			ssize_t r = stripe_read_locked(rf, tmp, want - from, sbeg + from);
 			pthread_mutex_lock(&c->lock);
 			ln->pins--;
 			if (r > 0) {
-				keep_clean(ln, 0, r, tmp);
+				keep_clean(ln, from, from + r, tmp);
 			}
+			ln->ra_reading = false;
+			pthread_cond_broadcast(&c->ra.filled);
 			pthread_mutex_unlock(&c->lock);
 			if (r <= 0)
 				break;

@@ -97,6 +97,9 @@ struct rfile {
 					 * goes next (cache.c) */
 	uint32_t ra_seq;		/* sequential reads in a row */
 	uint64_t ra_done;		/* read-ahead queued up to this stripe */
+	uint64_t ra_claimed;		/* the furthest end of a read asked for:
+					 * the read-ahead leaves what is below
+					 * it to the readers */
 	pthread_rwlock_t rw;
 	pthread_mutex_t log_order;	/* a write-back write's cache update and its
 					 * file-log record, together (cache.c) */
