@@ -501,7 +501,8 @@ static uint64_t last_name_of(const char *relpath)
 /* The checksum files of a file whose last name went (csum.h). */
 static void forget_sums(uint64_t id)
 {
-	for (uint32_t j = 0; id && j < A->width; j++)
+	/* (an array without checksums has no checksum files) */
+	for (uint32_t j = 0; id && A->csum && j < A->width; j++)
 		if (member_writable(A, j))
 			csum_unlink(A->m[j].dirfd, id);
 }
