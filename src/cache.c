@@ -1829,7 +1829,8 @@ ssize_t cache_read(struct rfile *rf, void *buf, size_t len, uint64_t off)
 	if (len > size - off)
 		len = size - off;
 	uint64_t end = off + len;
-	claim_read(rf, off, end);
+	if (cache_opts.rpolicy != RP_NORA)
+		claim_read(rf, off, end);	/* (only the read-ahead looks at it) */
 	for (uint64_t pos = off; pos < end && ret >= 0;) {
 		uint64_t s = pos / lb, sbeg = s * lb;
 		uint64_t y = end < sbeg + lb ? end : sbeg + lb;

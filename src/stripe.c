@@ -1070,13 +1070,16 @@ static uint64_t row_load(struct rfile *rf, uint64_t s, uint32_t g, uint32_t *crc
 
 /* The checksum file of shard j, opened when first needed (a shard the
  * rebuild or a replacement in place made after the file was opened).
- * -1 when there is none; a negative errno when it cannot be made. */
+ * -1 when there is none; a negative errno when it cannot be made (EPERM,
+ * which would read as -1, as EACCES). */
 static int sums_fd(struct rfile *rf, uint32_t j)
 {
 	int fd = __atomic_load_n(&rf->sfd[j], __ATOMIC_ACQUIRE);
 	if (fd >= 0 || rf->fd[j] < 0 || rf->a->readonly)
 		return fd;
 	fd = csum_open(rf->a->m[j].dirfd, rf->id, O_RDWR | O_CREAT);
+	if (fd == -EPERM)
+		return -EACCES;	/* (-1 is "no checksum file here" to the callers) */
 	if (fd < 0)
 		return fd;
 	int none = -1;
